@@ -1,0 +1,1 @@
+//! The Kubernetes-compatible API server.

@@ -1,0 +1,1 @@
+//! The SQLite backend (the embedded default). Not yet written.
