@@ -26,3 +26,294 @@ impl TestStore {
 pub async fn memory() -> TestStore {
     TestStore::new(std::sync::Arc::new(crate::memory::MemoryStore::new()), ())
 }
+
+/// A fresh etcd (its own process and data dir) with an [`crate::etcd::EtcdStore`] on it, or
+/// `None` when there is no etcd binary here (see [`EtcdProcess::start_or_skip`]).
+#[cfg(feature = "etcd")]
+pub async fn etcd() -> Option<TestStore> {
+    let process = EtcdProcess::start_or_skip().await?;
+    let store = crate::etcd::EtcdStore::connect(&process.endpoints(), "/corral-test/")
+        .await
+        .unwrap_or_else(|e| panic!("connecting to the test etcd at {}: {e}", process.endpoint()));
+    Some(TestStore::new(std::sync::Arc::new(store), process))
+}
+
+#[cfg(feature = "etcd")]
+pub use etcd_process::{EtcdProcess, EtcdProcessError};
+
+#[cfg(feature = "etcd")]
+mod etcd_process {
+    //! A throwaway single-member etcd for tests and benchmarks.
+
+    use std::fs::File;
+    use std::io::Read;
+    use std::net::TcpListener;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, ChildStdin, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// Where the binary is looked for first.
+    const BINARY_VARIABLE: &str = "CORRAL_ETCD_BIN";
+    /// Set to 1 to make a missing binary fail tests instead of skipping them (CI).
+    const REQUIRE_VARIABLE: &str = "CORRAL_REQUIRE_ETCD";
+    /// How long a start may take before it is declared failed. Generous: CI machines are slow
+    /// and busy compiling; a healthy etcd answers in well under a second.
+    const START_DEADLINE: Duration = Duration::from_secs(60);
+    /// Pause between two readiness probes.
+    const PROBE_INTERVAL: Duration = Duration::from_millis(20);
+    /// Starts retried when etcd dies at once, which is what it does when another process took
+    /// one of its ports between our probe for a free port and its bind.
+    const START_ATTEMPTS: usize = 5;
+
+    /// Runs etcd under a shell that kills it when our end of its stdin closes: when the
+    /// `EtcdProcess` is dropped, and also when the test process dies without unwinding
+    /// (aborted, killed by a timeout), which would otherwise leave etcd running. The shell
+    /// exits with etcd's status, so an etcd that dies on its own is seen at once.
+    const SUPERVISOR: &str = r#"exec 3<&0
+"$0" "$@" </dev/null &
+etcd=$!
+{ cat <&3 >/dev/null; kill -9 "$etcd" 2>/dev/null; } &
+watcher=$!
+exec 3<&-
+wait "$etcd"
+status=$?
+kill "$watcher" 2>/dev/null
+exit "$status""#;
+
+    #[derive(Debug, thiserror::Error)]
+    pub enum EtcdProcessError {
+        #[error("etcd not found (install etcd-server or set {BINARY_VARIABLE} to the etcd binary)")]
+        BinaryNotFound,
+        #[error("preparing etcd's data dir")]
+        DataDir(#[source] std::io::Error),
+        #[error("finding free ports for etcd")]
+        Ports(#[source] std::io::Error),
+        #[error("starting {binary}")]
+        Spawn {
+            binary: PathBuf,
+            #[source]
+            source: std::io::Error,
+        },
+        #[error("etcd exited with {status} while starting; the end of its log:\n{log}")]
+        Exited { status: String, log: String },
+        #[error("etcd did not answer within {deadline:?}; the end of its log:\n{log}")]
+        NotReady { deadline: Duration, log: String },
+    }
+
+    /// A fresh single-member etcd on free loopback ports, with its own data dir; killed, and
+    /// its data dir removed, when dropped.
+    pub struct EtcdProcess {
+        supervisor: Child,
+        /// Closing it tells the supervisor to kill etcd.
+        stdin: Option<ChildStdin>,
+        endpoint: String,
+        // Dropped after the process is gone (see `Drop`).
+        dir: tempfile::TempDir,
+    }
+
+    impl EtcdProcess {
+        /// The etcd binary: `$CORRAL_ETCD_BIN`, else `etcd` on `PATH`, else `/usr/bin/etcd`.
+        pub fn find_binary() -> Option<PathBuf> {
+            if let Some(binary) = std::env::var_os(BINARY_VARIABLE) {
+                return Some(PathBuf::from(binary));
+            }
+            let on_path = std::env::var_os("PATH").and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join("etcd"))
+                    .find(|candidate| candidate.is_file())
+            });
+            on_path.or_else(|| {
+                let fallback = PathBuf::from("/usr/bin/etcd");
+                fallback.is_file().then_some(fallback)
+            })
+        }
+
+        /// Starts an etcd and waits until it serves requests. With no binary: when
+        /// `CORRAL_REQUIRE_ETCD=1`, panics; otherwise says loudly on stderr that the caller is
+        /// skipped and returns `None`. Any other failure to start panics.
+        pub async fn start_or_skip() -> Option<EtcdProcess> {
+            match EtcdProcess::start().await {
+                Ok(process) => Some(process),
+                Err(EtcdProcessError::BinaryNotFound) => {
+                    if std::env::var(REQUIRE_VARIABLE).as_deref() == Ok("1") {
+                        panic!(
+                            "{}, and {REQUIRE_VARIABLE}=1 requires it",
+                            EtcdProcessError::BinaryNotFound
+                        );
+                    }
+                    eprintln!(
+                        "SKIP: etcd not found (install etcd-server or set {BINARY_VARIABLE}); \
+                         etcd-backed test skipped"
+                    );
+                    None
+                }
+                Err(e) => panic!("starting a test etcd: {e}"),
+            }
+        }
+
+        /// Starts an etcd from [`EtcdProcess::find_binary`] and waits until it serves requests.
+        pub async fn start() -> Result<EtcdProcess, EtcdProcessError> {
+            let binary = Self::find_binary().ok_or(EtcdProcessError::BinaryNotFound)?;
+            let mut root = data_root();
+            let mut attempt = 1;
+            loop {
+                match Self::start_once(&binary, &root).await {
+                    Err(EtcdProcessError::Exited { log, .. })
+                        if attempt < START_ATTEMPTS && log.contains("address already in use") =>
+                    {
+                        attempt += 1;
+                    }
+                    // A small tmpfs (containers often have 64 MiB) cannot hold etcd's
+                    // preallocated write-ahead log.
+                    Err(EtcdProcessError::Exited { log, .. })
+                        if attempt < START_ATTEMPTS
+                            && log.contains("no space left on device")
+                            && root != std::env::temp_dir() =>
+                    {
+                        attempt += 1;
+                        root = std::env::temp_dir();
+                    }
+                    result => return result,
+                }
+            }
+        }
+
+        async fn start_once(binary: &Path, root: &Path) -> Result<EtcdProcess, EtcdProcessError> {
+            let dir = tempfile::Builder::new()
+                .prefix("corral-etcd-")
+                .tempdir_in(root)
+                .map_err(EtcdProcessError::DataDir)?;
+            let [client_port, peer_port] = free_ports().map_err(EtcdProcessError::Ports)?;
+            let endpoint = format!("http://127.0.0.1:{client_port}");
+            let peer_url = format!("http://127.0.0.1:{peer_port}");
+            let log_path = dir.path().join("etcd.log");
+            let log = File::create(&log_path).map_err(EtcdProcessError::DataDir)?;
+            let log_for_stdout = log.try_clone().map_err(EtcdProcessError::DataDir)?;
+            let mut command = Command::new("/bin/sh");
+            command
+                .arg("-c")
+                .arg(SUPERVISOR)
+                .arg(binary)
+                .arg("--name=corral-test")
+                .arg(format!("--data-dir={}", dir.path().join("data").display()))
+                .arg(format!("--listen-client-urls={endpoint}"))
+                .arg(format!("--advertise-client-urls={endpoint}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster=corral-test={peer_url}"))
+                .arg("--initial-cluster-state=new")
+                .arg(format!("--initial-cluster-token=corral-test-{peer_port}"))
+                .arg("--logger=zap")
+                .arg("--log-outputs=stderr")
+                .arg("--log-level=warn")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::from(log_for_stdout))
+                .stderr(Stdio::from(log));
+            // etcd reads its configuration from ETCD_* variables too: keep the developer's out,
+            // except the one that lets it run on less common architectures.
+            for (name, _) in std::env::vars_os() {
+                let name_text = name.to_string_lossy();
+                if name_text.starts_with("ETCD_") && name_text != "ETCD_UNSUPPORTED_ARCH" {
+                    command.env_remove(&name);
+                }
+            }
+            let mut supervisor = command.spawn().map_err(|source| EtcdProcessError::Spawn {
+                binary: binary.to_path_buf(),
+                source,
+            })?;
+            let stdin = supervisor.stdin.take();
+            let mut process = EtcdProcess {
+                supervisor,
+                stdin,
+                endpoint,
+                dir,
+            };
+            process.wait_until_ready(&log_path).await?;
+            Ok(process)
+        }
+
+        /// Polls etcd with a read until it answers, it exits, or the deadline passes.
+        async fn wait_until_ready(&mut self, log_path: &Path) -> Result<(), EtcdProcessError> {
+            let deadline = Instant::now() + START_DEADLINE;
+            loop {
+                if let Ok(Some(status)) = self.supervisor.try_wait() {
+                    return Err(EtcdProcessError::Exited {
+                        status: status.to_string(),
+                        log: log_tail(log_path),
+                    });
+                }
+                if self.answers().await {
+                    return Ok(());
+                }
+                if Instant::now() >= deadline {
+                    return Err(EtcdProcessError::NotReady {
+                        deadline: START_DEADLINE,
+                        log: log_tail(log_path),
+                    });
+                }
+                tokio::time::sleep(PROBE_INTERVAL).await;
+            }
+        }
+
+        async fn answers(&self) -> bool {
+            let probe = async {
+                let mut client = etcd_client::Client::connect([&self.endpoint], None).await?;
+                client.get("corral-readiness-probe", None).await
+            };
+            matches!(
+                tokio::time::timeout(Duration::from_secs(2), probe).await,
+                Ok(Ok(_))
+            )
+        }
+
+        /// The client URL, `http://127.0.0.1:<port>`.
+        pub fn endpoint(&self) -> &str {
+            &self.endpoint
+        }
+
+        /// The client URLs, in the form [`crate::etcd::EtcdStore::connect`] takes.
+        pub fn endpoints(&self) -> Vec<String> {
+            vec![self.endpoint.clone()]
+        }
+
+        /// The directory holding etcd's data and its log (`etcd.log`).
+        pub fn dir(&self) -> &Path {
+            self.dir.path()
+        }
+    }
+
+    impl Drop for EtcdProcess {
+        fn drop(&mut self) {
+            // Closing stdin makes the supervisor kill etcd; waiting for the supervisor means
+            // etcd is gone before its data dir is removed.
+            drop(self.stdin.take());
+            let _ = self.supervisor.wait();
+        }
+    }
+
+    /// Where data dirs go: tmpfs when there is one. etcd 3.4 has no switch to skip fsync, and
+    /// on tmpfs an fsync costs nothing; a test etcd's data need not outlive the test.
+    fn data_root() -> PathBuf {
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
+            return shm.to_path_buf();
+        }
+        std::env::temp_dir()
+    }
+
+    /// Two ports that were free a moment ago: bound with port 0, then released for etcd.
+    fn free_ports() -> std::io::Result<[u16; 2]> {
+        let first = TcpListener::bind("127.0.0.1:0")?;
+        let second = TcpListener::bind("127.0.0.1:0")?;
+        Ok([first.local_addr()?.port(), second.local_addr()?.port()])
+    }
+
+    fn log_tail(path: &Path) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = File::open(path) {
+            let _ = file.read_to_string(&mut text);
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+}

@@ -1,0 +1,492 @@
+//! The etcd backend against a real etcd: what the conformance suite does not reach (prefixes,
+//! etcd's own refusals, compaction by another client, watch cancellation) plus a quick pass over
+//! the basics. Each test starts its own etcd, or is skipped when there is no etcd binary.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::{EtcdStore, range_end};
+use crate::testing::EtcdProcess;
+use crate::{Error, Event, EventKind, KeyValue, RangeRequest, Store, WatchStream};
+
+/// How long a test waits for something that should happen promptly; a passing run never waits
+/// for it.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+async fn start(prefix: &str) -> Option<(EtcdProcess, EtcdStore)> {
+    let process = EtcdProcess::start_or_skip().await?;
+    let store = EtcdStore::connect(&process.endpoints(), prefix)
+        .await
+        .expect("connecting to the test etcd");
+    Some((process, store))
+}
+
+async fn raw_client(process: &EtcdProcess) -> etcd_client::Client {
+    etcd_client::Client::connect(process.endpoints(), None)
+        .await
+        .expect("connecting a raw etcd client")
+}
+
+fn bytes(value: &str) -> Bytes {
+    Bytes::copy_from_slice(value.as_bytes())
+}
+
+fn kv(key: &str, value: &str, create_revision: i64, mod_revision: i64) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: bytes(value),
+        create_revision,
+        mod_revision,
+    }
+}
+
+async fn next_item(stream: &mut WatchStream) -> Option<crate::Result<Event>> {
+    tokio::time::timeout(DEADLINE, stream.next())
+        .await
+        .expect("nothing from the watch before the deadline")
+}
+
+async fn next_event(stream: &mut WatchStream) -> Event {
+    next_item(stream)
+        .await
+        .expect("the watch ended")
+        .expect("the watch failed")
+}
+
+fn keys(kvs: &[KeyValue]) -> Vec<&str> {
+    kvs.iter().map(|kv| kv.key.as_str()).collect()
+}
+
+#[test]
+fn range_end_bumps_the_last_byte_below_0xff() {
+    assert_eq!(range_end(b"/a/"), b"/a0".to_vec());
+    assert_eq!(range_end(b"a\xff\xff"), b"b".to_vec());
+    // No end: etcd's "to the end of the key space".
+    assert_eq!(range_end(b""), vec![0]);
+    assert_eq!(range_end(b"\xff"), vec![0]);
+}
+
+#[tokio::test]
+async fn writes_follow_etcd_revisions() {
+    let Some((_etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    assert_eq!(store.current_revision().await.unwrap(), 1);
+    assert_eq!(store.create("/a", bytes("1")).await.unwrap(), 2);
+    assert_eq!(store.update("/a", bytes("2"), 2).await.unwrap(), 3);
+    assert_eq!(
+        store.get("/a", None).await.unwrap(),
+        Some(kv("/a", "2", 2, 3))
+    );
+    assert_eq!(
+        store.get("/a", Some(2)).await.unwrap(),
+        Some(kv("/a", "1", 2, 2))
+    );
+    assert_eq!(
+        store.delete("/a", 3).await.unwrap(),
+        (4, kv("/a", "2", 2, 3))
+    );
+    assert_eq!(store.get("/a", None).await.unwrap(), None);
+    assert_eq!(store.create("/a", bytes("3")).await.unwrap(), 5);
+    assert_eq!(
+        store.get("/a", None).await.unwrap(),
+        Some(kv("/a", "3", 5, 5))
+    );
+}
+
+#[tokio::test]
+async fn refused_writes_say_why_and_use_no_revision() {
+    let Some((_etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    store.create("/a", bytes("1")).await.unwrap();
+    assert!(matches!(
+        store.create("/a", bytes("x")).await,
+        Err(Error::AlreadyExists { key }) if key == "/a"
+    ));
+    match store.update("/a", bytes("x"), 7).await {
+        Err(Error::Conflict {
+            key,
+            expected,
+            current,
+        }) => {
+            assert_eq!((key.as_str(), expected), ("/a", 7));
+            assert_eq!(*current, kv("/a", "1", 2, 2));
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert!(matches!(
+        store.delete("/a", 1).await,
+        Err(Error::Conflict { current, .. }) if current.mod_revision == 2
+    ));
+    // Expecting revision 0 of an absent key must not create it.
+    assert!(matches!(
+        store.update("/missing", bytes("x"), 0).await,
+        Err(Error::NotFound { key }) if key == "/missing"
+    ));
+    assert!(matches!(
+        store.delete("/missing", 0).await,
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(store.current_revision().await.unwrap(), 2);
+    assert_eq!(store.get("/missing", None).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn stores_on_one_etcd_keep_to_their_prefixes() {
+    let Some((etcd, one)) = start("/one/").await else {
+        return;
+    };
+    let two = EtcdStore::connect(&etcd.endpoints(), "/two/")
+        .await
+        .unwrap();
+    let mut watch_two = two.watch("", 1).await.unwrap();
+    one.create("x", bytes("from one")).await.unwrap();
+    two.create("x", bytes("from two")).await.unwrap();
+
+    let raw = raw_client(&etcd)
+        .await
+        .get("/one/x", None)
+        .await
+        .unwrap()
+        .kvs()[0]
+        .value()
+        .to_vec();
+    assert_eq!(raw, b"from one");
+    let listed = one.range(RangeRequest::default()).await.unwrap();
+    assert_eq!(listed.kvs, vec![kv("x", "from one", 2, 2)]);
+    assert_eq!(listed.revision, 3, "the revision is etcd's, shared by both");
+    // The watch of `two` sees only its own write, with the prefix stripped.
+    assert_eq!(
+        next_event(&mut watch_two).await.kv,
+        kv("x", "from two", 3, 3)
+    );
+}
+
+#[tokio::test]
+async fn an_empty_prefix_is_the_whole_key_space() {
+    let Some((_etcd, store)) = start("").await else {
+        return;
+    };
+    store.create("b", bytes("b")).await.unwrap();
+    store.create("a", bytes("a")).await.unwrap();
+    let listed = store.range(RangeRequest::default()).await.unwrap();
+    assert_eq!(keys(&listed.kvs), ["a", "b"]);
+    assert_eq!(
+        store.get("a", None).await.unwrap(),
+        Some(kv("a", "a", 3, 3))
+    );
+}
+
+#[tokio::test]
+async fn range_pages_at_one_revision() {
+    let Some((_etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    for key in ["/r/a", "/r/b", "/r/c", "/r/d", "/r/e", "/s/a"] {
+        store.create(key, bytes(key)).await.unwrap();
+    }
+    let first = store
+        .range(RangeRequest {
+            prefix: "/r/".into(),
+            limit: 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (keys(&first.kvs), first.more, first.revision),
+        (vec!["/r/a", "/r/b"], true, 7)
+    );
+    // Writes between pages do not show in the next pages, read at the first page's revision.
+    store.create("/r/bb", bytes("late")).await.unwrap();
+    store.delete("/r/d", 5).await.unwrap();
+    let second = store
+        .range(RangeRequest {
+            prefix: "/r/".into(),
+            start: Some("/r/b\0".into()),
+            limit: 2,
+            revision: Some(first.revision),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (keys(&second.kvs), second.more, second.revision),
+        (vec!["/r/c", "/r/d"], true, 7)
+    );
+    let last = store
+        .range(RangeRequest {
+            prefix: "/r/".into(),
+            start: Some("/r/d\0".into()),
+            limit: 2,
+            revision: Some(first.revision),
+        })
+        .await
+        .unwrap();
+    assert_eq!((keys(&last.kvs), last.more), (vec!["/r/e"], false));
+    assert!(matches!(
+        store
+            .range(RangeRequest {
+                prefix: "/r/".into(),
+                start: Some("/s/".into()),
+                ..Default::default()
+            })
+            .await,
+        Err(Error::InvalidRequest(_))
+    ));
+}
+
+#[tokio::test]
+async fn reads_outside_the_history_are_refused() {
+    let Some((_etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    store.create("/a", bytes("1")).await.unwrap();
+    assert!(matches!(
+        store.get("/a", Some(9)).await,
+        Err(Error::FutureRevision {
+            requested: 9,
+            current: 2
+        })
+    ));
+    assert!(matches!(
+        store.get("/a", Some(0)).await,
+        Err(Error::InvalidRequest(_))
+    ));
+    for value in ["2", "3", "4"] {
+        let current = store.get("/a", None).await.unwrap().unwrap();
+        store
+            .update("/a", bytes(value), current.mod_revision)
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.compacted_revision().await.unwrap(), 0);
+    store.compact(4).await.unwrap();
+    assert_eq!(store.compacted_revision().await.unwrap(), 4);
+    assert!(matches!(
+        store.get("/a", Some(3)).await,
+        Err(Error::Compacted {
+            requested: 3,
+            compacted: 4
+        })
+    ));
+    assert!(matches!(
+        store
+            .range(RangeRequest {
+                revision: Some(2),
+                ..Default::default()
+            })
+            .await,
+        Err(Error::Compacted {
+            requested: 2,
+            compacted: 4
+        })
+    ));
+    assert_eq!(
+        store.get("/a", Some(4)).await.unwrap(),
+        Some(kv("/a", "3", 2, 4))
+    );
+    // Compacting at or below an earlier compaction is a no-op (etcd refuses it).
+    store.compact(4).await.unwrap();
+    store.compact(2).await.unwrap();
+    assert_eq!(store.compacted_revision().await.unwrap(), 4);
+    assert!(matches!(
+        store.compact(99).await,
+        Err(Error::FutureRevision {
+            requested: 99,
+            current: 5
+        })
+    ));
+    assert_eq!(
+        store.current_revision().await.unwrap(),
+        5,
+        "compaction is not a write"
+    );
+}
+
+#[tokio::test]
+async fn compaction_by_another_client_is_found() {
+    let Some((etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    for n in 0..20 {
+        store.create(&format!("/k{n}"), bytes("v")).await.unwrap();
+    }
+    let mut raw = raw_client(&etcd).await;
+    raw.compact(13, None).await.unwrap();
+    assert_eq!(store.compacted_revision().await.unwrap(), 13);
+    assert!(matches!(
+        store.get("/k0", Some(12)).await,
+        Err(Error::Compacted {
+            requested: 12,
+            compacted: 13
+        })
+    ));
+    raw.compact(17, None).await.unwrap();
+    assert!(matches!(
+        store.watch("", 15).await.unwrap().next().await,
+        Some(Err(Error::Compacted {
+            requested: 15,
+            compacted: 17
+        }))
+    ));
+    assert_eq!(store.compacted_revision().await.unwrap(), 17);
+}
+
+#[tokio::test]
+async fn watch_replays_then_follows_live_changes() {
+    let Some((_etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    store.create("/w/a", bytes("a1")).await.unwrap();
+    store.create("/other", bytes("x")).await.unwrap();
+    store.update("/w/a", bytes("a2"), 2).await.unwrap();
+    let mut watch = store.watch("/w/", 1).await.unwrap();
+    assert_eq!(
+        next_event(&mut watch).await,
+        Event {
+            kind: EventKind::Put,
+            kv: kv("/w/a", "a1", 2, 2),
+            prev: None
+        }
+    );
+    assert_eq!(
+        next_event(&mut watch).await,
+        Event {
+            kind: EventKind::Put,
+            kv: kv("/w/a", "a2", 2, 4),
+            prev: Some(kv("/w/a", "a1", 2, 2))
+        }
+    );
+    store.delete("/w/a", 4).await.unwrap();
+    store.create("/w/b", bytes("b")).await.unwrap();
+    assert_eq!(
+        next_event(&mut watch).await,
+        Event {
+            kind: EventKind::Delete,
+            kv: kv("/w/a", "a2", 2, 5),
+            prev: Some(kv("/w/a", "a2", 2, 4))
+        }
+    );
+    assert_eq!(next_event(&mut watch).await.kv, kv("/w/b", "b", 6, 6));
+
+    // Starting after a revision leaves that revision out.
+    let mut later = store.watch("/w/", 4).await.unwrap();
+    assert_eq!(next_event(&mut later).await.revision(), 5);
+}
+
+#[tokio::test]
+async fn watch_below_the_compaction_fails_and_at_it_replays() {
+    let Some((_etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    for n in 0..5 {
+        store.create(&format!("/k{n}"), bytes("v")).await.unwrap();
+    }
+    // Revisions 2..=6 are written; keep 4 and later.
+    store.compact(4).await.unwrap();
+    let mut refused = store.watch("/", 3).await.unwrap();
+    assert!(matches!(
+        next_item(&mut refused).await,
+        Some(Err(Error::Compacted {
+            requested: 3,
+            compacted: 4
+        }))
+    ));
+    assert!(
+        next_item(&mut refused).await.is_none(),
+        "a failed watch ends"
+    );
+
+    let mut replay = store.watch("/", 4).await.unwrap();
+    assert_eq!(next_event(&mut replay).await.revision(), 5);
+    assert_eq!(next_event(&mut replay).await.revision(), 6);
+}
+
+/// Reads etcd's gauge of open watchers from its metrics, served on the client URL.
+async fn watchers(etcd: &EtcdProcess) -> u64 {
+    let address = etcd.endpoint().trim_start_matches("http://");
+    let mut connection = tokio::net::TcpStream::connect(address).await.unwrap();
+    connection
+        .write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    connection.read_to_string(&mut text).await.unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+        .expect("etcd reports its watchers")
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+#[tokio::test]
+async fn a_dropped_watch_ends_in_etcd() {
+    let Some((etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    let watch = store.watch("/", 1).await.unwrap();
+    assert_eq!(watchers(&etcd).await, 1);
+    drop(watch);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while watchers(&etcd).await != 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "etcd still has the watcher"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_watch_fails_once_when_etcd_goes_away() {
+    let Some((etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    let mut watch = store.watch("/", 1).await.unwrap();
+    store.create("/a", bytes("a")).await.unwrap();
+    assert_eq!(next_event(&mut watch).await.revision(), 2);
+    drop(etcd);
+    assert!(matches!(
+        next_item(&mut watch).await,
+        Some(Err(Error::Backend { .. }))
+    ));
+    assert!(next_item(&mut watch).await.is_none());
+}
+
+#[tokio::test]
+async fn values_up_to_the_limit_fit_in_one_etcd_request() {
+    let Some((_etcd, store)) = start("/corral/").await else {
+        return;
+    };
+    let key = "/a/rather/long/key/to/show/that/the/limit/leaves/room/for/it";
+    let limit = store.max_value_bytes(key);
+    assert!(limit > 1_500_000, "the limit is close to etcd's 1.5 MiB");
+    // The largest allowed value really is accepted by etcd: the room kept is enough.
+    assert_eq!(
+        store
+            .create(key, Bytes::from(vec![1u8; limit]))
+            .await
+            .unwrap(),
+        2
+    );
+    let too_large = Bytes::from(vec![1u8; limit + 1]);
+    assert!(matches!(
+        store.update(key, too_large.clone(), 2).await,
+        Err(Error::ValueTooLarge { size, limit: refused_at }) if size == limit + 1 && refused_at == limit
+    ));
+    // A store told of a larger etcd limit than the real one still refuses, through etcd.
+    let optimistic = store.clone().with_max_request_bytes(4 * 1024 * 1024);
+    let refused = optimistic
+        .create("/b", Bytes::from(vec![1u8; 2 * 1024 * 1024]))
+        .await;
+    assert!(
+        matches!(refused, Err(Error::ValueTooLarge { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(store.current_revision().await.unwrap(), 2);
+}
