@@ -1,1 +1,32 @@
-//! The Kubernetes-compatible API server.
+//! A Kubernetes-compatible API server over a `corral-store` backend.
+//!
+//! It serves built-in resources (namespaces, secrets, configmaps, events, leases, CRDs) and
+//! every resource a CRD defines, with kube-apiserver's REST semantics, so that kubectl,
+//! kube-rs and the official client libraries work against it unchanged. Objects are untyped
+//! JSON; what is particular to a built-in kind lives in `hooks.rs`.
+//!
+//! Entry point: [`Server::start`].
+
+mod body;
+pub mod crd;
+mod discovery;
+pub mod error;
+mod hooks;
+pub mod kubeconfig;
+mod namespaces;
+pub mod names;
+pub mod object;
+mod patch;
+pub mod query;
+pub mod registry;
+pub mod rest;
+pub mod selector;
+mod server;
+pub mod strategic_merge;
+mod watch;
+pub mod watch_cache;
+
+pub use error::ApiError;
+pub use server::{ApiState, Server, ServerConfig};
+pub use watch::WatchTimings;
+pub use watch_cache::WatchCacheConfig;

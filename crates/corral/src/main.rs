@@ -1,1 +1,165 @@
-fn main() {}
+//! `corral`: the management plane and the command line in one binary.
+//!
+//! Only this crate parses flags, reads the environment and installs the tracing subscriber;
+//! the libraries take explicit configuration.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use corral_apiserver::{Server, ServerConfig};
+use corral_store::DynStore;
+
+#[derive(Parser)]
+#[command(name = "corral", version, about = "Cluster API, in Rust")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the Kubernetes-compatible API server.
+    Apiserver(ApiserverArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum StoreKind {
+    /// Embedded SQLite under the data directory (the default).
+    Sqlite,
+    /// An etcd cluster (`--etcd-endpoints`).
+    Etcd,
+    /// In memory: nothing survives the process. For experiments only.
+    Memory,
+}
+
+#[derive(clap::Args)]
+struct ApiserverArgs {
+    /// Where the store and the admin kubeconfig live.
+    #[arg(long, default_value = ".corral")]
+    data_dir: PathBuf,
+    /// Address to listen on. Only loopback addresses are allowed until TLS and authentication
+    /// exist; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    listen: SocketAddr,
+    /// Storage backend.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    store: StoreKind,
+    /// etcd client URLs, comma-separated (with `--store etcd`).
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    etcd_endpoints: Vec<String>,
+    /// Key prefix under which Corral keeps its data in etcd.
+    #[arg(long, default_value = "/corral")]
+    etcd_prefix: String,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Apiserver(args) => apiserver(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn open_store(args: &ApiserverArgs) -> anyhow::Result<DynStore> {
+    Ok(match args.store {
+        StoreKind::Sqlite => open_sqlite(&args.data_dir.join("store.db"))?,
+        StoreKind::Etcd => open_etcd(args).await?,
+        StoreKind::Memory => Arc::new(corral_store::memory::MemoryStore::new()),
+    })
+}
+
+fn open_sqlite(path: &Path) -> anyhow::Result<DynStore> {
+    let store = corral_store::sqlite::SqliteStore::open(path)
+        .with_context(|| format!("cannot open the SQLite store at {}", path.display()))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(feature = "etcd")]
+async fn open_etcd(args: &ApiserverArgs) -> anyhow::Result<DynStore> {
+    let store = corral_store::etcd::EtcdStore::connect(&args.etcd_endpoints, &args.etcd_prefix)
+        .await
+        .with_context(|| format!("cannot connect to etcd at {}", args.etcd_endpoints.join(",")))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "etcd"))]
+async fn open_etcd(_args: &ApiserverArgs) -> anyhow::Result<DynStore> {
+    bail!("this corral was built without etcd support; rebuild with `--features etcd`")
+}
+
+fn write_kubeconfig(data_dir: &Path, server_url: &str) -> anyhow::Result<PathBuf> {
+    let path = data_dir.join("kubeconfig");
+    let contents = corral_apiserver::kubeconfig::render(server_url, "corral");
+    // Write then rename, so a reader never sees half a file.
+    let temporary = data_dir.join(".kubeconfig.tmp");
+    std::fs::write(&temporary, contents)
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, &path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
+    if !args.listen.ip().is_loopback() {
+        bail!(
+            "refusing to listen on {}: only loopback addresses are allowed until TLS and authentication are available (use 127.0.0.1 or ::1)",
+            args.listen
+        );
+    }
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create the data directory {}", args.data_dir.display()))?;
+    let store = open_store(&args).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let server = Server::start(listener, store, ServerConfig::default())
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot start the API server: {e}"))?;
+    let kubeconfig = write_kubeconfig(&args.data_dir, &server.url())?;
+    tracing::info!(
+        url = server.url(),
+        kubeconfig = %kubeconfig.display(),
+        store = ?args.store,
+        "Corral API server listening on {}",
+        server.url()
+    );
+    shutdown_signal().await;
+    tracing::info!("Shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}

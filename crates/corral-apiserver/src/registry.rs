@@ -1,0 +1,277 @@
+//! The resource registry: which resources are served, under which group-versions, and how.
+//!
+//! Built-in resources are registered at start; a resource defined by a CRD is added when the
+//! CRD is written and removed when it is deleted (see `crd.rs`). Handlers look a resource up
+//! by (group, version, plural) once per request and hold an `Arc` to it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+/// How the scale subresource maps onto the object (from a CRD's `subresources.scale`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+/// An additional printer column (used by Table output in a later stage).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrinterColumn {
+    pub name: String,
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i64,
+    pub json_path: String,
+}
+
+/// One served version of a resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VersionInfo {
+    pub name: String,
+    pub served: bool,
+    pub storage: bool,
+    pub deprecated: bool,
+    pub deprecation_warning: Option<String>,
+    pub printer_columns: Vec<PrinterColumn>,
+    /// The version's openAPIV3Schema, when it came from a CRD.
+    pub schema: Option<Value>,
+}
+
+/// Everything the handlers need to know about one resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceInfo {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Versions in preference order (the first served one is preferred).
+    pub versions: Vec<VersionInfo>,
+    /// Plural lower-case name, as in the URL.
+    pub plural: String,
+    pub singular: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub status_subresource: bool,
+    pub scale: Option<ScalePaths>,
+    /// Built-in kinds accept strategic merge patch; custom resources answer 415.
+    pub builtin: bool,
+    /// Custom resources track `metadata.generation`; most built-ins here do not.
+    pub tracks_generation: bool,
+}
+
+impl ResourceInfo {
+    /// The storage key prefix shared by every version: `/registry/<group>/<plural>/`.
+    pub fn key_prefix(&self) -> String {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        format!("/registry/{group}/{}/", self.plural)
+    }
+
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace {
+            Some(namespace) if self.namespaced => {
+                format!("{}{namespace}/{name}", self.key_prefix())
+            }
+            _ => format!("{}{name}", self.key_prefix()),
+        }
+    }
+
+    /// `apiVersion` for a version of this resource: `v1` or `group/v1`.
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+
+    pub fn version(&self, name: &str) -> Option<&VersionInfo> {
+        self.versions.iter().find(|v| v.name == name && v.served)
+    }
+
+    pub fn storage_version(&self) -> &str {
+        self.versions
+            .iter()
+            .find(|v| v.storage)
+            .or(self.versions.first())
+            .map(|v| v.name.as_str())
+            .unwrap_or("v1")
+    }
+
+    /// `widgets.example.com`, or `configmaps` in the core group.
+    pub fn qualified_name(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
+/// The set of served resources, shared by all requests.
+#[derive(Default)]
+pub struct Registry {
+    /// Keyed by (group, plural).
+    resources: RwLock<BTreeMap<(String, String), Arc<ResourceInfo>>>,
+}
+
+impl Registry {
+    pub fn with_builtins() -> Self {
+        let registry = Registry::default();
+        for resource in builtins() {
+            registry.insert(resource);
+        }
+        registry
+    }
+
+    pub fn insert(&self, resource: ResourceInfo) {
+        let key = (resource.group.clone(), resource.plural.clone());
+        self.resources
+            .write()
+            .unwrap()
+            .insert(key, Arc::new(resource));
+    }
+
+    pub fn remove(&self, group: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        self.resources
+            .write()
+            .unwrap()
+            .remove(&(group.to_string(), plural.to_string()))
+    }
+
+    /// The resource served at `group/version/plural`, if that version is served.
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        let resources = self.resources.read().unwrap();
+        let resource = resources.get(&(group.to_string(), plural.to_string()))?;
+        resource.version(version)?;
+        Some(resource.clone())
+    }
+
+    pub fn get(&self, group: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        self.resources
+            .read()
+            .unwrap()
+            .get(&(group.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    /// Every resource, ordered by group then plural.
+    pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
+        self.resources.read().unwrap().values().cloned().collect()
+    }
+
+    /// Served groups with their served versions, core group first, in a stable order.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for resource in self.all() {
+            let versions = groups.entry(resource.group.clone()).or_default();
+            for version in resource.versions.iter().filter(|v| v.served) {
+                if !versions.contains(&version.name) {
+                    versions.push(version.name.clone());
+                }
+            }
+        }
+        for versions in groups.values_mut() {
+            sort_versions(versions);
+        }
+        groups.into_iter().collect()
+    }
+}
+
+/// Kubernetes version priority: GA before beta before alpha, higher numbers first, then
+/// anything that does not look like a Kubernetes version, alphabetically.
+pub fn sort_versions(versions: &mut [String]) {
+    fn rank(version: &str) -> (u8, i64, i64, String) {
+        let parse = || -> Option<(u8, i64, i64)> {
+            let rest = version.strip_prefix('v')?;
+            let digits_end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            let major: i64 = rest[..digits_end].parse().ok()?;
+            let tail = &rest[digits_end..];
+            if tail.is_empty() {
+                return Some((0, -major, 0));
+            }
+            let (stage, number) = if let Some(n) = tail.strip_prefix("beta") {
+                (1, n)
+            } else if let Some(n) = tail.strip_prefix("alpha") {
+                (2, n)
+            } else {
+                return None;
+            };
+            Some((stage, -major, -number.parse::<i64>().ok()?))
+        };
+        match parse() {
+            Some((stage, major, minor)) => (stage, major, minor, String::new()),
+            None => (3, 0, 0, version.to_string()),
+        }
+    }
+    versions.sort_by_key(|v| rank(v));
+}
+
+fn builtin(
+    group: &str,
+    version: &str,
+    plural: &str,
+    kind: &str,
+    namespaced: bool,
+    short_names: &[&str],
+) -> ResourceInfo {
+    ResourceInfo {
+        group: group.to_string(),
+        versions: vec![VersionInfo {
+            name: version.to_string(),
+            served: true,
+            storage: true,
+            deprecated: false,
+            deprecation_warning: None,
+            printer_columns: Vec::new(),
+            schema: None,
+        }],
+        plural: plural.to_string(),
+        singular: kind.to_lowercase(),
+        kind: kind.to_string(),
+        list_kind: format!("{kind}List"),
+        namespaced,
+        short_names: short_names.iter().map(|s| s.to_string()).collect(),
+        categories: Vec::new(),
+        status_subresource: false,
+        scale: None,
+        builtin: true,
+        tracks_generation: false,
+    }
+}
+
+/// The built-in resources of this server.
+pub fn builtins() -> Vec<ResourceInfo> {
+    let mut namespaces = builtin("", "v1", "namespaces", "Namespace", false, &["ns"]);
+    namespaces.status_subresource = true;
+    let mut crds = builtin(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        false,
+        &["crd", "crds"],
+    );
+    crds.status_subresource = true;
+    crds.tracks_generation = true;
+    crds.categories = vec!["api-extensions".to_string()];
+    vec![
+        namespaces,
+        builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
+        builtin("", "v1", "secrets", "Secret", true, &[]),
+        builtin("", "v1", "events", "Event", true, &["ev"]),
+        builtin("events.k8s.io", "v1", "events", "Event", true, &[]),
+        builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
+        crds,
+    ]
+}

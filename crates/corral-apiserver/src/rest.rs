@@ -1,0 +1,1075 @@
+//! The REST verbs on resources: get, list, create, update, patch, delete, deletecollection
+//! (watch is in `watch.rs`), with kube-apiserver's semantics for metadata the server owns,
+//! optimistic concurrency, finalizers and the status subresource.
+
+use std::sync::Arc;
+
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use corral_store::{RangeRequest, Revision};
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, Cause, Subject};
+use crate::query::Query;
+use crate::registry::ResourceInfo;
+use crate::server::ApiState;
+use crate::{names, object, selector};
+
+/// What a resource request addresses, parsed from its path.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub resource: Arc<ResourceInfo>,
+    /// The version the client asked for (responses are in this version).
+    pub version: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+impl Target {
+    pub fn subject<'a>(&'a self, name: &'a str) -> Subject<'a> {
+        Subject {
+            resource: &self.resource.plural,
+            group: &self.resource.group,
+            name,
+        }
+    }
+
+    fn key(&self, name: &str) -> String {
+        self.resource.key(self.namespace.as_deref(), name)
+    }
+
+    /// The key prefix of a collection: the resource, narrowed to the namespace if any.
+    pub fn collection_prefix(&self) -> String {
+        match &self.namespace {
+            Some(namespace) if self.resource.namespaced => {
+                format!("{}{namespace}/", self.resource.key_prefix())
+            }
+            _ => self.resource.key_prefix(),
+        }
+    }
+
+    /// Rewrites an object read from storage into the requested version (conversion
+    /// strategy None: only `apiVersion` changes).
+    pub fn to_request_version(&self, object: &mut Value) {
+        if let Some(map) = object.as_object_mut() {
+            map.insert(
+                "apiVersion".into(),
+                Value::String(self.resource.api_version(&self.version)),
+            );
+            map.entry("kind")
+                .or_insert_with(|| Value::String(self.resource.kind.clone()));
+        }
+    }
+}
+
+pub fn json_response(code: StatusCode, value: &Value) -> Response {
+    let body = serde_json::to_vec(value).expect("JSON values serialize");
+    (
+        code,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+// ---------------------------------------------------------------------------------------
+// Reads
+// ---------------------------------------------------------------------------------------
+
+pub async fn get(state: &ApiState, target: &Target, name: &str) -> Result<Value, ApiError> {
+    let kv = state
+        .store
+        .get(&target.key(name), None)
+        .await?
+        .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
+    let mut object = object::decode_stored(&kv)?;
+    target.to_request_version(&mut object);
+    Ok(object)
+}
+
+/// A continue token, as kube-apiserver encodes it: base64 of
+/// `{"v":"meta.k8s.io/v1","rv":<list revision>,"start":"<next key, relative to the prefix>"}`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: Revision,
+    start: String,
+}
+
+fn encode_continue(revision: Revision, start: &str) -> String {
+    let token = ContinueToken {
+        v: "meta.k8s.io/v1".into(),
+        rv: revision,
+        start: start.to_string(),
+    };
+    base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&token).unwrap())
+}
+
+fn decode_continue(raw: &str) -> Result<ContinueToken, ApiError> {
+    let invalid = || ApiError::bad_request(format!("invalid continue token: {raw:?}"));
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(raw)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(raw))
+        .map_err(|_| invalid())?;
+    let token: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    if token.v != "meta.k8s.io/v1" || token.rv <= 0 || token.start.contains("..") {
+        return Err(invalid());
+    }
+    Ok(token)
+}
+
+/// The list and watch filters of a request.
+pub struct Filter {
+    pub labels: Option<selector::LabelSelector>,
+    pub fields: Option<selector::FieldSelector>,
+    pub resource: Arc<ResourceInfo>,
+}
+
+impl Filter {
+    pub fn from_query(query: &Query, resource: &Arc<ResourceInfo>) -> Result<Filter, ApiError> {
+        let labels = match query.label_selector.as_deref() {
+            Some(raw) if !raw.trim().is_empty() => Some(
+                selector::LabelSelector::parse(raw)
+                    .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+            ),
+            _ => None,
+        };
+        let fields = match query.field_selector.as_deref() {
+            Some(raw) if !raw.trim().is_empty() => {
+                let parsed = selector::FieldSelector::parse(raw).map_err(|e| {
+                    ApiError::bad_request(format!("invalid field selector {raw:?}: {e}"))
+                })?;
+                for field in parsed.fields() {
+                    if !field_supported(resource, field) {
+                        return Err(ApiError::bad_request(format!(
+                            "field label not supported: {field}"
+                        )));
+                    }
+                }
+                Some(parsed)
+            }
+            _ => None,
+        };
+        Ok(Filter {
+            labels,
+            fields,
+            resource: resource.clone(),
+        })
+    }
+
+    pub fn is_everything(&self) -> bool {
+        self.labels.is_none() && self.fields.is_none()
+    }
+
+    pub fn matches(&self, object: &Value) -> bool {
+        if let Some(labels) = &self.labels {
+            if !labels.matches_object(object) {
+                return false;
+            }
+        }
+        if let Some(fields) = &self.fields {
+            if !fields.matches(|field| field_value(&self.resource, object, field)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn is_core_event(resource: &ResourceInfo) -> bool {
+    resource.group.is_empty() && resource.plural == "events"
+}
+
+fn field_supported(resource: &ResourceInfo, field: &str) -> bool {
+    match field {
+        "metadata.name" => true,
+        "metadata.namespace" => resource.namespaced,
+        "type" if resource.plural == "secrets" && resource.group.is_empty() => true,
+        "status.phase" if resource.plural == "namespaces" && resource.group.is_empty() => true,
+        _ if is_core_event(resource) => matches!(
+            field,
+            "involvedObject.kind"
+                | "involvedObject.namespace"
+                | "involvedObject.name"
+                | "involvedObject.uid"
+                | "involvedObject.apiVersion"
+                | "involvedObject.resourceVersion"
+                | "involvedObject.fieldPath"
+                | "reason"
+                | "reportingComponent"
+                | "source"
+                | "type"
+        ),
+        _ => false,
+    }
+}
+
+fn field_value(resource: &ResourceInfo, object: &Value, field: &str) -> Option<String> {
+    let string_at = |path: &[&str]| -> Option<String> {
+        let mut node = object;
+        for segment in path {
+            node = node.get(*segment)?;
+        }
+        node.as_str().map(str::to_string)
+    };
+    match field {
+        "metadata.name" => Some(object::name(object).unwrap_or("").to_string()),
+        "metadata.namespace" => Some(object::namespace(object).unwrap_or("").to_string()),
+        "source" if is_core_event(resource) => {
+            Some(string_at(&["source", "component"]).unwrap_or_default())
+        }
+        other => Some(string_at(&other.split('.').collect::<Vec<_>>()).unwrap_or_default()),
+    }
+}
+
+pub async fn list(state: &ApiState, target: &Target, query: &Query) -> Result<Value, ApiError> {
+    let filter = Filter::from_query(query, &target.resource)?;
+    let prefix = target.collection_prefix();
+    let (revision, mut start) = match &query.continue_token {
+        Some(raw) => {
+            let token = decode_continue(raw)?;
+            (Some(token.rv), Some(format!("{prefix}{}", token.start)))
+        }
+        None => (list_revision(state, query).await?, None),
+    };
+    let limit = query.limit.unwrap_or(0);
+    let mut items = Vec::new();
+    let mut served_at = revision;
+    let mut continue_from = None;
+    'pages: loop {
+        let page = state
+            .store
+            .range(RangeRequest {
+                prefix: prefix.clone(),
+                start: start.clone(),
+                limit: if limit > 0 { limit + 1 } else { 0 },
+                revision: served_at,
+            })
+            .await
+            .map_err(|e| match e {
+                corral_store::Error::Compacted { .. } if query.continue_token.is_some() => {
+                    ApiError::gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+                }
+                other => other.into(),
+            })?;
+        served_at = Some(page.revision);
+        let count = page.kvs.len();
+        for (index, kv) in page.kvs.iter().enumerate() {
+            if limit > 0 && items.len() == limit {
+                continue_from = Some(kv.key.clone());
+                break 'pages;
+            }
+            let mut object = object::decode_stored(kv)?;
+            if filter.matches(&object) {
+                target.to_request_version(&mut object);
+                items.push(object);
+            }
+            if index + 1 == count && !page.more {
+                break 'pages;
+            }
+        }
+        match page.kvs.last() {
+            Some(last) if page.more => start = Some(format!("{}\0", last.key)),
+            _ => break,
+        }
+    }
+    let revision = served_at.expect("at least one page was read");
+    // Keep the list revision the client asked for when it is newer than what the store saw
+    // (a NotOlderThan read is served at the current revision, which is at least that).
+    let mut metadata = Map::new();
+    metadata.insert("resourceVersion".into(), json!(revision.to_string()));
+    if let Some(next) = continue_from {
+        let relative = next.strip_prefix(&prefix).unwrap_or(&next);
+        metadata.insert("continue".into(), json!(encode_continue(revision, relative)));
+    }
+    Ok(json!({
+        "kind": target.resource.list_kind,
+        "apiVersion": target.resource.api_version(&target.version),
+        "metadata": metadata,
+        "items": items,
+    }))
+}
+
+/// The revision a list without a continue token reads at (`None`: the current one), after
+/// kube-apiserver's resourceVersion / resourceVersionMatch rules.
+async fn list_revision(state: &ApiState, query: &Query) -> Result<Option<Revision>, ApiError> {
+    let requested = match query.resource_version.as_deref() {
+        None => {
+            if query.resource_version_match.is_some() {
+                return Err(ApiError::bad_request(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            return Ok(None);
+        }
+        Some(raw) => object::parse_resource_version(raw)?,
+    };
+    match query.resource_version_match.as_deref() {
+        Some("Exact") => {
+            if requested == 0 {
+                return Err(ApiError::bad_request(
+                    "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+            Ok(Some(requested))
+        }
+        None | Some("NotOlderThan") => {
+            if requested > 0 {
+                let current = state.store.current_revision().await?;
+                if requested > current {
+                    return Err(ApiError::timeout(format!(
+                        "Too large resource version: {requested}, current: {current}"
+                    )));
+                }
+            }
+            Ok(None)
+        }
+        Some(other) => Err(ApiError::bad_request(format!(
+            "resourceVersionMatch {other:?} is invalid: must be Exact or NotOlderThan"
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Writes
+// ---------------------------------------------------------------------------------------
+
+fn require_string_map(
+    metadata: &Map<String, Value>,
+    field: &str,
+    causes: &mut Vec<Cause>,
+) {
+    match metadata.get(field) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (key, value) in map {
+                if !value.is_string() {
+                    causes.push(Cause {
+                        reason: "FieldValueTypeInvalid".into(),
+                        message: format!("Invalid value: {value}: must be a string"),
+                        field: format!("metadata.{field}.{key}"),
+                    });
+                }
+            }
+        }
+        Some(other) => causes.push(Cause {
+            reason: "FieldValueTypeInvalid".into(),
+            message: format!("Invalid value: {other}: must be a map of strings"),
+            field: format!("metadata.{field}"),
+        }),
+    }
+}
+
+/// Checks what every object must satisfy: a valid name, string-valued labels and annotations
+/// with valid label syntax.
+fn validate_metadata(target: &Target, object: &Value) -> Result<(), ApiError> {
+    let name = object::name(object).unwrap_or("").to_string();
+    let mut causes = Vec::new();
+    let Some(metadata) = object::metadata(object) else {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    };
+    for field in ["name", "namespace", "generateName", "uid", "resourceVersion"] {
+        if let Some(value) = metadata.get(field) {
+            if !value.is_string() && !value.is_null() {
+                causes.push(Cause {
+                    reason: "FieldValueTypeInvalid".into(),
+                    message: format!("Invalid value: {value}: must be a string"),
+                    field: format!("metadata.{field}"),
+                });
+            }
+        }
+    }
+    let name_errors = if target.resource.plural == "namespaces" && target.resource.group.is_empty()
+    {
+        names::is_dns1123_label(&name)
+    } else {
+        names::is_dns1123_subdomain(&name)
+    };
+    if let Err(messages) = name_errors {
+        for message in messages {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {name:?}: {message}"),
+                field: "metadata.name".into(),
+            });
+        }
+    }
+    if let Err(messages) = names::validate_path_segment_name(&name, false) {
+        for message in messages {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {name:?}: {message}"),
+                field: "metadata.name".into(),
+            });
+        }
+    }
+    require_string_map(metadata, "labels", &mut causes);
+    require_string_map(metadata, "annotations", &mut causes);
+    if let Some(labels) = metadata.get("labels").and_then(Value::as_object) {
+        for (key, value) in labels {
+            if let Err(messages) = names::is_qualified_name(key) {
+                for message in messages {
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: format!("Invalid value: {key:?}: {message}"),
+                        field: "metadata.labels".into(),
+                    });
+                }
+            }
+            if let Some(value) = value.as_str() {
+                if let Err(messages) = names::is_valid_label_value(value) {
+                    for message in messages {
+                        causes.push(Cause {
+                            reason: "FieldValueInvalid".into(),
+                            message: format!("Invalid value: {value:?}: {message}"),
+                            field: format!("metadata.labels.{key}"),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if let Some(finalizers) = metadata.get("finalizers") {
+        let valid = finalizers
+            .as_array()
+            .is_some_and(|list| list.iter().all(Value::is_string));
+        if !valid && !finalizers.is_null() {
+            causes.push(Cause {
+                reason: "FieldValueTypeInvalid".into(),
+                message: "Invalid value: must be a list of strings".into(),
+                field: "metadata.finalizers".into(),
+            });
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            target.subject(&name),
+            &target.resource.kind,
+            causes,
+        ))
+    }
+}
+
+/// Checks `apiVersion` and `kind` of a body against the URL, and fills them in when absent.
+fn check_type(target: &Target, object: &mut Value) -> Result<(), ApiError> {
+    let expected_version = target.resource.api_version(&target.version);
+    let map = object.as_object_mut().expect("bodies are objects");
+    match map.get("apiVersion") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(version)) if *version == expected_version => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({}) does not match the expected API version ({expected_version})",
+                other.as_str().unwrap_or(&other.to_string())
+            )));
+        }
+    }
+    match map.get("kind") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) if *kind == target.resource.kind => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({}) does not match the expected kind ({})",
+                other.as_str().unwrap_or(&other.to_string()),
+                target.resource.kind
+            )));
+        }
+    }
+    // Stored objects carry the storage version.
+    map.insert(
+        "apiVersion".into(),
+        Value::String(target.resource.api_version(target.resource.storage_version())),
+    );
+    map.insert("kind".into(), Value::String(target.resource.kind.clone()));
+    Ok(())
+}
+
+/// Checks the namespace of the body against the URL and that the namespace can take a new
+/// object.
+async fn check_namespace(
+    state: &ApiState,
+    target: &Target,
+    object: &mut Value,
+    creating: bool,
+) -> Result<(), ApiError> {
+    let metadata = object::metadata_mut(object);
+    if !target.resource.namespaced {
+        metadata.remove("namespace");
+        return Ok(());
+    }
+    let namespace = target
+        .namespace
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("a namespace is required for a namespaced resource"))?;
+    match metadata.get("namespace").and_then(Value::as_str) {
+        None | Some("") => {
+            metadata.insert("namespace".into(), Value::String(namespace.clone()));
+        }
+        Some(given) if given == namespace => {}
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    if creating {
+        let key = crate::namespaces::key(&namespace);
+        let Some(kv) = state.store.get(&key, None).await? else {
+            return Err(ApiError::not_found(Subject {
+                resource: "namespaces",
+                group: "",
+                name: &namespace,
+            }));
+        };
+        let ns = object::decode_stored(&kv)?;
+        if object::deletion_timestamp(&ns).is_some() {
+            let name = object::name(object).unwrap_or("").to_string();
+            return Err(ApiError::forbidden(
+                target.subject(&name),
+                &format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    // kube-apiserver's alphabet: no vowels and no characters that look alike.
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+pub async fn create(
+    state: &ApiState,
+    target: &Target,
+    query: &Query,
+    mut object: Value,
+) -> Result<Response, ApiError> {
+    check_type(target, &mut object)?;
+    check_namespace(state, target, &mut object, true).await?;
+    let generate_name = object::meta_str(&object, "generateName")
+        .filter(|g| !g.is_empty())
+        .map(str::to_string);
+    if object::name(&object).is_none() && generate_name.is_none() {
+        return Err(ApiError::invalid(
+            target.subject(""),
+            &target.resource.kind,
+            vec![Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value: name or generateName is required".into(),
+                field: "metadata.name".into(),
+            }],
+        ));
+    }
+    {
+        let metadata = object::metadata_mut(&mut object);
+        for server_owned in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            metadata.remove(server_owned);
+        }
+        metadata.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        metadata.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
+        if target.resource.tracks_generation {
+            metadata.insert("generation".into(), json!(1));
+        } else {
+            metadata.remove("generation");
+        }
+    }
+    if target.resource.status_subresource && !target.resource.builtin {
+        // A custom resource's status is written through /status only.
+        object.as_object_mut().unwrap().remove("status");
+    }
+    crate::hooks::prepare_create(target, &mut object)?;
+    let mut attempts = 0;
+    loop {
+        if let Some(base) = &generate_name {
+            if object::name(&object).is_none() || attempts > 0 {
+                let name = format!("{}{}", names::generated_name_base(base), random_suffix());
+                object::metadata_mut(&mut object).insert("name".into(), json!(name));
+            }
+        }
+        validate_metadata(target, &object)?;
+        crate::hooks::validate(state, target, &object, None)?;
+        let name = object::name(&object).unwrap_or("").to_string();
+        if query.dry_run {
+            target.to_request_version(&mut object);
+            return Ok(json_response(StatusCode::CREATED, &object));
+        }
+        let key = target.key(&name);
+        match state
+            .store
+            .create(&key, object::encode_for_storage(&object))
+            .await
+        {
+            Ok(revision) => {
+                object::set_resource_version(&mut object, revision);
+                crate::hooks::after_write(state, target, &object).await;
+                target.to_request_version(&mut object);
+                return Ok(json_response(StatusCode::CREATED, &object));
+            }
+            Err(corral_store::Error::AlreadyExists { .. })
+                if generate_name.is_some() && attempts < 8 =>
+            {
+                attempts += 1;
+            }
+            Err(corral_store::Error::AlreadyExists { .. }) => {
+                return Err(ApiError::already_exists(target.subject(&name)));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+}
+
+/// How an update request turns the current object into the new one.
+pub enum Change {
+    /// PUT: the body is the new object.
+    Replace(Value),
+    /// PATCH: a function of the current object.
+    Patch(Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync>),
+}
+
+/// Applies an update or patch, retrying on a concurrent write unless the client set a
+/// resourceVersion precondition. Returns the object as stored (or as it would be, with
+/// dryRun).
+pub async fn update(
+    state: &ApiState,
+    target: &Target,
+    name: &str,
+    query: &Query,
+    change: Change,
+) -> Result<Response, ApiError> {
+    let key = target.key(name);
+    let status_only = target.subresource.as_deref() == Some("status");
+    for _attempt in 0..16 {
+        let kv = state
+            .store
+            .get(&key, None)
+            .await?
+            .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
+        let mut current = object::decode_stored(&kv)?;
+        target.to_request_version(&mut current);
+        let mut new = match &change {
+            Change::Replace(body) => body.clone(),
+            Change::Patch(apply) => apply(&current)?,
+        };
+        if !new.is_object() {
+            return Err(ApiError::bad_request("the result must be a JSON object"));
+        }
+        check_type(target, &mut new)?;
+        check_namespace(state, target, &mut new, false).await?;
+        match object::name(&new) {
+            None => {
+                object::metadata_mut(&mut new).insert("name".into(), json!(name));
+            }
+            Some(given) if given == name => {}
+            Some(given) => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({given}) does not match the name on the URL ({name})"
+                )));
+            }
+        }
+        let precondition = object::resource_version(&new).map(str::to_string);
+        if let Some(expected) = &precondition {
+            if object::parse_resource_version(expected)? != kv.mod_revision {
+                return Err(ApiError::stale(target.subject(name)));
+            }
+        }
+        if let Some(uid) = object::uid(&new) {
+            if !uid.is_empty() && Some(uid) != object::uid(&current) {
+                return Err(ApiError::conflict(
+                    target.subject(name),
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        object::uid(&current).unwrap_or("")
+                    ),
+                ));
+            }
+        }
+        let mut new = if status_only {
+            status_update(&current, new)
+        } else {
+            main_update(target, &current, new)
+        };
+        preserve_server_metadata(target, &current, &mut new);
+        crate::hooks::prepare_update(target, &current, &mut new)?;
+        validate_metadata(target, &new)?;
+        check_finalizers(target, &current, &new)?;
+        crate::hooks::validate(state, target, &new, Some(&current))?;
+
+        // The last finalizer of a deleted object is gone: delete it for real.
+        if object::deletion_timestamp(&new).is_some()
+            && crate::hooks::finalizers_on_delete(target, &new).is_empty()
+        {
+            if query.dry_run {
+                return Ok(json_response(StatusCode::OK, &new));
+            }
+            match state.store.delete(&key, kv.mod_revision).await {
+                Ok((revision, _)) => {
+                    object::set_resource_version(&mut new, revision);
+                    crate::hooks::after_delete(state, target, &new).await;
+                    return Ok(json_response(StatusCode::OK, &new));
+                }
+                Err(corral_store::Error::Conflict { .. }) if precondition.is_none() => continue,
+                Err(corral_store::Error::Conflict { .. }) => {
+                    return Err(ApiError::stale(target.subject(name)));
+                }
+                Err(corral_store::Error::NotFound { .. }) => {
+                    return Err(ApiError::not_found(target.subject(name)));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+
+        let bytes = object::encode_for_storage(&new);
+        if bytes == kv.value {
+            // Nothing changed: no new revision, no watch event.
+            return Ok(json_response(StatusCode::OK, &current));
+        }
+        if query.dry_run {
+            target.to_request_version(&mut new);
+            return Ok(json_response(StatusCode::OK, &new));
+        }
+        match state.store.update(&key, bytes, kv.mod_revision).await {
+            Ok(revision) => {
+                object::set_resource_version(&mut new, revision);
+                crate::hooks::after_write(state, target, &new).await;
+                target.to_request_version(&mut new);
+                return Ok(json_response(StatusCode::OK, &new));
+            }
+            Err(corral_store::Error::Conflict { .. }) if precondition.is_none() => continue,
+            Err(corral_store::Error::Conflict { .. }) => {
+                return Err(ApiError::stale(target.subject(name)));
+            }
+            Err(corral_store::Error::NotFound { .. }) => {
+                return Err(ApiError::not_found(target.subject(name)));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(ApiError::conflict(
+        target.subject(name),
+        "too many concurrent writes; try again",
+    ))
+}
+
+/// A write to the main resource: with a status subresource, `status` is kept as it is.
+fn main_update(target: &Target, current: &Value, mut new: Value) -> Value {
+    if target.resource.status_subresource {
+        let map = new.as_object_mut().unwrap();
+        match current.get("status") {
+            Some(status) => {
+                map.insert("status".into(), status.clone());
+            }
+            None => {
+                map.remove("status");
+            }
+        }
+    }
+    new
+}
+
+/// A write to `/status`: only `status` changes (kube-apiserver's status strategy discards
+/// everything else for custom resources).
+fn status_update(current: &Value, new: Value) -> Value {
+    let mut result = current.clone();
+    let map = result.as_object_mut().unwrap();
+    match new.get("status") {
+        Some(status) => {
+            map.insert("status".into(), status.clone());
+        }
+        None => {
+            map.remove("status");
+        }
+    }
+    result
+}
+
+/// Keeps the metadata only the server may set, and bumps `generation` when the spec changed.
+fn preserve_server_metadata(target: &Target, current: &Value, new: &mut Value) {
+    let current_meta = object::metadata(current).cloned().unwrap_or_default();
+    let spec_changed = object::spec_part(current) != object::spec_part(new);
+    let metadata = object::metadata_mut(new);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match current_meta.get(field) {
+            Some(value) => {
+                metadata.insert(field.into(), value.clone());
+            }
+            None => {
+                metadata.remove(field);
+            }
+        }
+    }
+    metadata.remove("resourceVersion");
+    metadata.remove("selfLink");
+    if target.resource.tracks_generation && spec_changed {
+        let generation = current_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        metadata.insert("generation".into(), json!(generation + 1));
+    }
+}
+
+fn check_finalizers(target: &Target, current: &Value, new: &Value) -> Result<(), ApiError> {
+    if object::deletion_timestamp(current).is_none() {
+        return Ok(());
+    }
+    let before = object::finalizers(current);
+    let added: Vec<_> = object::finalizers(new)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    let name = object::name(current).unwrap_or("");
+    Err(ApiError::invalid(
+        target.subject(name),
+        &target.resource.kind,
+        vec![Cause {
+            reason: "FieldValueForbidden".into(),
+            message: format!(
+                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+            ),
+            field: "metadata.finalizers".into(),
+        }],
+    ))
+}
+
+/// `DeleteOptions` from a DELETE body and the query string.
+#[derive(Default)]
+pub struct DeleteOptions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    pub fn parse(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+        let mut options = DeleteOptions {
+            dry_run: query.dry_run,
+            ..Default::default()
+        };
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(options);
+        }
+        let value = crate::body::decode_json(body)?;
+        if !value.is_object() {
+            return Err(ApiError::bad_request("DeleteOptions must be a JSON object"));
+        }
+        if let Some(preconditions) = value.get("preconditions").and_then(Value::as_object) {
+            options.uid = preconditions
+                .get("uid")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            options.resource_version = preconditions
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+        }
+        if let Some(dry_run) = value.get("dryRun").and_then(Value::as_array) {
+            options.dry_run |= dry_run.iter().any(|v| v == "All");
+        }
+        if let Some(policy) = value.get("propagationPolicy").and_then(Value::as_str) {
+            if !matches!(policy, "Background" | "Foreground" | "Orphan") {
+                return Err(ApiError::bad_request(format!(
+                    "propagationPolicy {policy:?} is invalid: must be Background, Foreground or Orphan"
+                )));
+            }
+        }
+        Ok(options)
+    }
+}
+
+pub enum Deleted {
+    /// The object is gone; this is its last state.
+    Gone(Value),
+    /// The object has finalizers: it is marked for deletion and still exists.
+    Marked(Value),
+}
+
+pub async fn delete(
+    state: &ApiState,
+    target: &Target,
+    name: &str,
+    options: &DeleteOptions,
+) -> Result<Deleted, ApiError> {
+    let key = target.key(name);
+    for _attempt in 0..16 {
+        let kv = state
+            .store
+            .get(&key, None)
+            .await?
+            .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
+        let mut current = object::decode_stored(&kv)?;
+        target.to_request_version(&mut current);
+        if let Some(uid) = &options.uid {
+            if Some(uid.as_str()) != object::uid(&current) {
+                return Err(ApiError::conflict(
+                    target.subject(name),
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        object::uid(&current).unwrap_or("")
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = &options.resource_version {
+            if object::parse_resource_version(rv)? != kv.mod_revision {
+                return Err(ApiError::conflict(
+                    target.subject(name),
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        kv.mod_revision
+                    ),
+                ));
+            }
+        }
+        let finalizers = crate::hooks::finalizers_on_delete(target, &current);
+        if !finalizers.is_empty() {
+            if object::deletion_timestamp(&current).is_some() {
+                return Ok(Deleted::Marked(current));
+            }
+            let mut marked = current.clone();
+            {
+                let metadata = object::metadata_mut(&mut marked);
+                metadata.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
+                metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
+                if target.resource.tracks_generation {
+                    let generation = object::generation(&current);
+                    metadata.insert("generation".into(), json!(generation + 1));
+                }
+            }
+            crate::hooks::prepare_delete(target, &mut marked);
+            if options.dry_run {
+                return Ok(Deleted::Marked(marked));
+            }
+            match state
+                .store
+                .update(&key, object::encode_for_storage(&marked), kv.mod_revision)
+                .await
+            {
+                Ok(revision) => {
+                    object::set_resource_version(&mut marked, revision);
+                    crate::hooks::after_write(state, target, &marked).await;
+                    return Ok(Deleted::Marked(marked));
+                }
+                Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => {
+                    continue;
+                }
+                Err(corral_store::Error::Conflict { .. }) => {
+                    return Err(ApiError::stale(target.subject(name)));
+                }
+                Err(corral_store::Error::NotFound { .. }) => {
+                    return Err(ApiError::not_found(target.subject(name)));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        if options.dry_run {
+            return Ok(Deleted::Gone(current));
+        }
+        match state.store.delete(&key, kv.mod_revision).await {
+            Ok((revision, _)) => {
+                object::set_resource_version(&mut current, revision);
+                crate::hooks::after_delete(state, target, &current).await;
+                return Ok(Deleted::Gone(current));
+            }
+            Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => {
+                continue;
+            }
+            Err(corral_store::Error::Conflict { .. }) => {
+                return Err(ApiError::stale(target.subject(name)));
+            }
+            Err(corral_store::Error::NotFound { .. }) => {
+                return Err(ApiError::not_found(target.subject(name)));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(ApiError::conflict(
+        target.subject(name),
+        "too many concurrent writes; try again",
+    ))
+}
+
+/// The answer to a DELETE: the object while it is still there (finalizers), or a success
+/// `Status` naming what was deleted.
+pub fn delete_response(target: &Target, deleted: Deleted) -> Response {
+    match deleted {
+        Deleted::Marked(object) => json_response(StatusCode::OK, &object),
+        Deleted::Gone(object) if target.resource.plural == "namespaces" => {
+            json_response(StatusCode::OK, &object)
+        }
+        Deleted::Gone(object) => {
+            let name = object::name(&object).unwrap_or("");
+            let status = json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {
+                    "name": name,
+                    "group": target.resource.group,
+                    "kind": target.resource.plural,
+                    "uid": object::uid(&object).unwrap_or(""),
+                },
+            });
+            json_response(StatusCode::OK, &status)
+        }
+    }
+}
+
+/// DELETE on a collection: deletes every object the selectors match and answers with the
+/// list of what was deleted or marked.
+pub async fn delete_collection(
+    state: &ApiState,
+    target: &Target,
+    query: &Query,
+    options: &DeleteOptions,
+) -> Result<Value, ApiError> {
+    let mut list_query = query.clone();
+    list_query.limit = None;
+    list_query.continue_token = None;
+    let listed = list(state, target, &list_query).await?;
+    let mut items = Vec::new();
+    for item in listed["items"].as_array().cloned().unwrap_or_default() {
+        let Some(name) = object::name(&item) else { continue };
+        let mut item_target = target.clone();
+        if target.resource.namespaced {
+            item_target.namespace = object::namespace(&item).map(str::to_string);
+        }
+        match delete(state, &item_target, name, options).await {
+            Ok(Deleted::Gone(object)) | Ok(Deleted::Marked(object)) => items.push(object),
+            // Deleted by someone else in the meantime: that is what was asked.
+            Err(error) if error.code == StatusCode::NOT_FOUND => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(json!({
+        "kind": target.resource.list_kind,
+        "apiVersion": target.resource.api_version(&target.version),
+        "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]},
+        "items": items,
+    }))
+}

@@ -1,0 +1,413 @@
+//! The server: shared state, request routing, and the listener with graceful shutdown.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, Weak};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use corral_store::{DynStore, Revision};
+use http::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::patch::{Patch, PatchType};
+use crate::query::Query;
+use crate::registry::Registry;
+use crate::rest::{self, Change, DeleteOptions, Target, json_response};
+use crate::watch::WatchTimings;
+use crate::watch_cache::{WatchCacheConfig, WatchHub};
+use crate::{body, crd, discovery, namespaces, object, watch};
+
+/// Settings of a server.
+#[derive(Clone, Debug, Default)]
+pub struct ServerConfig {
+    pub watch_cache: WatchCacheConfig,
+    pub watch: WatchTimings,
+}
+
+/// What every request handler shares.
+pub struct ApiState {
+    pub store: DynStore,
+    pub registry: Registry,
+    pub hub: WatchHub,
+    pub config: ServerConfig,
+    /// Namespaces whose cleanup is running.
+    pub(crate) cleanups: Mutex<HashSet<String>>,
+    this: Weak<ApiState>,
+}
+
+impl ApiState {
+    pub fn self_handle(&self) -> Arc<ApiState> {
+        self.this.upgrade().expect("the state outlives its requests")
+    }
+}
+
+/// A running server.
+pub struct Server {
+    state: Arc<ApiState>,
+    local_addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Prepares the store (initial namespaces, CRDs) and serves on `listener` until shut down.
+    pub async fn start(
+        listener: tokio::net::TcpListener,
+        store: DynStore,
+        config: ServerConfig,
+    ) -> Result<Server, ApiError> {
+        let state = Arc::new_cyclic(|this| ApiState {
+            hub: WatchHub::new(store.clone(), config.watch_cache.clone()),
+            store,
+            registry: Registry::with_builtins(),
+            config,
+            cleanups: Mutex::new(HashSet::new()),
+            this: this.clone(),
+        });
+        namespaces::ensure_initial(&state).await?;
+        load_crds(&state).await?;
+        namespaces::resume_cleanups(&state).await?;
+        follow_crds(&state).await?;
+
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| ApiError::internal(format!("listener has no address: {e}")))?;
+        let app = axum::Router::new()
+            .fallback(handle)
+            .with_state(state.clone());
+        let (shutdown, shutdown_signal) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = shutdown_signal.await;
+            });
+            if let Err(error) = serve.await {
+                tracing::error!(%error, "Serving failed");
+            }
+        });
+        Ok(Server {
+            state,
+            local_addr,
+            shutdown: Some(shutdown),
+            task,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    pub fn state(&self) -> &Arc<ApiState> {
+        &self.state
+    }
+
+    /// Compacts the store at its current revision and expires the watch caches with it, so
+    /// that watches resuming from an older resourceVersion get 410 Expired.
+    pub async fn compact(&self) -> Result<Revision, ApiError> {
+        let revision = self.state.store.current_revision().await?;
+        self.state.store.compact(revision).await?;
+        self.state.hub.expire(revision);
+        Ok(revision)
+    }
+
+    /// Stops accepting requests and waits for open ones; open watches end.
+    pub async fn shutdown(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        // Watches would keep a graceful shutdown waiting for their full length.
+        self.state.hub.close_all();
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Registers the resources of every stored CRD.
+async fn load_crds(state: &ApiState) -> Result<(), ApiError> {
+    let page = state
+        .store
+        .range(corral_store::RangeRequest {
+            prefix: "/registry/apiextensions.k8s.io/customresourcedefinitions/".into(),
+            ..Default::default()
+        })
+        .await?;
+    for kv in page.kvs {
+        let crd = object::decode_stored(&kv)?;
+        if object::deletion_timestamp(&crd).is_none() {
+            if let Some(resource) = crd::resource_info(&crd) {
+                state.registry.insert(resource);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keeps the registry in step with CRDs written by other servers sharing the store.
+async fn follow_crds(state: &Arc<ApiState>) -> Result<(), ApiError> {
+    let prefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
+    let cacher = state.hub.cacher(prefix).await?;
+    let after = state.store.current_revision().await?;
+    let Ok(mut subscription) = cacher.subscribe(after) else {
+        return Ok(());
+    };
+    let weak = Arc::downgrade(state);
+    tokio::spawn(async move {
+        while let Some(event) = subscription.receiver.recv().await {
+            let Some(state) = weak.upgrade() else { return };
+            let deleted = event.kind == corral_store::EventKind::Delete;
+            let Some(resource) = crd::resource_info(&event.object) else {
+                continue;
+            };
+            if deleted {
+                if state.registry.remove(&resource.group, &resource.plural).is_some() {
+                    state.hub.remove(&resource.key_prefix());
+                }
+            } else if object::deletion_timestamp(&event.object).is_none() {
+                state.registry.insert(resource);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Every request comes here; the path decides what it is.
+async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let result = route(state, request).await;
+    match result {
+        Ok(response) => response,
+        Err(error) => {
+            if error.code.is_server_error() {
+                tracing::warn!(%method, path, %error, "Request failed");
+            } else {
+                tracing::debug!(%method, path, %error, "Request refused");
+            }
+            error.into_response()
+        }
+    }
+}
+
+fn text(body: &'static str) -> Response {
+    (
+        StatusCode::OK,
+        [(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().trim_end_matches('/').to_string();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let accept = parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let is_get = parts.method == Method::GET;
+    match segments.as_slice() {
+        ["healthz" | "livez" | "readyz", ..] if is_get => return Ok(text("ok")),
+        ["version"] if is_get => return Ok(json_response(StatusCode::OK, &discovery::version())),
+        ["api"] if is_get => {
+            if discovery::wants_aggregated(&accept) {
+                return Ok(aggregated_response(discovery::aggregated(&state.registry, true)));
+            }
+            let address = parts
+                .headers
+                .get(http::header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            return Ok(json_response(StatusCode::OK, &discovery::core_versions(&address)));
+        }
+        ["apis"] if is_get => {
+            if discovery::wants_aggregated(&accept) {
+                return Ok(aggregated_response(discovery::aggregated(&state.registry, false)));
+            }
+            return Ok(json_response(StatusCode::OK, &discovery::group_list(&state.registry)));
+        }
+        ["api", "v1"] if is_get => {
+            let list = discovery::resource_list(&state.registry, "", "v1")
+                .ok_or_else(ApiError::no_route)?;
+            return Ok(json_response(StatusCode::OK, &list));
+        }
+        ["apis", group] if is_get => {
+            let group = discovery::group(&state.registry, group).ok_or_else(ApiError::no_route)?;
+            return Ok(json_response(StatusCode::OK, &group));
+        }
+        ["apis", group, version] if is_get => {
+            let list = discovery::resource_list(&state.registry, group, version)
+                .ok_or_else(ApiError::no_route)?;
+            return Ok(json_response(StatusCode::OK, &list));
+        }
+        _ => {}
+    }
+    let (group, version, rest) = match segments.as_slice() {
+        ["api", version, rest @ ..] if !rest.is_empty() => ("", *version, rest),
+        ["apis", group, version, rest @ ..] if !rest.is_empty() => (*group, *version, rest),
+        _ => return Err(ApiError::no_route()),
+    };
+    let target = parse_target(&state, group, version, rest)?;
+    let query = Query::parse(parts.uri.query())?;
+    resource_request(state, target, parts.method, parts.headers, query, body).await
+}
+
+fn aggregated_response(value: Value) -> Response {
+    let body = serde_json::to_vec(&value).expect("JSON values serialize");
+    (
+        StatusCode::OK,
+        [(http::header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)],
+        body,
+    )
+        .into_response()
+}
+
+/// Parses `[namespaces/NS/]RESOURCE[/NAME[/SUBRESOURCE]]` against the registry.
+fn parse_target(
+    state: &ApiState,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Result<Target, ApiError> {
+    let namespace_subresources = ["status", "finalize"];
+    let (namespace, rest) = match rest {
+        // `namespaces/NAME/status` addresses the namespace itself in the core group.
+        ["namespaces", _, sub] if group.is_empty() && namespace_subresources.contains(sub) => {
+            (None, rest)
+        }
+        ["namespaces", namespace, tail @ ..] if !tail.is_empty() => (Some(*namespace), tail),
+        _ => (None, rest),
+    };
+    let (plural, name, subresource) = match rest {
+        [plural] => (*plural, None, None),
+        [plural, name] => (*plural, Some(*name), None),
+        [plural, name, subresource] => (*plural, Some(*name), Some(*subresource)),
+        _ => return Err(ApiError::no_route()),
+    };
+    let resource = state
+        .registry
+        .lookup(group, version, plural)
+        .ok_or_else(ApiError::no_route)?;
+    if namespace.is_some() && !resource.namespaced {
+        return Err(ApiError::no_route());
+    }
+    if let Some(subresource) = subresource {
+        let served = match subresource {
+            "status" => resource.status_subresource,
+            // The scale subresource comes with the API machinery of a later stage.
+            "scale" => false,
+            "finalize" => resource.builtin && resource.group.is_empty() && resource.plural == "namespaces",
+            _ => false,
+        };
+        if !served {
+            return Err(ApiError::no_route());
+        }
+    }
+    if let Some(namespace) = namespace {
+        if namespace.is_empty() {
+            return Err(ApiError::no_route());
+        }
+    }
+    Ok(Target {
+        resource,
+        version: version.to_string(),
+        namespace: namespace.map(str::to_string),
+        name: name.map(str::to_string),
+        subresource: subresource.map(str::to_string),
+    })
+}
+
+async fn resource_request(
+    state: Arc<ApiState>,
+    target: Target,
+    method: Method,
+    headers: http::HeaderMap,
+    query: Query,
+    request_body: Body,
+) -> Result<Response, ApiError> {
+    let namespaced_path_missing =
+        target.resource.namespaced && target.namespace.is_none() && target.name.is_some();
+    if namespaced_path_missing {
+        return Err(ApiError::no_route());
+    }
+    let deprecation = target
+        .resource
+        .version(&target.version)
+        .filter(|v| v.deprecated)
+        .map(|v| {
+            v.deprecation_warning.clone().unwrap_or_else(|| {
+                format!(
+                    "{} is deprecated",
+                    target.resource.api_version(&target.version)
+                )
+            })
+        });
+    let mut response = match (method.clone(), target.name.clone()) {
+        (Method::GET, None) if query.watch => watch::watch(state, target, query).await?,
+        (Method::GET, None) => {
+            json_response(StatusCode::OK, &rest::list(&state, &target, &query).await?)
+        }
+        (Method::GET, Some(name)) => {
+            json_response(StatusCode::OK, &rest::get(&state, &target, &name).await?)
+        }
+        (Method::POST, None) => {
+            if target.resource.namespaced && target.namespace.is_none() {
+                return Err(ApiError::method_not_allowed(
+                    "a namespaced resource is created through its namespace's path",
+                ));
+            }
+            let bytes = body::read(request_body).await?;
+            let object = body::decode_object(&body::content_type(&headers), &bytes)?;
+            rest::create(&state, &target, &query, object).await?
+        }
+        (Method::PUT, Some(name)) => {
+            let bytes = body::read(request_body).await?;
+            let object = body::decode_object(&body::content_type(&headers), &bytes)?;
+            rest::update(&state, &target, &name, &query, Change::Replace(object)).await?
+        }
+        (Method::PATCH, Some(name)) => {
+            let patch_type = PatchType::from_content_type(
+                &body::content_type(&headers),
+                &target.resource,
+                &target.version,
+            )?;
+            let bytes = body::read(request_body).await?;
+            let patch = Patch::decode(patch_type, &bytes)?;
+            let change = Change::Patch(Box::new(move |current: &Value| patch.apply(current)));
+            rest::update(&state, &target, &name, &query, change).await?
+        }
+        (Method::DELETE, Some(name)) => {
+            let bytes = body::read(request_body).await?;
+            let options = DeleteOptions::parse(&query, &bytes)?;
+            let deleted = rest::delete(&state, &target, &name, &options).await?;
+            rest::delete_response(&target, deleted)
+        }
+        (Method::DELETE, None) => {
+            let bytes = body::read(request_body).await?;
+            let options = DeleteOptions::parse(&query, &bytes)?;
+            json_response(
+                StatusCode::OK,
+                &rest::delete_collection(&state, &target, &query, &options).await?,
+            )
+        }
+        (method, _) => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {method}"
+            )));
+        }
+    };
+    if let Some(warning) = deprecation {
+        if let Ok(value) = http::HeaderValue::from_str(&format!("299 - {warning:?}")) {
+            response.headers_mut().append("Warning", value);
+        }
+    }
+    Ok(response)
+}

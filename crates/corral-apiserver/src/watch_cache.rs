@@ -1,0 +1,320 @@
+//! One in-memory fan-out per resource: a single store watch feeds every API watcher.
+//!
+//! A `Cacher` is created the first time a resource is watched. It opens one store watch on the
+//! resource's key prefix, decodes each change once, keeps a bounded history of recent events
+//! (so that clients can resume from a recent resourceVersion) and hands every event to every
+//! registered watcher through a bounded channel. A watcher whose channel is full is dropped —
+//! its HTTP stream ends and the client resumes from its last resourceVersion — so one slow
+//! client never holds up the others.
+//!
+//! Registration and fan-out happen under the cacher's lock, so a watcher gets exactly the
+//! history after its resourceVersion followed by every later event: no gap, no duplicate.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use corral_store::{DynStore, EventKind, Revision};
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::object;
+
+/// One change to an object, decoded once and shared by every watcher.
+#[derive(Debug)]
+pub struct CachedEvent {
+    pub revision: Revision,
+    pub kind: EventKind,
+    /// The object after the change; for a delete, its last state. Its resourceVersion is
+    /// the event's revision.
+    pub object: Value,
+    /// `object` serialized, so that watchers of the storage version need not serialize again.
+    pub object_json: Bytes,
+    /// The object before the change (`None` for a create), with the event's revision as its
+    /// resourceVersion, for watchers whose filter it matched.
+    pub prev: Option<Value>,
+}
+
+/// Tuning of the watch caches.
+#[derive(Clone, Debug)]
+pub struct WatchCacheConfig {
+    /// Events kept per resource for watches that resume from an older resourceVersion.
+    pub history_events: usize,
+    /// Events a watcher may have queued before it is dropped as too slow.
+    pub watcher_buffer: usize,
+}
+
+impl Default for WatchCacheConfig {
+    fn default() -> Self {
+        WatchCacheConfig {
+            history_events: 10_000,
+            watcher_buffer: 4_096,
+        }
+    }
+}
+
+/// A resourceVersion older than the cache can serve.
+#[derive(Debug)]
+pub struct TooOld {
+    pub requested: Revision,
+    pub oldest: Revision,
+}
+
+struct Watcher {
+    id: u64,
+    sender: mpsc::Sender<Arc<CachedEvent>>,
+}
+
+struct CacherState {
+    history: VecDeque<Arc<CachedEvent>>,
+    /// Watches that resume after this revision or later can be served.
+    oldest: Revision,
+    /// The latest revision known to be complete for this resource.
+    latest: Revision,
+    watchers: Vec<Watcher>,
+    next_id: u64,
+}
+
+/// The fan-out of one resource. See the module docs.
+pub struct Cacher {
+    state: Mutex<CacherState>,
+    config: WatchCacheConfig,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Cacher {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.lock().unwrap().take() {
+            task.abort();
+        }
+    }
+}
+
+/// A registered watcher: the events after its resourceVersion, then live ones.
+pub struct Subscription {
+    pub backlog: Vec<Arc<CachedEvent>>,
+    pub receiver: mpsc::Receiver<Arc<CachedEvent>>,
+    /// The latest revision the cacher had seen when the watcher registered.
+    pub latest: Revision,
+}
+
+impl Cacher {
+    fn new(config: WatchCacheConfig, start_after: Revision) -> Arc<Cacher> {
+        Arc::new(Cacher {
+            state: Mutex::new(CacherState {
+                history: VecDeque::new(),
+                oldest: start_after,
+                latest: start_after,
+                watchers: Vec::new(),
+                next_id: 0,
+            }),
+            config,
+            task: Mutex::new(None),
+        })
+    }
+
+    /// Registers a watcher for every event after `after`.
+    pub fn subscribe(&self, after: Revision) -> Result<Subscription, TooOld> {
+        let mut state = self.state.lock().unwrap();
+        if after < state.oldest {
+            return Err(TooOld {
+                requested: after,
+                oldest: state.oldest,
+            });
+        }
+        let start = state.history.partition_point(|e| e.revision <= after);
+        let backlog = state.history.range(start..).cloned().collect();
+        let (sender, receiver) = mpsc::channel(self.config.watcher_buffer);
+        let id = state.next_id;
+        state.next_id += 1;
+        state.watchers.push(Watcher { id, sender });
+        let _ = id;
+        Ok(Subscription {
+            backlog,
+            receiver,
+            latest: state.latest,
+        })
+    }
+
+    /// The latest revision known to be complete for this resource.
+    pub fn latest(&self) -> Revision {
+        self.state.lock().unwrap().latest
+    }
+
+    fn publish(&self, event: CachedEvent) {
+        let event = Arc::new(event);
+        let mut state = self.state.lock().unwrap();
+        state.latest = event.revision;
+        state.history.push_back(event.clone());
+        while state.history.len() > self.config.history_events {
+            if let Some(dropped) = state.history.pop_front() {
+                state.oldest = dropped.revision;
+            }
+        }
+        state.watchers.retain(|watcher| match watcher.sender.try_send(event.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(watcher = watcher.id, "Dropping a watcher that does not keep up");
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+    }
+
+    /// Forgets history up to `revision` and ends every watch, as a store compaction does:
+    /// clients that resume from an older resourceVersion get 410 Expired and relist.
+    fn expire(&self, revision: Revision) {
+        let mut state = self.state.lock().unwrap();
+        state.history.retain(|e| e.revision > revision);
+        state.oldest = state.oldest.max(revision);
+        state.latest = state.latest.max(revision);
+        state.watchers.clear();
+    }
+}
+
+/// All cachers of a server, keyed by the resource's key prefix.
+pub struct WatchHub {
+    store: DynStore,
+    config: WatchCacheConfig,
+    cachers: Mutex<HashMap<String, Arc<Cacher>>>,
+}
+
+impl WatchHub {
+    pub fn new(store: DynStore, config: WatchCacheConfig) -> Self {
+        WatchHub {
+            store,
+            config,
+            cachers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cacher of a key prefix, started on first use. It replays the store's recent
+    /// history (as far back as compaction and the history size allow), so that a client that
+    /// listed before the cacher existed can still resume from its list's resourceVersion.
+    pub async fn cacher(&self, prefix: &str) -> Result<Arc<Cacher>, corral_store::Error> {
+        if let Some(cacher) = self.cachers.lock().unwrap().get(prefix) {
+            return Ok(cacher.clone());
+        }
+        let current = self.store.current_revision().await?;
+        let compacted = self.store.compacted_revision().await?;
+        let start_after = compacted.max(current - self.config.history_events as Revision).max(0);
+        let mut cachers = self.cachers.lock().unwrap();
+        if let Some(cacher) = cachers.get(prefix) {
+            return Ok(cacher.clone());
+        }
+        let cacher = Cacher::new(self.config.clone(), start_after);
+        let task = tokio::spawn(feed(
+            self.store.clone(),
+            prefix.to_string(),
+            Arc::downgrade(&cacher),
+            start_after,
+        ));
+        *cacher.task.lock().unwrap() = Some(task);
+        cachers.insert(prefix.to_string(), cacher.clone());
+        Ok(cacher)
+    }
+
+    /// Stops the cacher of a prefix (its resource is no longer served); its watchers end.
+    pub fn remove(&self, prefix: &str) {
+        self.cachers.lock().unwrap().remove(prefix);
+    }
+
+    /// Ends every open watch (at shutdown).
+    pub fn close_all(&self) {
+        for cacher in self.cachers.lock().unwrap().values() {
+            cacher.state.lock().unwrap().watchers.clear();
+        }
+    }
+
+    /// Expires every cache up to `revision`; see [`Cacher::expire`].
+    pub fn expire(&self, revision: Revision) {
+        for cacher in self.cachers.lock().unwrap().values() {
+            cacher.expire(revision);
+        }
+    }
+}
+
+/// Feeds a cacher from its store watch until the cacher is dropped, reopening the store watch
+/// after a failure from the last revision it delivered.
+async fn feed(
+    store: DynStore,
+    prefix: String,
+    cacher: std::sync::Weak<Cacher>,
+    mut after: Revision,
+) {
+    let mut backoff = std::time::Duration::from_millis(50);
+    loop {
+        let mut stream = match store.watch(&prefix, after).await {
+            Ok(stream) => stream,
+            Err(corral_store::Error::Compacted { .. }) => {
+                // Events were lost: expire the cache so every watcher relists.
+                let Some(cacher) = cacher.upgrade() else { return };
+                let current = store.current_revision().await.unwrap_or(after);
+                tracing::warn!(prefix, after, current, "Watch cache fell behind a compaction; expiring it");
+                cacher.expire(current);
+                after = current;
+                continue;
+            }
+            Err(error) => {
+                tracing::warn!(prefix, %error, "Opening the store watch failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(std::time::Duration::from_secs(5));
+                if cacher.strong_count() == 0 {
+                    return;
+                }
+                continue;
+            }
+        };
+        backoff = std::time::Duration::from_millis(50);
+        while let Some(item) = stream.next().await {
+            let Some(cacher) = cacher.upgrade() else { return };
+            match item {
+                Ok(event) => {
+                    after = event.revision();
+                    match decode_event(&event) {
+                        Ok(cached) => cacher.publish(cached),
+                        Err(error) => {
+                            tracing::error!(key = event.kv.key, %error, "Skipping an undecodable stored object")
+                        }
+                    }
+                }
+                Err(corral_store::Error::Compacted { .. }) => {
+                    let current = store.current_revision().await.unwrap_or(after);
+                    cacher.expire(current);
+                    after = current;
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(prefix, %error, "Store watch failed; reopening");
+                    break;
+                }
+            }
+        }
+        if cacher.strong_count() == 0 {
+            return;
+        }
+    }
+}
+
+fn decode_event(event: &corral_store::Event) -> Result<CachedEvent, crate::error::ApiError> {
+    let revision = event.revision();
+    let mut object = object::decode_stored(&event.kv)?;
+    object::set_resource_version(&mut object, revision);
+    let prev = match &event.prev {
+        Some(prev) => {
+            let mut prev = object::decode_stored(prev)?;
+            object::set_resource_version(&mut prev, revision);
+            Some(prev)
+        }
+        None => None,
+    };
+    let object_json = Bytes::from(serde_json::to_vec(&object).expect("JSON values serialize"));
+    Ok(CachedEvent {
+        revision,
+        kind: event.kind,
+        object,
+        object_json,
+        prev,
+    })
+}
