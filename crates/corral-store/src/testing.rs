@@ -317,3 +317,13 @@ exit "$status""#;
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 }
+
+/// A fresh SQLite store in a temporary directory, removed when the `TestStore` is dropped.
+pub async fn sqlite() -> TestStore {
+    let dir = tempfile::tempdir().expect("creating a temporary directory for a SQLite store");
+    let store = crate::sqlite::SqliteStore::open(&dir.path().join("corral.db"))
+        .expect("opening a fresh SQLite store");
+    // The store is dropped before the directory (fields drop in order): its writer thread
+    // stops and closes the file before the directory goes.
+    TestStore::new(std::sync::Arc::new(store), dir)
+}

@@ -1,0 +1,346 @@
+//! Reads: the pool of read-only connections and the queries that serve `get`, `range` and the
+//! history part of watches.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use rusqlite::{Connection, OptionalExtension, Row, Transaction};
+use tokio::sync::Semaphore;
+
+use super::schema::{open_reader, sql_error};
+use crate::{Error, Event, EventKind, KeyValue, RangeRequest, RangeResponse, Result, Revision};
+
+/// Read-only connections, opened on demand and kept for reuse. The semaphore bounds how many
+/// exist, and so how many blocking threads reads can occupy.
+pub(super) struct Readers {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    permits: Arc<Semaphore>,
+}
+
+impl Readers {
+    pub fn new(path: &Path, max_readers: usize) -> Self {
+        Readers {
+            path: path.to_path_buf(),
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(max_readers.max(1))),
+        }
+    }
+
+    /// Runs `read` in one read transaction, so everything it reads comes from one snapshot.
+    pub async fn read<T, F>(self: &Arc<Self>, read: F) -> Result<T>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Closed)?;
+        let readers = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let idle = readers.idle.lock().unwrap().pop();
+            let mut connection = match idle {
+                Some(connection) => connection,
+                None => open_reader(&readers.path)?,
+            };
+            let result = match connection.transaction() {
+                Ok(tx) => read(&tx),
+                Err(e) => Err(Error::backend("starting a sqlite read transaction", e)),
+            };
+            readers.idle.lock().unwrap().push(connection);
+            result
+        })
+        .await
+        .map_err(|e| Error::backend("running a sqlite read", e))?
+    }
+}
+
+/// The range of keys that start with `prefix`, as blob bounds: `start <= key < end`.
+pub(super) fn prefix_bounds(prefix: &str) -> (Vec<u8>, Vec<u8>) {
+    let start = prefix.as_bytes().to_vec();
+    let mut end = start.clone();
+    // UTF-8 never contains 0xff: the last byte can always be bumped, and a lone 0xff sorts
+    // after every key.
+    match end.last_mut() {
+        Some(last) => *last += 1,
+        None => end.push(0xff),
+    }
+    (start, end)
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Revisions {
+    pub current: Revision,
+    pub compacted: Revision,
+}
+
+pub(super) fn revisions(tx: &Transaction<'_>) -> Result<Revisions> {
+    tx.prepare_cached(
+        "SELECT (SELECT value FROM meta WHERE name = 'revision'),
+                (SELECT value FROM meta WHERE name = 'compacted')",
+    )
+    .and_then(|mut statement| {
+        statement.query_row([], |row| {
+            Ok(Revisions {
+                current: row.get(0)?,
+                compacted: row.get(1)?,
+            })
+        })
+    })
+    .map_err(sql_error("reading the store's revisions"))
+}
+
+/// The revision a read asking for `requested` is served at, or why it can't be.
+fn read_revision(revisions: Revisions, requested: Option<Revision>) -> Result<Revision> {
+    match requested {
+        None => Ok(revisions.current),
+        Some(r) if r > revisions.current => Err(Error::FutureRevision {
+            requested: r,
+            current: revisions.current,
+        }),
+        Some(r) if r < revisions.compacted => Err(Error::Compacted {
+            requested: r,
+            compacted: revisions.compacted,
+        }),
+        Some(r) => Ok(r),
+    }
+}
+
+fn key_from(bytes: Vec<u8>) -> rusqlite::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e))
+    })
+}
+
+/// A `KeyValue` from columns `key, value, create_revision, mod_revision`, starting at `at`.
+fn key_value(row: &Row<'_>, at: usize) -> rusqlite::Result<KeyValue> {
+    Ok(KeyValue {
+        key: key_from(row.get(at)?)?,
+        value: Bytes::from(row.get::<_, Vec<u8>>(at + 1)?),
+        create_revision: row.get(at + 2)?,
+        mod_revision: row.get(at + 3)?,
+    })
+}
+
+/// The current version of `key`, from the `current` table.
+pub(super) fn current(connection: &Connection, key: &str) -> rusqlite::Result<Option<KeyValue>> {
+    connection
+        .prepare_cached(
+            "SELECT c.key, l.value, l.create_revision, l.revision
+             FROM current AS c JOIN log AS l ON l.revision = c.revision
+             WHERE c.key = ?1",
+        )?
+        .query_row([key.as_bytes()], |row| key_value(row, 0))
+        .optional()
+}
+
+pub(super) fn get(
+    tx: &Transaction<'_>,
+    key: &str,
+    revision: Option<Revision>,
+) -> Result<Option<KeyValue>> {
+    let revisions = revisions(tx)?;
+    let at = read_revision(revisions, revision)?;
+    if at == revisions.current {
+        return current(tx, key).map_err(sql_error("reading a key"));
+    }
+    // The newest version at or below `at`; a tombstone means the key did not exist then.
+    tx.prepare_cached(
+        "SELECT key, value, create_revision, revision, deleted FROM log
+         WHERE key = ?1 AND revision <= ?2
+         ORDER BY revision DESC LIMIT 1",
+    )
+    .and_then(|mut statement| {
+        statement
+            .query_row((key.as_bytes(), at), |row| {
+                let deleted: bool = row.get(4)?;
+                if deleted {
+                    Ok(None)
+                } else {
+                    key_value(row, 0).map(Some)
+                }
+            })
+            .optional()
+    })
+    .map(Option::flatten)
+    .map_err(sql_error("reading a key at a past revision"))
+}
+
+pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<RangeResponse> {
+    let revisions = revisions(tx)?;
+    let at = read_revision(revisions, request.revision)?;
+    let (prefix_start, end) = prefix_bounds(&request.prefix);
+    let start = match &request.start {
+        Some(start) => start.as_bytes().to_vec(),
+        None => prefix_start,
+    };
+    // One more than asked for tells whether there are more; SQLite reads -1 as no limit.
+    let fetch: i64 = match request.limit {
+        0 => -1,
+        limit => i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1,
+    };
+    let mut kvs = if at == revisions.current {
+        collect_kvs(
+            tx,
+            "SELECT c.key, l.value, l.create_revision, l.revision
+             FROM current AS c JOIN log AS l ON l.revision = c.revision
+             WHERE c.key >= ?1 AND c.key < ?2
+             ORDER BY c.key LIMIT ?3",
+            (start, end, fetch),
+        )
+    } else {
+        // For each key, its newest version at or below the revision (the index gives them in
+        // key order), minus the keys whose newest version is a tombstone.
+        collect_kvs(
+            tx,
+            "SELECT v.key, l.value, l.create_revision, l.revision
+             FROM (SELECT key, max(revision) AS revision FROM log
+                   WHERE key >= ?1 AND key < ?2 AND revision <= ?3
+                   GROUP BY key) AS v
+             JOIN log AS l ON l.revision = v.revision
+             WHERE l.deleted = 0
+             ORDER BY v.key LIMIT ?4",
+            (start, end, at, fetch),
+        )
+    }
+    .map_err(sql_error("reading a range of keys"))?;
+    let more = request.limit > 0 && kvs.len() > request.limit;
+    kvs.truncate(if more { request.limit } else { kvs.len() });
+    Ok(RangeResponse {
+        kvs,
+        revision: at,
+        more,
+    })
+}
+
+fn collect_kvs(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<KeyValue>> {
+    let mut statement = tx.prepare_cached(sql)?;
+    let rows = statement.query_map(params, |row| key_value(row, 0))?;
+    rows.collect()
+}
+
+/// Up to this many events, or about this many bytes of values, per read of the log, so that
+/// a watch replaying a long history holds a bounded amount of it in memory.
+const LOG_PAGE_EVENTS: usize = 1000;
+const LOG_PAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// A slice of the history under a prefix.
+pub(super) struct LogPage {
+    pub events: Vec<Event>,
+    /// Every change up to here has been read (whether or not under the prefix).
+    pub read_up_to: Revision,
+    /// Whether the page reached the revision it was asked to read up to.
+    pub complete: bool,
+}
+
+/// The changes under `prefix` after `after` and up to `until` (or the current revision),
+/// in revision order, as much as fits in a page.
+pub(super) fn log_page(
+    tx: &Transaction<'_>,
+    prefix: &str,
+    after: Revision,
+    until: Option<Revision>,
+) -> Result<LogPage> {
+    let revisions = revisions(tx)?;
+    if after < revisions.compacted {
+        return Err(Error::Compacted {
+            requested: after,
+            compacted: revisions.compacted,
+        });
+    }
+    let until = until.map_or(revisions.current, |until| until.min(revisions.current));
+    if until <= after {
+        return Ok(LogPage {
+            events: Vec::new(),
+            read_up_to: after,
+            complete: true,
+        });
+    }
+    let (start, end) = prefix_bounds(prefix);
+    let mut statement = tx
+        .prepare_cached(
+            "SELECT l.revision, l.key, l.create_revision, l.deleted, l.value,
+                    p.revision, p.create_revision, p.value
+             FROM log AS l LEFT JOIN log AS p ON p.revision = l.prev_revision
+             WHERE l.revision > ?1 AND l.revision <= ?2 AND l.key >= ?3 AND l.key < ?4
+             ORDER BY l.revision",
+        )
+        .map_err(sql_error("reading the change log"))?;
+    let mut rows = statement
+        .query((after, until, start, end))
+        .map_err(sql_error("reading the change log"))?;
+    let mut events = Vec::new();
+    let mut bytes = 0;
+    while let Some(row) = rows.next().map_err(sql_error("reading the change log"))? {
+        let event = event_from(row).map_err(sql_error("reading the change log"))??;
+        bytes += event.kv.value.len() + event.prev.as_ref().map_or(0, |p| p.value.len());
+        events.push(event);
+        if events.len() >= LOG_PAGE_EVENTS || bytes >= LOG_PAGE_BYTES {
+            let read_up_to = events.last().map_or(after, Event::revision);
+            return Ok(LogPage {
+                events,
+                read_up_to,
+                complete: read_up_to == until,
+            });
+        }
+    }
+    Ok(LogPage {
+        events,
+        read_up_to: until,
+        complete: true,
+    })
+}
+
+/// An event from a log row joined to its previous version (see `log_page`).
+fn event_from(row: &Row<'_>) -> rusqlite::Result<Result<Event>> {
+    let revision: Revision = row.get(0)?;
+    let key = key_from(row.get(1)?)?;
+    let create_revision: Revision = row.get(2)?;
+    let deleted: bool = row.get(3)?;
+    let prev = match row.get::<_, Option<Revision>>(5)? {
+        Some(prev_revision) => Some(KeyValue {
+            key: key.clone(),
+            value: Bytes::from(row.get::<_, Vec<u8>>(7)?),
+            create_revision: row.get(6)?,
+            mod_revision: prev_revision,
+        }),
+        None => None,
+    };
+    let event = if deleted {
+        let Some(prev) = prev else {
+            return Ok(Err(Error::backend(
+                "reading the change log",
+                format!("the version deleted at revision {revision} is missing"),
+            )));
+        };
+        Event {
+            kind: EventKind::Delete,
+            kv: KeyValue {
+                mod_revision: revision,
+                ..prev.clone()
+            },
+            prev: Some(prev),
+        }
+    } else {
+        Event {
+            kind: EventKind::Put,
+            kv: KeyValue {
+                key,
+                value: Bytes::from(row.get::<_, Vec<u8>>(4)?),
+                create_revision,
+                mod_revision: revision,
+            },
+            prev,
+        }
+    };
+    Ok(Ok(event))
+}

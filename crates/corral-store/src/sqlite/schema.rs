@@ -1,0 +1,148 @@
+//! The database schema, connection settings, and opening the writer's connection.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::{Error, Result, Revision};
+
+/// Bumped when the schema changes incompatibly; a file with another version is refused.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE log (
+    revision INTEGER PRIMARY KEY,
+    key BLOB NOT NULL CHECK (typeof(key) = 'blob'),
+    create_revision INTEGER NOT NULL,
+    prev_revision INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    -- Last, so that scans that only look at the other columns skip large values.
+    value BLOB NOT NULL
+);
+CREATE INDEX log_key_revision ON log (key, revision);
+CREATE TABLE current (
+    key BLOB PRIMARY KEY CHECK (typeof(key) = 'blob'),
+    revision INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE meta (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta (name, value) VALUES ('revision', 1), ('compacted', 0), ('compact_done', 0);
+";
+
+/// How long a connection waits for a lock held by another connection before failing. Only
+/// checkpoints and WAL recovery take locks that our readers or writer can meet.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The persistent state the writer starts from.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StoredState {
+    pub revision: Revision,
+    pub compacted: Revision,
+    pub compact_done: Revision,
+}
+
+pub(super) fn sql_error(context: &'static str) -> impl FnOnce(rusqlite::Error) -> Error {
+    move |error| Error::backend(context, error)
+}
+
+/// Opens (creating if needed) the database at `path` for writing, with its schema, and reads
+/// the stored state.
+pub(super) fn open_writer(path: &Path) -> Result<(Connection, StoredState)> {
+    let existed = path.exists();
+    let connection = Connection::open(path).map_err(sql_error("opening the sqlite database"))?;
+    connection
+        .busy_timeout(BUSY_TIMEOUT)
+        .map_err(sql_error("configuring the sqlite database"))?;
+    let mode: String = connection
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(sql_error("switching the sqlite database to WAL mode"))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::backend(
+            "switching the sqlite database to WAL mode",
+            format!("the journal mode stayed {mode:?}"),
+        ));
+    }
+    // FULL makes every commit fsync the WAL: an acknowledged write survives power loss, not
+    // only a crash of the process (NORMAL would only guarantee the latter).
+    connection
+        .pragma_update(None, "synchronous", "FULL")
+        .map_err(sql_error("configuring the sqlite database"))?;
+    connection.set_prepared_statement_cache_capacity(32);
+
+    let version: i64 = connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(sql_error("reading the sqlite schema version"))?;
+    match version {
+        0 => {
+            let create = format!(
+                "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            );
+            connection
+                .execute_batch(&create)
+                .map_err(sql_error("creating the sqlite schema"))?;
+        }
+        SCHEMA_VERSION => {}
+        other => {
+            return Err(Error::backend(
+                "opening the sqlite database",
+                format!("unknown schema version {other} (this build knows {SCHEMA_VERSION})"),
+            ));
+        }
+    }
+    if !existed {
+        sync_parent_dir(path)?;
+    }
+    let state = read_state(&connection)?;
+    Ok((connection, state))
+}
+
+/// A new file's directory entry must reach the disk too, or a power loss could lose the
+/// whole file, acknowledged writes and all.
+fn sync_parent_dir(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| Error::backend("syncing the sqlite database's directory", e))
+}
+
+pub(super) fn read_state(connection: &Connection) -> Result<StoredState> {
+    let value = |name: &str| -> Result<Revision> {
+        connection
+            .query_row("SELECT value FROM meta WHERE name = ?1", [name], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(sql_error("reading the sqlite store's state"))?
+            .ok_or_else(|| {
+                Error::backend(
+                    "reading the sqlite store's state",
+                    format!("meta row {name:?} is missing"),
+                )
+            })
+    };
+    Ok(StoredState {
+        revision: value("revision")?,
+        compacted: value("compacted")?,
+        compact_done: value("compact_done")?,
+    })
+}
+
+/// Opens a read-only connection for the reader pool.
+pub(super) fn open_reader(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let connection = Connection::open_with_flags(path, flags)
+        .map_err(sql_error("opening a sqlite read connection"))?;
+    connection
+        .busy_timeout(BUSY_TIMEOUT)
+        .map_err(sql_error("configuring a sqlite read connection"))?;
+    connection.set_prepared_statement_cache_capacity(32);
+    Ok(connection)
+}

@@ -1,0 +1,461 @@
+//! The writer thread: the only connection that writes, batching queued writes into one
+//! transaction each (group commit), and running compaction between batches.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use rusqlite::{Connection, TransactionBehavior};
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::read::current;
+use super::schema::{StoredState, sql_error};
+use super::{Published, SqliteOptions};
+use crate::{Error, Event, EventKind, KeyValue, Result, Revision};
+
+/// One write, as a caller asked for it.
+pub(super) enum Write {
+    Create {
+        key: String,
+        value: Bytes,
+    },
+    Update {
+        key: String,
+        value: Bytes,
+        expected: Revision,
+    },
+    Delete {
+        key: String,
+        expected: Revision,
+    },
+}
+
+impl Write {
+    fn value_len(&self) -> usize {
+        match self {
+            Write::Create { value, .. } | Write::Update { value, .. } => value.len(),
+            Write::Delete { .. } => 0,
+        }
+    }
+}
+
+pub(super) enum Command {
+    /// Answered with the write's event: the caller takes its revision (and, for a delete, the
+    /// deleted version) from it.
+    Write(Write, oneshot::Sender<Result<Event>>),
+    Compact(Revision, oneshot::Sender<Result<()>>),
+}
+
+pub(super) struct Writer {
+    connection: Connection,
+    /// The store's revision: the last committed write's.
+    revision: Revision,
+    /// Reads below this are refused.
+    compacted: Revision,
+    /// Rows at or below this that compaction discards are gone.
+    compact_done: Revision,
+    /// Callers of `compact` waiting for the rows to be gone.
+    compact_waiters: Vec<oneshot::Sender<Result<()>>>,
+    /// Set when a compaction step failed; cleared by the next `compact`, which retries.
+    compaction_failed: bool,
+    events: broadcast::Sender<Arc<[Event]>>,
+    published: Arc<Published>,
+    options: SqliteOptions,
+}
+
+impl Writer {
+    pub fn new(
+        connection: Connection,
+        state: StoredState,
+        events: broadcast::Sender<Arc<[Event]>>,
+        published: Arc<Published>,
+        options: SqliteOptions,
+    ) -> Self {
+        Writer {
+            connection,
+            revision: state.revision,
+            compacted: state.compacted,
+            compact_done: state.compact_done,
+            compact_waiters: Vec::new(),
+            compaction_failed: false,
+            events,
+            published,
+            options,
+        }
+    }
+
+    fn compaction_pending(&self) -> bool {
+        self.compact_done < self.compacted && !self.compaction_failed
+    }
+
+    /// Serves commands until every sender is gone.
+    pub fn run(mut self, mut commands: mpsc::Receiver<Command>) {
+        let mut batch = Vec::new();
+        loop {
+            // Block for work only when there is no compaction to get on with.
+            let first = if self.compaction_pending() {
+                match commands.try_recv() {
+                    Ok(command) => Some(command),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => break,
+                }
+            } else {
+                match commands.blocking_recv() {
+                    Some(command) => Some(command),
+                    None => break,
+                }
+            };
+            if let Some(first) = first {
+                // Group commit: everything that queued up while the last batch was being
+                // committed goes into this one.
+                let mut bytes = 0;
+                let mut next = Some(first);
+                while let Some(command) = next.take() {
+                    if let Command::Write(write, _) = &command {
+                        bytes += write.value_len();
+                    }
+                    batch.push(command);
+                    if batch.len() < self.options.max_batch_writes
+                        && bytes < self.options.max_batch_bytes
+                    {
+                        next = commands.try_recv().ok();
+                    }
+                }
+                self.serve(&mut batch);
+            }
+            if self.compaction_pending() {
+                self.compact_step();
+            }
+        }
+        tracing::debug!("SQLite writer stopping");
+    }
+
+    fn serve(&mut self, batch: &mut Vec<Command>) {
+        let mut writes = Vec::new();
+        let mut compactions = Vec::new();
+        for command in batch.drain(..) {
+            match command {
+                Command::Write(write, reply) => writes.push((write, reply)),
+                Command::Compact(revision, reply) => compactions.push((revision, reply)),
+            }
+        }
+        if !writes.is_empty() {
+            self.write_batch(writes);
+        }
+        for (revision, reply) in compactions {
+            self.start_compaction(revision, reply);
+        }
+    }
+
+    fn write_batch(&mut self, writes: Vec<(Write, oneshot::Sender<Result<Event>>)>) {
+        let (writes, replies): (Vec<_>, Vec<_>) = writes.into_iter().unzip();
+        match apply_batch(&mut self.connection, self.revision, &writes) {
+            Ok((outcomes, revision)) => {
+                self.revision = revision;
+                self.published.revision.store(revision, Ordering::Release);
+                let events: Vec<Event> = outcomes
+                    .iter()
+                    .filter_map(|outcome| outcome.as_ref().ok().cloned())
+                    .collect();
+                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                    // A caller that gave up waiting doesn't undo its write.
+                    let _ = reply.send(outcome);
+                }
+                if !events.is_empty() {
+                    // No subscriber is fine: nobody is watching.
+                    let _ = self.events.send(events.into());
+                }
+            }
+            Err(error) => {
+                tracing::error!(%error, writes = replies.len(), "Failed to commit a batch of writes");
+                let shared = SharedError(Arc::new(error));
+                for reply in replies {
+                    let _ = reply.send(Err(Error::backend(
+                        "committing a batch of writes",
+                        shared.clone(),
+                    )));
+                }
+            }
+        }
+    }
+
+    fn start_compaction(&mut self, revision: Revision, reply: oneshot::Sender<Result<()>>) {
+        if revision > self.revision {
+            let _ = reply.send(Err(Error::FutureRevision {
+                requested: revision,
+                current: self.revision,
+            }));
+            return;
+        }
+        if revision <= self.compacted {
+            if self.compaction_failed {
+                // Asking again is how a caller retries a compaction that failed half-way.
+                self.compaction_failed = false;
+                self.compact_waiters.push(reply);
+            } else {
+                let _ = reply.send(Ok(()));
+            }
+            return;
+        }
+        let recorded = self
+            .connection
+            .execute(
+                "UPDATE meta SET value = ?1 WHERE name = 'compacted'",
+                [revision],
+            )
+            .map_err(sql_error("recording the compacted revision"));
+        if let Err(error) = recorded {
+            let _ = reply.send(Err(error));
+            return;
+        }
+        self.compacted = revision;
+        self.published.compacted.store(revision, Ordering::Release);
+        self.compaction_failed = false;
+        self.compact_waiters.push(reply);
+    }
+
+    /// Deletes the discarded rows of the next chunk of revisions, in its own transaction, so
+    /// that writes queued meanwhile wait for one chunk at most.
+    fn compact_step(&mut self) {
+        let until = self.compacted.min(
+            self.compact_done
+                .saturating_add(self.options.compaction_chunk.max(1)),
+        );
+        match compact_chunk(
+            &mut self.connection,
+            self.compact_done,
+            until,
+            self.compacted,
+        ) {
+            Ok(()) => {
+                self.compact_done = until;
+                if until == self.compacted {
+                    for waiter in self.compact_waiters.drain(..) {
+                        let _ = waiter.send(Ok(()));
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::error!(%error, "Failed to compact the SQLite store");
+                self.compaction_failed = true;
+                let shared = SharedError(Arc::new(error));
+                for waiter in self.compact_waiters.drain(..) {
+                    let _ = waiter.send(Err(Error::backend(
+                        "deleting compacted history",
+                        shared.clone(),
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// Applies `writes` in one transaction on top of `revision` and commits it. Each write is
+/// checked on its own: one that fails leaves the others alone, and each one that succeeds takes
+/// the next revision. Returns each write's outcome and the new revision; `Err` means nothing
+/// was committed.
+pub(super) fn apply_batch(
+    connection: &mut Connection,
+    revision: Revision,
+    writes: &[Write],
+) -> Result<(Vec<Result<Event>>, Revision), BatchError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let stored: Revision = tx
+        .prepare_cached("SELECT value FROM meta WHERE name = 'revision'")?
+        .query_row([], |row| row.get(0))?;
+    if stored != revision {
+        // Another process wrote to the file: our revisions (and our watchers) would be wrong.
+        return Err(BatchError::ForeignWriter {
+            stored,
+            expected: revision,
+        });
+    }
+    let mut next = revision;
+    let mut outcomes = Vec::with_capacity(writes.len());
+    for write in writes {
+        let outcome = apply(&tx, next + 1, write)?;
+        if outcome.is_ok() {
+            next += 1;
+        }
+        outcomes.push(outcome);
+    }
+    if next == revision {
+        // Nothing to commit: every write failed its precondition; skip the fsync.
+        return Ok((outcomes, revision));
+    }
+    tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'revision'")?
+        .execute([next])?;
+    tx.commit()?;
+    Ok((outcomes, next))
+}
+
+/// Applies one write at `revision` if its precondition holds. The outer `Result` is SQLite
+/// failing (which fails the whole batch), the inner one the write's own outcome.
+fn apply(
+    tx: &rusqlite::Transaction<'_>,
+    revision: Revision,
+    write: &Write,
+) -> rusqlite::Result<Result<Event>> {
+    let (key, expected) = match write {
+        Write::Create { key, value } => {
+            let exists = tx
+                .prepare_cached("SELECT 1 FROM current WHERE key = ?1")?
+                .exists([key.as_bytes()])?;
+            if exists {
+                return Ok(Err(Error::AlreadyExists { key: key.clone() }));
+            }
+            insert_log(tx, revision, key, revision, 0, false, value)?;
+            tx.prepare_cached("INSERT INTO current (key, revision) VALUES (?1, ?2)")?
+                .execute((key.as_bytes(), revision))?;
+            return Ok(Ok(Event {
+                kind: EventKind::Put,
+                kv: KeyValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    create_revision: revision,
+                    mod_revision: revision,
+                },
+                prev: None,
+            }));
+        }
+        Write::Update { key, expected, .. } | Write::Delete { key, expected } => (key, *expected),
+    };
+    let Some(prev) = current(tx, key)? else {
+        return Ok(Err(Error::NotFound { key: key.clone() }));
+    };
+    if prev.mod_revision != expected {
+        return Ok(Err(Error::Conflict {
+            key: key.clone(),
+            expected,
+            current: Box::new(prev),
+        }));
+    }
+    let event = match write {
+        Write::Update { value, .. } => {
+            insert_log(
+                tx,
+                revision,
+                key,
+                prev.create_revision,
+                prev.mod_revision,
+                false,
+                value,
+            )?;
+            tx.prepare_cached("UPDATE current SET revision = ?2 WHERE key = ?1")?
+                .execute((key.as_bytes(), revision))?;
+            Event {
+                kind: EventKind::Put,
+                kv: KeyValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    create_revision: prev.create_revision,
+                    mod_revision: revision,
+                },
+                prev: Some(prev),
+            }
+        }
+        _ => {
+            // The tombstone holds no value: its prev_revision row has the last one.
+            insert_log(
+                tx,
+                revision,
+                key,
+                prev.create_revision,
+                prev.mod_revision,
+                true,
+                &Bytes::new(),
+            )?;
+            tx.prepare_cached("DELETE FROM current WHERE key = ?1")?
+                .execute([key.as_bytes()])?;
+            Event {
+                kind: EventKind::Delete,
+                kv: KeyValue {
+                    mod_revision: revision,
+                    ..prev.clone()
+                },
+                prev: Some(prev),
+            }
+        }
+    };
+    Ok(Ok(event))
+}
+
+fn insert_log(
+    tx: &rusqlite::Transaction<'_>,
+    revision: Revision,
+    key: &str,
+    create_revision: Revision,
+    prev_revision: Revision,
+    deleted: bool,
+    value: &Bytes,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO log (revision, key, create_revision, prev_revision, deleted, value)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute((
+        revision,
+        key.as_bytes(),
+        create_revision,
+        prev_revision,
+        deleted,
+        value.as_ref(),
+    ))?;
+    Ok(())
+}
+
+/// Deletes the rows with revisions in `(after, until]` that compaction at `compacted`
+/// discards: versions superseded by a newer one at or below `compacted`, and tombstones.
+/// Chunks must go in ascending order (a tombstone's superseded versions are older than it).
+pub(super) fn compact_chunk(
+    connection: &mut Connection,
+    after: Revision,
+    until: Revision,
+    compacted: Revision,
+) -> rusqlite::Result<()> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.prepare_cached(
+        "DELETE FROM log
+         WHERE revision > ?1 AND revision <= ?2
+           AND (deleted = 1 OR EXISTS (
+                SELECT 1 FROM log AS newer
+                WHERE newer.key = log.key
+                  AND newer.revision > log.revision AND newer.revision <= ?3))",
+    )?
+    .execute((after, until, compacted))?;
+    tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'compact_done'")?
+        .execute([until])?;
+    tx.commit()
+}
+
+/// Why a whole batch failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BatchError {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(
+        "the stored revision is {stored}, not {expected}: another process is writing to this \
+         database"
+    )]
+    ForeignWriter {
+        stored: Revision,
+        expected: Revision,
+    },
+}
+
+/// One failure reported to every caller of a batch: `Error` can't be cloned, this can.
+#[derive(Clone, Debug)]
+struct SharedError(Arc<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for SharedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
