@@ -111,6 +111,10 @@ impl EtcdStore {
         // fail here, where the caller can tell what is wrong.
         match tokio::time::timeout(CONNECT_TIMEOUT, store.current_revision()).await {
             Ok(Ok(_)) => Ok(store),
+            Ok(Err(Error::Backend { source, .. })) => Err(Error::Backend {
+                context: format!("connecting to etcd at {endpoints:?}"),
+                source,
+            }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(Error::backend(
                 format!("connecting to etcd at {endpoints:?}"),

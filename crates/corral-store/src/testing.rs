@@ -147,13 +147,23 @@ exit "$status""#;
                     );
                     None
                 }
-                Err(e) => panic!("starting a test etcd: {e}"),
+                Err(e) => panic!("starting a test etcd: {}", with_sources(&e)),
             }
         }
 
         /// Starts an etcd from [`EtcdProcess::find_binary`] and waits until it serves requests.
         pub async fn start() -> Result<EtcdProcess, EtcdProcessError> {
             let binary = Self::find_binary().ok_or(EtcdProcessError::BinaryNotFound)?;
+            // Checked here because the supervisor would start and merely report exit 127.
+            if !binary.is_file() {
+                return Err(EtcdProcessError::Spawn {
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("no such file (from {BINARY_VARIABLE} or PATH)"),
+                    ),
+                    binary,
+                });
+            }
             let mut root = data_root();
             let mut attempt = 1;
             loop {
@@ -306,6 +316,17 @@ exit "$status""#;
         let first = TcpListener::bind("127.0.0.1:0")?;
         let second = TcpListener::bind("127.0.0.1:0")?;
         Ok([first.local_addr()?.port(), second.local_addr()?.port()])
+    }
+
+    /// An error and its sources, for a panic message (which shows only what it is given).
+    fn with_sources(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        text
     }
 
     fn log_tail(path: &Path) -> String {

@@ -490,3 +490,86 @@ async fn values_up_to_the_limit_fit_in_one_etcd_request() {
     );
     assert_eq!(store.current_revision().await.unwrap(), 2);
 }
+
+#[tokio::test]
+async fn a_dropped_etcd_is_stopped_and_its_data_removed() {
+    let Some(etcd) = EtcdProcess::start_or_skip().await else {
+        return;
+    };
+    let dir = etcd.dir().to_path_buf();
+    let address = etcd.endpoint().trim_start_matches("http://").to_string();
+    assert!(dir.join("data").is_dir());
+    drop(etcd);
+    assert!(!dir.exists());
+    // The supervisor waited for etcd to exit, so its port is closed by now.
+    assert!(tokio::net::TcpStream::connect(address).await.is_err());
+}
+
+/// Not a check: measures writes per second of 1 KiB values at 1 and 64 concurrent writers,
+/// through the backend's create and through etcd-client directly (the same conditional
+/// transaction, and a plain put), on a fresh etcd whose data is on tmpfs. Run it in release
+/// mode: `cargo test --release -p corral-store --features etcd --lib -- --ignored --nocapture
+/// put_throughput`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn put_throughput() {
+    #[derive(Clone, Copy, Debug)]
+    enum Way {
+        StoreCreate,
+        RawCreateTxn,
+        RawPut,
+    }
+    let Some((etcd, store)) = start("/bench/").await else {
+        return;
+    };
+    let raw = raw_client(&etcd).await;
+    let value = Bytes::from(vec![b'x'; 1024]);
+    const WRITES: usize = 6400;
+    for writers in [1, 64] {
+        for way in [Way::StoreCreate, Way::RawCreateTxn, Way::RawPut] {
+            let started = std::time::Instant::now();
+            let tasks: Vec<_> = (0..writers)
+                .map(|writer| {
+                    let store = store.clone();
+                    let mut raw = raw.kv_client();
+                    let value = value.clone();
+                    tokio::spawn(async move {
+                        for n in 0..WRITES / writers {
+                            let key = format!("/{way:?}/{writers}/{writer}/{n}");
+                            match way {
+                                Way::StoreCreate => {
+                                    store.create(&key, value.clone()).await.unwrap();
+                                }
+                                Way::RawCreateTxn => {
+                                    let key = format!("/raw{key}");
+                                    let txn = etcd_client::Txn::new()
+                                        .when([etcd_client::Compare::mod_revision(
+                                            key.clone(),
+                                            etcd_client::CompareOp::Equal,
+                                            0,
+                                        )])
+                                        .and_then([etcd_client::TxnOp::put(
+                                            key,
+                                            value.to_vec(),
+                                            None,
+                                        )]);
+                                    assert!(raw.txn(txn).await.unwrap().succeeded());
+                                }
+                                Way::RawPut => {
+                                    raw.put(format!("/raw{key}"), value.to_vec(), None)
+                                        .await
+                                        .unwrap();
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+            let rate = WRITES as f64 / started.elapsed().as_secs_f64();
+            eprintln!("{way:?} with {writers} writers: {rate:.0} writes/s");
+        }
+    }
+}
