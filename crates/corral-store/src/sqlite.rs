@@ -101,7 +101,8 @@ pub struct SqliteOptions {
     /// one write).
     pub max_batch_bytes: usize,
     /// Committed batches kept for watchers that are behind; a watcher further behind than
-    /// this reads the log from the database instead.
+    /// this reads the log from the database instead. A watcher that stops polling keeps up to
+    /// this many batches (and their values) in memory until it is dropped.
     pub watch_buffer: usize,
     /// Most read connections, and so most reads running at once.
     pub max_readers: usize,
@@ -114,7 +115,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             max_batch_writes: 1024,
             max_batch_bytes: 32 * 1024 * 1024,
-            watch_buffer: 1024,
+            watch_buffer: 256,
             max_readers: 8,
             compaction_chunk: 10_000,
         }

@@ -194,19 +194,7 @@ pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<Rang
             (start, end, fetch),
         )
     } else {
-        // For each key, its newest version at or below the revision (the index gives them in
-        // key order), minus the keys whose newest version is a tombstone.
-        collect_kvs(
-            tx,
-            "SELECT v.key, l.value, l.create_revision, l.revision
-             FROM (SELECT key, max(revision) AS revision FROM log
-                   WHERE key >= ?1 AND key < ?2 AND revision <= ?3
-                   GROUP BY key) AS v
-             JOIN log AS l ON l.revision = v.revision
-             WHERE l.deleted = 0
-             ORDER BY v.key LIMIT ?4",
-            (start, end, at, fetch),
-        )
+        past_range(tx, &start, &end, at, fetch)
     }
     .map_err(sql_error("reading a range of keys"))?;
     let more = request.limit > 0 && kvs.len() > request.limit;
@@ -216,6 +204,44 @@ pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<Rang
         revision: at,
         more,
     })
+}
+
+/// The keys in `[start, end)` as they were at revision `at`, at most `fetch` of them (-1 for
+/// all). The index gives each key's newest version at or below `at` in key order, without
+/// reading any value; only the versions returned are then read, so a page costs what it
+/// returns plus the (index-only) versions it skips.
+fn past_range(
+    tx: &Transaction<'_>,
+    start: &[u8],
+    end: &[u8],
+    at: Revision,
+    fetch: i64,
+) -> rusqlite::Result<Vec<KeyValue>> {
+    let mut newest = tx.prepare_cached(
+        "SELECT max(revision) FROM log
+         WHERE key >= ?1 AND key < ?2 AND revision <= ?3
+         GROUP BY key ORDER BY key",
+    )?;
+    let mut version = tx.prepare_cached(
+        "SELECT key, value, create_revision, revision FROM log
+         WHERE revision = ?1 AND deleted = 0",
+    )?;
+    let mut kvs = Vec::new();
+    let mut revisions = newest.query((start, end, at))?;
+    while let Some(row) = revisions.next()? {
+        if fetch >= 0 && kvs.len() as i64 >= fetch {
+            break;
+        }
+        let revision: Revision = row.get(0)?;
+        // No row: the newest version is a tombstone, the key did not exist at `at`.
+        if let Some(kv) = version
+            .query_row([revision], |row| key_value(row, 0))
+            .optional()?
+        {
+            kvs.push(kv);
+        }
+    }
+    Ok(kvs)
 }
 
 fn collect_kvs(
@@ -238,8 +264,11 @@ pub(super) struct LogPage {
     pub events: Vec<Event>,
     /// Every change up to here has been read (whether or not under the prefix).
     pub read_up_to: Revision,
-    /// Whether the page reached the revision it was asked to read up to.
+    /// Whether the page reached `until`.
     pub complete: bool,
+    /// The revision the page was read up to (the snapshot's current revision when the caller
+    /// gave none): where the next page must stop too, for the pages to add up to one snapshot.
+    pub until: Revision,
 }
 
 /// The changes under `prefix` after `after` and up to `until` (or the current revision),
@@ -263,15 +292,18 @@ pub(super) fn log_page(
             events: Vec::new(),
             read_up_to: after,
             complete: true,
+            until,
         });
     }
     let (start, end) = prefix_bounds(prefix);
+    // The unary `+` keeps SQLite from using the key index here: walking the log in revision
+    // order streams, whereas the index would need every matching row sorted before the first.
     let mut statement = tx
         .prepare_cached(
             "SELECT l.revision, l.key, l.create_revision, l.deleted, l.value,
                     p.revision, p.create_revision, p.value
              FROM log AS l LEFT JOIN log AS p ON p.revision = l.prev_revision
-             WHERE l.revision > ?1 AND l.revision <= ?2 AND l.key >= ?3 AND l.key < ?4
+             WHERE l.revision > ?1 AND l.revision <= ?2 AND +l.key >= ?3 AND +l.key < ?4
              ORDER BY l.revision",
         )
         .map_err(sql_error("reading the change log"))?;
@@ -290,6 +322,7 @@ pub(super) fn log_page(
                 events,
                 read_up_to,
                 complete: read_up_to == until,
+                until,
             });
         }
     }
@@ -297,6 +330,7 @@ pub(super) fn log_page(
         events,
         read_up_to: until,
         complete: true,
+        until,
     })
 }
 

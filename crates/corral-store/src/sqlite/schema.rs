@@ -70,6 +70,11 @@ pub(super) fn open_writer(path: &Path) -> Result<(Connection, StoredState)> {
     connection
         .pragma_update(None, "synchronous", "FULL")
         .map_err(sql_error("configuring the sqlite database"))?;
+    // A burst of large values can grow the WAL far beyond its usual size; once checkpointed,
+    // give the space back.
+    connection
+        .pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)
+        .map_err(sql_error("configuring the sqlite database"))?;
     connection.set_prepared_statement_cache_capacity(32);
 
     let version: i64 = connection

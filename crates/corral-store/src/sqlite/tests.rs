@@ -1,1 +1,235 @@
+//! Unit tests of the SQLite backend's pieces: batch semantics, compaction's row selection, key
+//! bounds and query plans. The contract itself is checked by the conformance suite.
 
+use bytes::Bytes;
+use rusqlite::Connection;
+
+use super::read::prefix_bounds;
+use super::schema::{StoredState, open_writer, read_state};
+use super::writer::{BatchError, Write, apply_batch, compact_chunk};
+use crate::{Error, Revision};
+
+fn fresh() -> (tempfile::TempDir, Connection, StoredState) {
+    let dir = tempfile::tempdir().unwrap();
+    let (connection, state) = open_writer(&dir.path().join("store.db")).unwrap();
+    (dir, connection, state)
+}
+
+fn create(key: &str, value: &str) -> Write {
+    Write::Create {
+        key: key.into(),
+        value: Bytes::copy_from_slice(value.as_bytes()),
+    }
+}
+
+fn update(key: &str, value: &str, expected: Revision) -> Write {
+    Write::Update {
+        key: key.into(),
+        value: Bytes::copy_from_slice(value.as_bytes()),
+        expected,
+    }
+}
+
+fn delete(key: &str, expected: Revision) -> Write {
+    Write::Delete {
+        key: key.into(),
+        expected,
+    }
+}
+
+fn log_revisions(connection: &Connection) -> Vec<Revision> {
+    let mut statement = connection
+        .prepare("SELECT revision FROM log ORDER BY revision")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+#[test]
+fn a_fresh_store_is_at_revision_one() {
+    let (_dir, _connection, state) = fresh();
+    assert_eq!(
+        (state.revision, state.compacted, state.compact_done),
+        (1, 0, 0)
+    );
+}
+
+#[test]
+fn a_failing_write_in_a_batch_fails_alone() {
+    let (_dir, mut connection, state) = fresh();
+    let writes = [
+        create("/a", "a1"),
+        create("/a", "again"),
+        update("/b", "b0", 1),
+        create("/b", "b1"),
+        update("/a", "a2", 2),
+        // Stale: the update just before moved /a to revision 4.
+        delete("/a", 2),
+        update("/b", "b2", 3),
+    ];
+    let (outcomes, revision) = apply_batch(&mut connection, state.revision, &writes).unwrap();
+    let summary: Vec<Result<Revision, String>> = outcomes
+        .iter()
+        .map(|outcome| match outcome {
+            Ok(event) => Ok(event.revision()),
+            Err(Error::Conflict { current, .. }) => {
+                Err(format!("conflict at {}", current.mod_revision))
+            }
+            Err(error) => Err(error.to_string()),
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            Ok(2),
+            Err("key \"/a\" already exists".into()),
+            Err("key \"/b\" not found".into()),
+            Ok(3),
+            Ok(4),
+            Err("conflict at 4".into()),
+            Ok(5),
+        ]
+    );
+    assert_eq!(revision, 5);
+    assert_eq!(read_state(&connection).unwrap().revision, 5);
+    assert_eq!(log_revisions(&connection), [2, 3, 4, 5]);
+}
+
+#[test]
+fn a_batch_where_every_write_fails_changes_nothing() {
+    let (_dir, mut connection, state) = fresh();
+    let (_, revision) = apply_batch(&mut connection, state.revision, &[create("/a", "a")]).unwrap();
+    let (outcomes, after) = apply_batch(
+        &mut connection,
+        revision,
+        &[create("/a", "b"), delete("/x", 1)],
+    )
+    .unwrap();
+    assert!(outcomes.iter().all(Result::is_err));
+    assert_eq!(after, revision);
+    assert_eq!(read_state(&connection).unwrap().revision, revision);
+}
+
+#[test]
+fn a_writer_that_lost_track_of_the_revision_refuses_to_write() {
+    let (_dir, mut connection, state) = fresh();
+    apply_batch(&mut connection, state.revision, &[create("/a", "a")]).unwrap();
+    // As if another process had written revision 2 behind this writer's back.
+    let result = apply_batch(&mut connection, state.revision, &[create("/b", "b")]);
+    assert!(
+        matches!(
+            result,
+            Err(BatchError::ForeignWriter {
+                stored: 2,
+                expected: 1
+            })
+        ),
+        "{result:?}"
+    );
+    assert_eq!(log_revisions(&connection), [2]);
+}
+
+#[test]
+fn compaction_deletes_superseded_versions_and_tombstones() {
+    let (_dir, mut connection, state) = fresh();
+    let writes = [
+        create("/a", "a1"),    // 2: superseded by 4
+        create("/b", "b1"),    // 3: superseded by its tombstone at 5
+        update("/a", "a2", 2), // 4: newest /a at or below 7, kept
+        delete("/b", 3),       // 5: tombstone, discarded
+        create("/c", "c1"),    // 6: superseded by 7
+        update("/c", "c2", 6), // 7: kept
+        create("/b", "b2"),    // 8: above the compaction, kept
+        delete("/c", 7),       // 9: above the compaction, kept (as is its prev, 7)
+        update("/a", "a3", 4), // 10: kept (as is its prev, 4)
+    ];
+    let (outcomes, revision) = apply_batch(&mut connection, state.revision, &writes).unwrap();
+    assert!(outcomes.iter().all(Result::is_ok));
+    assert_eq!(revision, 10);
+    // In chunks of two revisions, as the writer would do them between batches.
+    let mut done = 0;
+    while done < 7 {
+        let until = (done + 2).min(7);
+        compact_chunk(&mut connection, done, until, 7).unwrap();
+        done = until;
+    }
+    assert_eq!(log_revisions(&connection), [4, 7, 8, 9, 10]);
+    assert_eq!(read_state(&connection).unwrap().compact_done, 7);
+}
+
+#[test]
+fn prefix_bounds_cover_exactly_the_keys_with_the_prefix() {
+    assert_eq!(prefix_bounds("/a/"), (b"/a/".to_vec(), b"/a0".to_vec()));
+    assert_eq!(prefix_bounds(""), (Vec::new(), vec![0xff]));
+    // U+007F bumps to a byte that is not UTF-8 on its own; as a blob bound it is still right.
+    assert_eq!(
+        prefix_bounds("/p\u{7f}"),
+        (b"/p\x7f".to_vec(), b"/p\x80".to_vec())
+    );
+    let (start, end) = prefix_bounds("/q¿");
+    for key in ["/q¿", "/q¿x", "/q¿\u{10ffff}"] {
+        assert!(start.as_slice() <= key.as_bytes() && key.as_bytes() < end.as_slice());
+    }
+    assert!("/qÀ".as_bytes() >= end.as_slice());
+}
+
+/// The query plans of the hot queries: they must use the indexes, never scan the log or
+/// sort in a temporary b-tree (which would make big ranges slow and unbounded in memory).
+#[test]
+fn hot_queries_use_indexes() {
+    let (_dir, connection, _) = fresh();
+    let plan = |sql: &str| -> String {
+        let mut statement = connection
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let rows = statement
+            .query_map([], |row| row.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap();
+        rows.join("\n")
+    };
+    let queries = [
+        // A current range.
+        "SELECT c.key, l.value, l.create_revision, l.revision
+         FROM current AS c JOIN log AS l ON l.revision = c.revision
+         WHERE c.key >= x'2f' AND c.key < x'30' ORDER BY c.key LIMIT 10",
+        // A range at a past revision: each key's newest version, then that version.
+        "SELECT max(revision) FROM log
+         WHERE key >= x'2f' AND key < x'30' AND revision <= 5
+         GROUP BY key ORDER BY key",
+        "SELECT key, value, create_revision, revision FROM log
+         WHERE revision = 5 AND deleted = 0",
+        // A page of a watch's history.
+        "SELECT l.revision, l.key, l.create_revision, l.deleted, l.value,
+                p.revision, p.create_revision, p.value
+         FROM log AS l LEFT JOIN log AS p ON p.revision = l.prev_revision
+         WHERE l.revision > 3 AND l.revision <= 10 AND +l.key >= x'2f' AND +l.key < x'30'
+         ORDER BY l.revision",
+        // A chunk of compaction.
+        "DELETE FROM log
+         WHERE revision > 3 AND revision <= 10
+           AND (deleted = 1 OR EXISTS (
+                SELECT 1 FROM log AS newer
+                WHERE newer.key = log.key
+                  AND newer.revision > log.revision AND newer.revision <= 10))",
+        // A get at a past revision.
+        "SELECT key, value, create_revision, revision, deleted FROM log
+         WHERE key = x'2f' AND revision <= 5 ORDER BY revision DESC LIMIT 1",
+    ];
+    for sql in queries {
+        let plan = plan(sql);
+        assert!(!plan.contains("TEMP B-TREE"), "{sql}\n{plan}");
+        for line in plan.lines() {
+            assert!(
+                !line.starts_with("SCAN l")
+                    && !line.starts_with("SCAN log")
+                    && !line.starts_with("SCAN c"),
+                "{sql}\n{plan}"
+            );
+        }
+    }
+}

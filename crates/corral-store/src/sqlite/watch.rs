@@ -97,7 +97,7 @@ impl Watcher {
         self.source = if page.complete {
             Source::Live
         } else {
-            Source::LogUntil(until.unwrap_or(page.read_up_to).max(page.read_up_to))
+            Source::LogUntil(page.until)
         };
         Ok(())
     }

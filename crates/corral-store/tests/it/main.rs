@@ -35,6 +35,7 @@ macro_rules! conformance_tests {
             writes::values_round_trip,
             writes::oversized_values_are_refused,
             watch::watch_replays_history_then_continues_live,
+            watch::watch_replays_a_long_history,
             watch::watch_from_the_current_revision_sees_only_new_changes,
             watch::watch_from_a_future_revision_waits_for_it,
             watch::watch_filters_by_prefix,

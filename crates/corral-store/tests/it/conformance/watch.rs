@@ -280,3 +280,33 @@ pub async fn slow_watcher_loses_nothing(store: DynStore) {
     store.create("/slow/after", bytes("x")).await.unwrap();
     assert_eq!(next_event(&mut watch).await.kv.key, "/slow/after");
 }
+
+pub async fn watch_replays_a_long_history(store: DynStore) {
+    // Longer than a backend would read or send in one piece, with values big enough that
+    // the history is megabytes.
+    const TASKS: usize = 10;
+    const WRITES: usize = 250;
+    let value = "v".repeat(4096);
+    let mut handles = Vec::new();
+    for task in 0..TASKS {
+        let store = store.clone();
+        let value = value.clone();
+        handles.push(tokio::spawn(async move {
+            for write in 0..WRITES {
+                let key = format!("/long/{task}/{write:04}");
+                store.create(&key, bytes(&value)).await.unwrap();
+            }
+        }));
+    }
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    let current = store.current_revision().await.unwrap();
+    let mut watch = store.watch("/long/", 1).await.unwrap();
+    let events = next_events(&mut watch, TASKS * WRITES).await;
+    let revisions: Vec<Revision> = events.iter().map(Event::revision).collect();
+    assert_eq!(revisions, (2..=current).collect::<Vec<_>>());
+    assert!(events.iter().all(|event| event.kv.value.len() == 4096));
+    let revision = store.create("/long/live", bytes("x")).await.unwrap();
+    assert_eq!(next_event(&mut watch).await.revision(), revision);
+}
