@@ -108,8 +108,18 @@ impl Patch {
                 Ok(result)
             }
             Patch::StrategicMerge(patch) => {
-                strategic_merge::apply(current, patch, &strategic_merge::BuiltinPatchMeta)
-                    .map_err(|e| ApiError::bad_request(format!("the strategic merge patch is invalid: {e}")))
+                strategic_merge::apply(current, patch, &strategic_merge::BuiltinPatchMeta).map_err(
+                    |e| match e.http_status() {
+                        422 => ApiError::new(
+                            http::StatusCode::UNPROCESSABLE_ENTITY,
+                            "Invalid",
+                            e.to_string(),
+                        ),
+                        // kube-apiserver answers 500 for these; they are the client's fault, so
+                        // a 400 says so more usefully.
+                        _ => ApiError::bad_request(e.to_string()),
+                    },
+                )
             }
         }
     }

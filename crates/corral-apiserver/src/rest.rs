@@ -132,15 +132,14 @@ impl Filter {
         let labels = match query.label_selector.as_deref() {
             Some(raw) if !raw.trim().is_empty() => Some(
                 selector::LabelSelector::parse(raw)
-                    .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?,
             ),
             _ => None,
         };
         let fields = match query.field_selector.as_deref() {
             Some(raw) if !raw.trim().is_empty() => {
-                let parsed = selector::FieldSelector::parse(raw).map_err(|e| {
-                    ApiError::bad_request(format!("invalid field selector {raw:?}: {e}"))
-                })?;
+                let parsed = selector::FieldSelector::parse(raw)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?;
                 for field in parsed.fields() {
                     if !field_supported(resource, field) {
                         return Err(ApiError::bad_request(format!(
@@ -282,7 +281,10 @@ pub async fn list(state: &ApiState, target: &Target, query: &Query) -> Result<Va
     metadata.insert("resourceVersion".into(), json!(revision.to_string()));
     if let Some(next) = continue_from {
         let relative = next.strip_prefix(&prefix).unwrap_or(&next);
-        metadata.insert("continue".into(), json!(encode_continue(revision, relative)));
+        metadata.insert(
+            "continue".into(),
+            json!(encode_continue(revision, relative)),
+        );
     }
     Ok(json!({
         "kind": target.resource.list_kind,
@@ -336,11 +338,7 @@ async fn list_revision(state: &ApiState, query: &Query) -> Result<Option<Revisio
 // Writes
 // ---------------------------------------------------------------------------------------
 
-fn require_string_map(
-    metadata: &Map<String, Value>,
-    field: &str,
-    causes: &mut Vec<Cause>,
-) {
+fn require_string_map(metadata: &Map<String, Value>, field: &str, causes: &mut Vec<Cause>) {
     match metadata.get(field) {
         None | Some(Value::Null) => {}
         Some(Value::Object(map)) => {
@@ -370,7 +368,13 @@ fn validate_metadata(target: &Target, object: &Value) -> Result<(), ApiError> {
     let Some(metadata) = object::metadata(object) else {
         return Err(ApiError::bad_request("metadata must be an object"));
     };
-    for field in ["name", "namespace", "generateName", "uid", "resourceVersion"] {
+    for field in [
+        "name",
+        "namespace",
+        "generateName",
+        "uid",
+        "resourceVersion",
+    ] {
         if let Some(value) = metadata.get(field) {
             if !value.is_string() && !value.is_null() {
                 causes.push(Cause {
@@ -482,7 +486,11 @@ fn check_type(target: &Target, object: &mut Value) -> Result<(), ApiError> {
     // Stored objects carry the storage version.
     map.insert(
         "apiVersion".into(),
-        Value::String(target.resource.api_version(target.resource.storage_version())),
+        Value::String(
+            target
+                .resource
+                .api_version(target.resource.storage_version()),
+        ),
     );
     map.insert("kind".into(), Value::String(target.resource.kind.clone()));
     Ok(())
@@ -501,10 +509,9 @@ async fn check_namespace(
         metadata.remove("namespace");
         return Ok(());
     }
-    let namespace = target
-        .namespace
-        .clone()
-        .ok_or_else(|| ApiError::bad_request("a namespace is required for a namespaced resource"))?;
+    let namespace = target.namespace.clone().ok_or_else(|| {
+        ApiError::bad_request("a namespace is required for a namespaced resource")
+    })?;
     match metadata.get("namespace").and_then(Value::as_str) {
         None | Some("") => {
             metadata.insert("namespace".into(), Value::String(namespace.clone()));
@@ -1054,7 +1061,9 @@ pub async fn delete_collection(
     let listed = list(state, target, &list_query).await?;
     let mut items = Vec::new();
     for item in listed["items"].as_array().cloned().unwrap_or_default() {
-        let Some(name) = object::name(&item) else { continue };
+        let Some(name) = object::name(&item) else {
+            continue;
+        };
         let mut item_target = target.clone();
         if target.resource.namespaced {
             item_target.namespace = object::namespace(&item).map(str::to_string);
