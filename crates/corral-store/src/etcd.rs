@@ -25,7 +25,13 @@
 //!   that etcd's own check, made atomically with the start of the watch, is the contract's.
 //!   One corner stays etcd's: a watch that falls far behind (etcd then replays it from disk)
 //!   while a compaction lands exactly one revision past what it has delivered can miss a
-//!   delete made at the compaction revision, because etcd compacts that tombstone away.
+//!   delete made at the compaction revision, because etcd compacts that tombstone away. Where
+//!   etcd cannot send the previous value of a change because it was compacted meanwhile, the
+//!   watch fails with [`Error::Compacted`] rather than deliver an event without it.
+//! * **Watch lifetime.** Each watch is its own gRPC stream; dropping the [`WatchStream`]
+//!   resets it, and etcd removes the watcher. Progress notifications are not asked for.
+//! * **Revision 0.** etcd reads revision 0 as "now"; the contract has no revision 0, so a
+//!   read at a revision below 1 is an [`Error::InvalidRequest`].
 //! * **Value size.** etcd refuses requests larger than its `--max-request-bytes` (1.5 MiB by
 //!   default). Values that cannot fit, with their key and the transaction around them, are
 //!   refused with [`Error::ValueTooLarge`] before anything is sent; the limit therefore
@@ -88,6 +94,8 @@ impl EtcdStore {
     /// Connects to an etcd cluster and checks that it answers. Every key is stored under
     /// `prefix` (which may be empty, for the whole key space).
     pub async fn connect(endpoints: &[String], prefix: &str) -> Result<EtcdStore> {
+        // Keep-alive pings make a watch on an etcd that vanished without closing the
+        // connection (a partition, a frozen machine) fail instead of waiting forever.
         let options = ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(20));
@@ -155,7 +163,9 @@ impl EtcdStore {
         Ok(())
     }
 
-    /// Maps a failed write; etcd's own size check is the backstop for a limit set too high.
+    /// Maps a failed write. etcd's own size check is the backstop for a store told of a larger
+    /// limit than etcd's ([`EtcdStore::with_max_request_bytes`]); the limit the error names is
+    /// then the store's, the only one known.
     fn write_error(&self, key: &str, value_len: usize, error: etcd_client::Error) -> Error {
         match refusal(&error) {
             Some(Refusal::RequestTooLarge) => Error::ValueTooLarge {
@@ -256,8 +266,8 @@ impl Inner {
         }
     }
 
-    /// The key that reads without a key range touch: the prefix itself (etcd rejects an empty
-    /// key, so the whole key space starts at `\0`).
+    /// The single key read by the revision probes, which only want the revision a read is
+    /// served at: the prefix itself (or `\0`, as etcd rejects an empty key).
     fn probe_key(&self) -> Vec<u8> {
         nonempty_key(self.prefix.clone())
     }
