@@ -41,6 +41,17 @@ pub fn decode_object(content_type: &str, bytes: &[u8]) -> Result<Value, ApiError
     let value = match content_type {
         "" | "application/json" | "*/*" => decode_json(bytes)?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => decode_yaml(bytes)?,
+        // client-go's typed clients send built-in kinds as protobuf.
+        "application/vnd.kubernetes.protobuf" => {
+            crate::protobuf::decode(bytes).map_err(|e| match e {
+                crate::protobuf::ProtobufError::UnsupportedKind { .. } => {
+                    ApiError::unsupported_media_type(e.to_string())
+                }
+                _ => ApiError::bad_request(format!(
+                    "the request body is not valid kubernetes protobuf: {e}"
+                )),
+            })?
+        }
         other => {
             return Err(ApiError::unsupported_media_type(format!(
                 "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other})"

@@ -17,6 +17,7 @@ mod namespaces;
 pub mod names;
 pub mod object;
 mod patch;
+mod protobuf;
 pub mod query;
 pub mod registry;
 pub mod rest;
