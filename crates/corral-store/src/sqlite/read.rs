@@ -11,6 +11,49 @@ use tokio::sync::Semaphore;
 use super::schema::{open_reader, sql_error};
 use crate::{Error, Event, EventKind, KeyValue, RangeRequest, RangeResponse, Result, Revision};
 
+// The queries that run on every read, named so that tests can check their plans.
+
+/// The current version of one key.
+pub(super) const CURRENT_GET: &str = "
+    SELECT c.key, l.value, l.create_revision, l.revision
+    FROM current AS c JOIN log AS l ON l.revision = c.revision
+    WHERE c.key = ?1";
+
+/// The newest version of a key at or below a revision; a tombstone means it did not exist.
+pub(super) const PAST_GET: &str = "
+    SELECT key, value, create_revision, revision, deleted FROM log
+    WHERE key = ?1 AND revision <= ?2
+    ORDER BY revision DESC LIMIT 1";
+
+/// The current keys in `[?1, ?2)`, at most ?3 of them.
+pub(super) const CURRENT_RANGE: &str = "
+    SELECT c.key, l.value, l.create_revision, l.revision
+    FROM current AS c JOIN log AS l ON l.revision = c.revision
+    WHERE c.key >= ?1 AND c.key < ?2
+    ORDER BY c.key LIMIT ?3";
+
+/// For each key in `[?1, ?2)`, in key order, the revision of its newest version at or below
+/// ?3, from the index alone.
+pub(super) const PAST_RANGE_NEWEST: &str = "
+    SELECT max(revision) FROM log
+    WHERE key >= ?1 AND key < ?2 AND revision <= ?3
+    GROUP BY key ORDER BY key";
+
+/// One version found by `PAST_RANGE_NEWEST`, unless it is a tombstone.
+pub(super) const PAST_RANGE_VERSION: &str = "
+    SELECT key, value, create_revision, revision FROM log
+    WHERE revision = ?1 AND deleted = 0";
+
+/// The changes in `(?1, ?2]` to keys in `[?3, ?4)`, each with the version it replaced. The
+/// unary `+` keeps SQLite off the key index: walking the log in revision order streams,
+/// whereas the index would need every matching row sorted before returning the first.
+pub(super) const LOG_PAGE: &str = "
+    SELECT l.revision, l.key, l.create_revision, l.deleted, l.value,
+           p.revision, p.create_revision, p.value
+    FROM log AS l LEFT JOIN log AS p ON p.revision = l.prev_revision
+    WHERE l.revision > ?1 AND l.revision <= ?2 AND +l.key >= ?3 AND +l.key < ?4
+    ORDER BY l.revision";
+
 /// Read-only connections, opened on demand and kept for reuse. The semaphore bounds how many
 /// exist, and so how many blocking threads reads can occupy.
 pub(super) struct Readers {
@@ -130,11 +173,7 @@ fn key_value(row: &Row<'_>, at: usize) -> rusqlite::Result<KeyValue> {
 /// The current version of `key`, from the `current` table.
 pub(super) fn current(connection: &Connection, key: &str) -> rusqlite::Result<Option<KeyValue>> {
     connection
-        .prepare_cached(
-            "SELECT c.key, l.value, l.create_revision, l.revision
-             FROM current AS c JOIN log AS l ON l.revision = c.revision
-             WHERE c.key = ?1",
-        )?
+        .prepare_cached(CURRENT_GET)?
         .query_row([key.as_bytes()], |row| key_value(row, 0))
         .optional()
 }
@@ -150,25 +189,21 @@ pub(super) fn get(
         return current(tx, key).map_err(sql_error("reading a key"));
     }
     // The newest version at or below `at`; a tombstone means the key did not exist then.
-    tx.prepare_cached(
-        "SELECT key, value, create_revision, revision, deleted FROM log
-         WHERE key = ?1 AND revision <= ?2
-         ORDER BY revision DESC LIMIT 1",
-    )
-    .and_then(|mut statement| {
-        statement
-            .query_row((key.as_bytes(), at), |row| {
-                let deleted: bool = row.get(4)?;
-                if deleted {
-                    Ok(None)
-                } else {
-                    key_value(row, 0).map(Some)
-                }
-            })
-            .optional()
-    })
-    .map(Option::flatten)
-    .map_err(sql_error("reading a key at a past revision"))
+    tx.prepare_cached(PAST_GET)
+        .and_then(|mut statement| {
+            statement
+                .query_row((key.as_bytes(), at), |row| {
+                    let deleted: bool = row.get(4)?;
+                    if deleted {
+                        Ok(None)
+                    } else {
+                        key_value(row, 0).map(Some)
+                    }
+                })
+                .optional()
+        })
+        .map(Option::flatten)
+        .map_err(sql_error("reading a key at a past revision"))
 }
 
 pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<RangeResponse> {
@@ -185,14 +220,7 @@ pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<Rang
         limit => i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1,
     };
     let mut kvs = if at == revisions.current {
-        collect_kvs(
-            tx,
-            "SELECT c.key, l.value, l.create_revision, l.revision
-             FROM current AS c JOIN log AS l ON l.revision = c.revision
-             WHERE c.key >= ?1 AND c.key < ?2
-             ORDER BY c.key LIMIT ?3",
-            (start, end, fetch),
-        )
+        collect_kvs(tx, CURRENT_RANGE, (start, end, fetch))
     } else {
         past_range(tx, &start, &end, at, fetch)
     }
@@ -217,15 +245,8 @@ fn past_range(
     at: Revision,
     fetch: i64,
 ) -> rusqlite::Result<Vec<KeyValue>> {
-    let mut newest = tx.prepare_cached(
-        "SELECT max(revision) FROM log
-         WHERE key >= ?1 AND key < ?2 AND revision <= ?3
-         GROUP BY key ORDER BY key",
-    )?;
-    let mut version = tx.prepare_cached(
-        "SELECT key, value, create_revision, revision FROM log
-         WHERE revision = ?1 AND deleted = 0",
-    )?;
+    let mut newest = tx.prepare_cached(PAST_RANGE_NEWEST)?;
+    let mut version = tx.prepare_cached(PAST_RANGE_VERSION)?;
     let mut kvs = Vec::new();
     let mut revisions = newest.query((start, end, at))?;
     while let Some(row) = revisions.next()? {
@@ -296,16 +317,8 @@ pub(super) fn log_page(
         });
     }
     let (start, end) = prefix_bounds(prefix);
-    // The unary `+` keeps SQLite from using the key index here: walking the log in revision
-    // order streams, whereas the index would need every matching row sorted before the first.
     let mut statement = tx
-        .prepare_cached(
-            "SELECT l.revision, l.key, l.create_revision, l.deleted, l.value,
-                    p.revision, p.create_revision, p.value
-             FROM log AS l LEFT JOIN log AS p ON p.revision = l.prev_revision
-             WHERE l.revision > ?1 AND l.revision <= ?2 AND +l.key >= ?3 AND +l.key < ?4
-             ORDER BY l.revision",
-        )
+        .prepare_cached(LOG_PAGE)
         .map_err(sql_error("reading the change log"))?;
     let mut rows = statement
         .query((after, until, start, end))

@@ -189,9 +189,11 @@ impl Writer {
             return;
         }
         if revision <= self.compacted {
-            if self.compaction_failed {
-                // Asking again is how a caller retries a compaction that failed half-way.
-                self.compaction_failed = false;
+            // Nothing new to discard, but rows of an earlier compaction may still be going:
+            // answer when they are gone, as for the compaction that discards them. Asking again
+            // is also how a caller retries a compaction that failed half-way.
+            self.compaction_failed = false;
+            if self.compact_done < self.compacted {
                 self.compact_waiters.push(reply);
             } else {
                 let _ = reply.send(Ok(()));
@@ -405,6 +407,15 @@ fn insert_log(
     Ok(())
 }
 
+/// The rows with revisions in `(?1, ?2]` that compaction at ?3 discards.
+pub(super) const COMPACT_CHUNK: &str = "
+    DELETE FROM log
+    WHERE revision > ?1 AND revision <= ?2
+      AND (deleted = 1 OR EXISTS (
+           SELECT 1 FROM log AS newer
+           WHERE newer.key = log.key
+             AND newer.revision > log.revision AND newer.revision <= ?3))";
+
 /// Deletes the rows with revisions in `(after, until]` that compaction at `compacted`
 /// discards: versions superseded by a newer one at or below `compacted`, and tombstones.
 /// Chunks must go in ascending order (a tombstone's superseded versions are older than it).
@@ -415,15 +426,8 @@ pub(super) fn compact_chunk(
     compacted: Revision,
 ) -> rusqlite::Result<()> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.prepare_cached(
-        "DELETE FROM log
-         WHERE revision > ?1 AND revision <= ?2
-           AND (deleted = 1 OR EXISTS (
-                SELECT 1 FROM log AS newer
-                WHERE newer.key = log.key
-                  AND newer.revision > log.revision AND newer.revision <= ?3))",
-    )?
-    .execute((after, until, compacted))?;
+    tx.prepare_cached(COMPACT_CHUNK)?
+        .execute((after, until, compacted))?;
     tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'compact_done'")?
         .execute([until])?;
     tx.commit()

@@ -325,3 +325,134 @@ fn acknowledged_writes_survive_kill_9() {
         );
     });
 }
+
+/// Not a check: writes per second of 1 KiB creates from 1 and from 64 concurrent writers, on a
+/// file in the temp dir. Run it in release mode: `cargo test --release -p corral-store --test it
+/// -- --ignored --nocapture measure_`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn measure_write_throughput() {
+    let value = Bytes::from(vec![b'x'; 1024]);
+    for (writers, writes_each) in [(1, 2000), (64, 200)] {
+        let test_store = corral_store::testing::sqlite().await;
+        let store = test_store.store.clone();
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..writers)
+            .map(|writer| {
+                let store = store.clone();
+                let value = value.clone();
+                tokio::spawn(async move {
+                    for n in 0..writes_each {
+                        let key = format!("/bench/{writer:02}/{n:05}");
+                        store.create(&key, value.clone()).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let elapsed = started.elapsed();
+        let writes = writers * writes_each;
+        eprintln!(
+            "sqlite: {writes} creates of 1 KiB from {writers} writers in {elapsed:.2?}: {:.0} writes/s",
+            writes as f64 / elapsed.as_secs_f64()
+        );
+    }
+}
+
+/// Not a check: how long reads of 10,000 keys (1 KiB values) take, now and at a past revision,
+/// whole and in pages of 500, and how long compacting 50,000 versions takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn measure_range_of_10000_keys() {
+    const KEYS: usize = 10_000;
+    let test_store = corral_store::testing::sqlite().await;
+    let store = test_store.store.clone();
+    let value = Bytes::from(vec![b'x'; 1024]);
+    let tasks: Vec<_> = (0..50)
+        .map(|writer| {
+            let store = store.clone();
+            let value = value.clone();
+            tokio::spawn(async move {
+                for n in (writer..KEYS).step_by(50) {
+                    store
+                        .create(&format!("/range/{n:05}"), value.clone())
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let past = store.current_revision().await.unwrap();
+    // More versions of every key, so that a read at `past` has newer rows to skip.
+    for round in 0..4 {
+        let tasks: Vec<_> = (0..50)
+            .map(|writer| {
+                let store = store.clone();
+                let value = value.clone();
+                tokio::spawn(async move {
+                    for n in (writer..KEYS).step_by(50) {
+                        let key = format!("/range/{n:05}");
+                        let current = store.get(&key, None).await.unwrap().unwrap();
+                        store
+                            .update(&key, value.clone(), current.mod_revision)
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        eprintln!("round {round} of updates written");
+    }
+
+    let time = async |label: &str, revision: Option<Revision>, limit: usize| {
+        let started = Instant::now();
+        let mut request = RangeRequest {
+            prefix: "/range/".into(),
+            limit,
+            revision,
+            ..Default::default()
+        };
+        let mut keys = 0;
+        loop {
+            let response = store.range(request.clone()).await.unwrap();
+            keys += response.kvs.len();
+            if !response.more {
+                break;
+            }
+            let mut start = response.kvs.last().unwrap().key.clone();
+            start.push('\0');
+            request.start = Some(start);
+            request.revision = Some(response.revision);
+        }
+        assert_eq!(keys, KEYS);
+        eprintln!("sqlite: {label}: {keys} keys in {:.2?}", started.elapsed());
+    };
+    for _ in 0..2 {
+        time("current range, whole", None, 0).await;
+        time("current range, pages of 500", None, 500).await;
+        time(
+            "past range (4 newer versions per key), whole",
+            Some(past),
+            0,
+        )
+        .await;
+        time("past range, pages of 500", Some(past), 500).await;
+    }
+    let current = store.current_revision().await.unwrap();
+    let started = Instant::now();
+    store.compact(current).await.unwrap();
+    eprintln!(
+        "sqlite: compacting {} revisions (40,000 superseded rows) took {:.2?}",
+        current - 1,
+        started.elapsed()
+    );
+    time("current range after compaction, whole", None, 0).await;
+}
