@@ -15,24 +15,32 @@ pub fn content_type(headers: &HeaderMap) -> String {
     headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default()
 }
 
 pub async fn read(body: Body) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| {
-        // `to_bytes` reports the limit through a `LengthLimitError` in the source chain.
-        let mut source: Option<&dyn std::error::Error> = Some(&e);
-        while let Some(error) = source {
-            if error.is::<http_body_util::LengthLimitError>() {
-                return ApiError::too_large(format!(
-                    "the request body is larger than the limit of {MAX_BODY_BYTES} bytes"
-                ));
+    axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|e| {
+            // `to_bytes` reports the limit through a `LengthLimitError` in the source chain.
+            let mut source: Option<&dyn std::error::Error> = Some(&e);
+            while let Some(error) = source {
+                if error.is::<http_body_util::LengthLimitError>() {
+                    return ApiError::too_large(format!(
+                        "the request body is larger than the limit of {MAX_BODY_BYTES} bytes"
+                    ));
+                }
+                source = error.source();
             }
-            source = error.source();
-        }
-        ApiError::bad_request(format!("reading the request body failed: {e}"))
-    })
+            ApiError::bad_request(format!("reading the request body failed: {e}"))
+        })
 }
 
 /// Decodes an object body of a create or update. An empty content type means JSON, as in
@@ -54,7 +62,7 @@ pub fn decode_object(content_type: &str, bytes: &[u8]) -> Result<Value, ApiError
         }
         other => {
             return Err(ApiError::unsupported_media_type(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other})"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {other})"
             )));
         }
     };
@@ -70,9 +78,8 @@ pub fn decode_json(bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the request body is empty"));
     }
-    serde_json::from_slice(bytes).map_err(|e| {
-        ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
-    })
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
 pub fn decode_yaml(bytes: &[u8]) -> Result<Value, ApiError> {
@@ -86,9 +93,8 @@ pub fn decode_yaml(bytes: &[u8]) -> Result<Value, ApiError> {
     if let Ok(value) = serde_json::from_str(text) {
         return Ok(value);
     }
-    let value: Value = serde_saphyr::from_str(text).map_err(|e| {
-        ApiError::bad_request(format!("the request body is not valid YAML: {e}"))
-    })?;
+    let value: Value = serde_saphyr::from_str(text)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))?;
     check_depth(&value, 0)?;
     Ok(value)
 }

@@ -68,7 +68,11 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
         }
     }
     if plural.is_empty() {
-        causes.push(cause("spec.names.plural", "FieldValueRequired", "Required value"));
+        causes.push(cause(
+            "spec.names.plural",
+            "FieldValueRequired",
+            "Required value",
+        ));
     } else if let Err(messages) = names::is_dns1123_label(plural) {
         for message in messages {
             causes.push(cause(
@@ -87,11 +91,12 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
     }
     let kind = str_at(crd, &["spec", "names", "kind"]).unwrap_or("");
     if kind.is_empty() {
-        causes.push(cause("spec.names.kind", "FieldValueRequired", "Required value"));
-    } else if !kind
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric())
-    {
+        causes.push(cause(
+            "spec.names.kind",
+            "FieldValueRequired",
+            "Required value",
+        ));
+    } else if !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
         causes.push(cause(
             "spec.names.kind",
             "FieldValueInvalid",
@@ -209,7 +214,9 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
         }
         if let Some(s) = subresources.and_then(|s| s.get("scale")) {
             scale = Some(ScalePaths {
-                spec_replicas: str_at(s, &["specReplicasPath"]).unwrap_or(".spec.replicas").into(),
+                spec_replicas: str_at(s, &["specReplicasPath"])
+                    .unwrap_or(".spec.replicas")
+                    .into(),
                 status_replicas: str_at(s, &["statusReplicasPath"])
                     .unwrap_or(".status.replicas")
                     .into(),
@@ -235,8 +242,14 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
             .unwrap_or_default();
         versions.push(VersionInfo {
             name: str_at(version, &["name"])?.to_string(),
-            served: version.get("served").and_then(Value::as_bool).unwrap_or(false),
-            storage: version.get("storage").and_then(Value::as_bool).unwrap_or(false),
+            served: version
+                .get("served")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            storage: version
+                .get("storage")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             deprecated: version
                 .get("deprecated")
                 .and_then(Value::as_bool)
@@ -267,6 +280,7 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
         scale,
         builtin: false,
         tracks_generation: true,
+        stored_as: None,
     })
 }
 
@@ -276,7 +290,11 @@ pub fn prepare(crd: &mut Value, previous: Option<&Value>) {
         return;
     };
     if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
-        let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         names
             .entry("singular")
             .or_insert_with(|| json!(kind.to_lowercase()));
@@ -336,7 +354,10 @@ pub fn prepare(crd: &mut Value, previous: Option<&Value>) {
 }
 
 /// Deletes every stored instance of a resource whose CRD was deleted, in the background.
-pub fn delete_instances(state: std::sync::Arc<crate::server::ApiState>, resource: std::sync::Arc<ResourceInfo>) {
+pub fn delete_instances(
+    state: std::sync::Arc<crate::server::ApiState>,
+    resource: std::sync::Arc<ResourceInfo>,
+) {
     let prefix = resource.key_prefix();
     state.hub.remove(&prefix);
     tokio::spawn(async move {

@@ -64,7 +64,12 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             let (kind, group, version, verbs) = match subresource {
                 "scale" => ("Scale", "autoscaling", "v1", vec!["get", "patch", "update"]),
                 "finalize" => (resource.kind.as_str(), "", "", vec!["update"]),
-                _ => (resource.kind.as_str(), "", "", vec!["get", "patch", "update"]),
+                _ => (
+                    resource.kind.as_str(),
+                    "",
+                    "",
+                    vec!["get", "patch", "update"],
+                ),
             };
             let mut entry = json!({
                 "name": format!("{}/{subresource}", resource.plural),

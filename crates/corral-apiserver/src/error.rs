@@ -29,7 +29,13 @@ pub struct ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.code.as_u16(), self.reason, self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code.as_u16(),
+            self.reason,
+            self.message
+        )
     }
 }
 
@@ -83,7 +89,11 @@ impl ApiError {
         Self::new(
             StatusCode::NOT_FOUND,
             "NotFound",
-            format!("{} \"{}\" not found", subject.qualified_resource(), subject.name),
+            format!(
+                "{} \"{}\" not found",
+                subject.qualified_resource(),
+                subject.name
+            ),
         )
         .about(subject)
     }
@@ -101,7 +111,11 @@ impl ApiError {
         Self::new(
             StatusCode::CONFLICT,
             "AlreadyExists",
-            format!("{} \"{}\" already exists", subject.qualified_resource(), subject.name),
+            format!(
+                "{} \"{}\" already exists",
+                subject.qualified_resource(),
+                subject.name
+            ),
         )
         .about(subject)
     }
@@ -141,7 +155,11 @@ impl ApiError {
         let message = if details.len() == 1 {
             format!("{kind} \"{}\" is invalid: {}", subject.name, details[0])
         } else {
-            format!("{kind} \"{}\" is invalid: [{}]", subject.name, details.join(", "))
+            format!(
+                "{kind} \"{}\" is invalid: [{}]",
+                subject.name,
+                details.join(", ")
+            )
         };
         let mut error =
             Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message).about(subject);
@@ -201,7 +219,11 @@ impl ApiError {
     }
 
     pub fn unavailable(message: impl Into<String>) -> Self {
-        let mut error = Self::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message);
+        let mut error = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message,
+        );
         error.retry_after_seconds = Some(1);
         error
     }
@@ -268,12 +290,12 @@ impl From<corral_store::Error> for ApiError {
     fn from(error: corral_store::Error) -> Self {
         use corral_store::Error as E;
         match &error {
-            E::Compacted { .. } => ApiError::gone(
-                "The resourceVersion for the provided list is too old.",
-            ),
-            E::FutureRevision { requested, .. } => ApiError::timeout(format!(
-                "Too large resource version: {requested}"
-            )),
+            E::Compacted { .. } => {
+                ApiError::gone("The resourceVersion for the provided list is too old.")
+            }
+            E::FutureRevision { requested, .. } => {
+                ApiError::timeout(format!("Too large resource version: {requested}"))
+            }
             E::ValueTooLarge { .. } => ApiError::too_large(error.to_string()),
             E::Closed => ApiError::unavailable("the storage is shutting down"),
             // The remaining variants are caught by the callers (they know the object); one

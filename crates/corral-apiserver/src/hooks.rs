@@ -46,7 +46,10 @@ pub fn prepare_create(target: &Target, object: &mut Value) -> Result<(), ApiErro
 pub fn prepare_update(target: &Target, current: &Value, new: &mut Value) -> Result<(), ApiError> {
     if is_namespaces(target) {
         // The phase is the server's; spec.finalizers may only shrink through /finalize.
-        let phase = current.pointer("/status/phase").cloned().unwrap_or(json!("Active"));
+        let phase = current
+            .pointer("/status/phase")
+            .cloned()
+            .unwrap_or(json!("Active"));
         let map = new.as_object_mut().unwrap();
         let status = map.entry("status").or_insert_with(|| json!({}));
         if let Some(status) = status.as_object_mut() {
@@ -61,7 +64,11 @@ pub fn prepare_update(target: &Target, current: &Value, new: &mut Value) -> Resu
     } else if is(target, "", "secrets") {
         let old_type = current.get("type").cloned();
         let map = new.as_object_mut().unwrap();
-        if map.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if map
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             if let Some(old_type) = old_type {
                 map.insert("type".into(), old_type);
             }

@@ -8,13 +8,14 @@
 //! Entry point: [`Server::start`].
 
 mod body;
+mod conversion;
 pub mod crd;
 mod discovery;
 pub mod error;
 mod hooks;
 pub mod kubeconfig;
-mod namespaces;
 pub mod names;
+mod namespaces;
 pub mod object;
 mod patch;
 mod protobuf;

@@ -96,7 +96,13 @@ pub fn start_cleanup(state: Arc<ApiState>, namespace: String) {
 /// One pass: delete what is left; when nothing is, finalize. Returns whether it is done.
 async fn cleanup_pass(state: &Arc<ApiState>, namespace: &str) -> Result<bool, ApiError> {
     let mut remaining = 0;
-    for resource in state.registry.all().into_iter().filter(|r| r.namespaced) {
+    // A resource stored as another is cleaned up through that one.
+    let owners = state
+        .registry
+        .all()
+        .into_iter()
+        .filter(|r| r.namespaced && r.stored_as.is_none());
+    for resource in owners {
         let target = Target {
             resource: resource.clone(),
             version: resource.storage_version().to_string(),
@@ -114,7 +120,9 @@ async fn cleanup_pass(state: &Arc<ApiState>, namespace: &str) -> Result<bool, Ap
         for kv in page.kvs {
             remaining += 1;
             let object = object::decode_stored(&kv)?;
-            let Some(name) = object::name(&object) else { continue };
+            let Some(name) = object::name(&object) else {
+                continue;
+            };
             if object::deletion_timestamp(&object).is_some() {
                 continue;
             }
@@ -131,7 +139,10 @@ async fn cleanup_pass(state: &Arc<ApiState>, namespace: &str) -> Result<bool, Ap
     let target = namespace_target(state, Some("finalize"));
     let finalize = rest::Change::Patch(Box::new(|current: &Value| {
         let mut new = current.clone();
-        if let Some(list) = new.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) {
+        if let Some(list) = new
+            .pointer_mut("/spec/finalizers")
+            .and_then(Value::as_array_mut)
+        {
             list.retain(|f| f != "kubernetes");
         }
         Ok(new)

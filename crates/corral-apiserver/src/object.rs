@@ -11,9 +11,7 @@ use crate::error::ApiError;
 
 /// The current time as Kubernetes writes `metav1.Time`: RFC 3339, second precision, UTC.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 pub fn metadata(object: &Value) -> Option<&Map<String, Value>> {
@@ -126,7 +124,9 @@ pub fn spec_part(object: &Value) -> Map<String, Value> {
         .as_object()
         .map(|o| {
             o.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })

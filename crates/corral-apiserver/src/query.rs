@@ -41,7 +41,9 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ApiError> {
 
 fn parse_number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ApiError> {
     value.parse().map_err(|_| {
-        ApiError::bad_request(format!("invalid value for {key}: {value:?} is not a number"))
+        ApiError::bad_request(format!(
+            "invalid value for {key}: {value:?} is not a number"
+        ))
     })
 }
 
@@ -68,9 +70,7 @@ impl Query {
                     let limit: i64 = parse_number(&key, value)?;
                     query.limit = (limit > 0).then_some(limit as usize);
                 }
-                "continue" => {
-                    query.continue_token = (!value.is_empty()).then(|| value.to_string())
-                }
+                "continue" => query.continue_token = (!value.is_empty()).then(|| value.to_string()),
                 "resourceVersion" => {
                     query.resource_version = (!value.is_empty()).then(|| value.to_string())
                 }
@@ -126,7 +126,9 @@ fn decode(raw: &str) -> Result<String, ApiError> {
                     .and_then(|h| std::str::from_utf8(h).ok())
                     .and_then(|h| u8::from_str_radix(h, 16).ok())
                     .ok_or_else(|| {
-                        ApiError::bad_request(format!("malformed percent-encoding in query {raw:?}"))
+                        ApiError::bad_request(format!(
+                            "malformed percent-encoding in query {raw:?}"
+                        ))
                     })?;
                 out.push(hex);
                 i += 3;

@@ -62,17 +62,20 @@ pub struct ResourceInfo {
     pub builtin: bool,
     /// Custom resources track `metadata.generation`; most built-ins here do not.
     pub tracks_generation: bool,
+    /// Objects are stored under another resource, (group, plural), in its shape (see
+    /// `conversion.rs`).
+    pub stored_as: Option<(String, String)>,
 }
 
 impl ResourceInfo {
     /// The storage key prefix shared by every version: `/registry/<group>/<plural>/`.
     pub fn key_prefix(&self) -> String {
-        let group = if self.group.is_empty() {
-            "core"
-        } else {
-            &self.group
+        let (group, plural) = match &self.stored_as {
+            Some((group, plural)) => (group.as_str(), plural.as_str()),
+            None => (self.group.as_str(), self.plural.as_str()),
         };
-        format!("/registry/{group}/{}/", self.plural)
+        let group = if group.is_empty() { "core" } else { group };
+        format!("/registry/{group}/{plural}/")
     }
 
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
@@ -247,6 +250,7 @@ fn builtin(
         scale: None,
         builtin: true,
         tracks_generation: false,
+        stored_as: None,
     }
 }
 
@@ -270,7 +274,10 @@ pub fn builtins() -> Vec<ResourceInfo> {
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
         builtin("", "v1", "secrets", "Secret", true, &[]),
         builtin("", "v1", "events", "Event", true, &["ev"]),
-        builtin("events.k8s.io", "v1", "events", "Event", true, &[]),
+        ResourceInfo {
+            stored_as: Some((String::new(), "events".to_string())),
+            ..builtin("events.k8s.io", "v1", "events", "Event", true, &[])
+        },
         builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
         crds,
     ]

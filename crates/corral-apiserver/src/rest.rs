@@ -53,14 +53,21 @@ impl Target {
     /// Rewrites an object read from storage into the requested version (conversion
     /// strategy None: only `apiVersion` changes).
     pub fn to_request_version(&self, object: &mut Value) {
+        crate::conversion::from_storage(&self.resource, object);
         if let Some(map) = object.as_object_mut() {
             map.insert(
                 "apiVersion".into(),
                 Value::String(self.resource.api_version(&self.version)),
             );
-            map.entry("kind")
-                .or_insert_with(|| Value::String(self.resource.kind.clone()));
+            map.insert("kind".into(), Value::String(self.resource.kind.clone()));
         }
+    }
+
+    /// Whether objects read from storage must be converted for this request (otherwise
+    /// stored bytes can be sent as they are).
+    pub fn needs_conversion(&self) -> bool {
+        self.version != self.resource.storage_version()
+            || crate::conversion::converts(&self.resource)
     }
 }
 
@@ -483,16 +490,12 @@ fn check_type(target: &Target, object: &mut Value) -> Result<(), ApiError> {
             )));
         }
     }
-    // Stored objects carry the storage version.
-    map.insert(
-        "apiVersion".into(),
-        Value::String(
-            target
-                .resource
-                .api_version(target.resource.storage_version()),
-        ),
-    );
-    map.insert("kind".into(), Value::String(target.resource.kind.clone()));
+    // Stored objects carry the storage version, in the storage shape.
+    crate::conversion::to_storage(&target.resource, object);
+    let (api_version, kind) = crate::conversion::storage_type(&target.resource);
+    let map = object.as_object_mut().expect("bodies are objects");
+    map.insert("apiVersion".into(), Value::String(api_version));
+    map.insert("kind".into(), Value::String(kind));
     Ok(())
 }
 
@@ -872,7 +875,11 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
-    pub fn parse(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    pub fn parse(
+        query: &Query,
+        content_type: &str,
+        body: &[u8],
+    ) -> Result<DeleteOptions, ApiError> {
         let mut options = DeleteOptions {
             dry_run: query.dry_run,
             ..Default::default()
@@ -880,7 +887,7 @@ impl DeleteOptions {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(options);
         }
-        let value = crate::body::decode_json(body)?;
+        let value = crate::body::decode_object(content_type, body)?;
         if !value.is_object() {
             return Err(ApiError::bad_request("DeleteOptions must be a JSON object"));
         }

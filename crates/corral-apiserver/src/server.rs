@@ -40,7 +40,9 @@ pub struct ApiState {
 
 impl ApiState {
     pub fn self_handle(&self) -> Arc<ApiState> {
-        self.this.upgrade().expect("the state outlives its requests")
+        self.this
+            .upgrade()
+            .expect("the state outlives its requests")
     }
 }
 
@@ -164,7 +166,11 @@ async fn follow_crds(state: &Arc<ApiState>) -> Result<(), ApiError> {
                 continue;
             };
             if deleted {
-                if state.registry.remove(&resource.group, &resource.plural).is_some() {
+                if state
+                    .registry
+                    .remove(&resource.group, &resource.plural)
+                    .is_some()
+                {
                     state.hub.remove(&resource.key_prefix());
                 }
             } else if object::deletion_timestamp(&event.object).is_none() {
@@ -218,7 +224,10 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
         ["version"] if is_get => return Ok(json_response(StatusCode::OK, &discovery::version())),
         ["api"] if is_get => {
             if discovery::wants_aggregated(&accept) {
-                return Ok(aggregated_response(discovery::aggregated(&state.registry, true)));
+                return Ok(aggregated_response(discovery::aggregated(
+                    &state.registry,
+                    true,
+                )));
             }
             let address = parts
                 .headers
@@ -226,13 +235,22 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
                 .and_then(|h| h.to_str().ok())
                 .unwrap_or("")
                 .to_string();
-            return Ok(json_response(StatusCode::OK, &discovery::core_versions(&address)));
+            return Ok(json_response(
+                StatusCode::OK,
+                &discovery::core_versions(&address),
+            ));
         }
         ["apis"] if is_get => {
             if discovery::wants_aggregated(&accept) {
-                return Ok(aggregated_response(discovery::aggregated(&state.registry, false)));
+                return Ok(aggregated_response(discovery::aggregated(
+                    &state.registry,
+                    false,
+                )));
             }
-            return Ok(json_response(StatusCode::OK, &discovery::group_list(&state.registry)));
+            return Ok(json_response(
+                StatusCode::OK,
+                &discovery::group_list(&state.registry),
+            ));
         }
         ["api", "v1"] if is_get => {
             let list = discovery::resource_list(&state.registry, "", "v1")
@@ -264,7 +282,10 @@ fn aggregated_response(value: Value) -> Response {
     let body = serde_json::to_vec(&value).expect("JSON values serialize");
     (
         StatusCode::OK,
-        [(http::header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)],
+        [(
+            http::header::CONTENT_TYPE,
+            discovery::AGGREGATED_CONTENT_TYPE,
+        )],
         body,
     )
         .into_response()
@@ -304,7 +325,9 @@ fn parse_target(
             "status" => resource.status_subresource,
             // The scale subresource comes with the API machinery of a later stage.
             "scale" => false,
-            "finalize" => resource.builtin && resource.group.is_empty() && resource.plural == "namespaces",
+            "finalize" => {
+                resource.builtin && resource.group.is_empty() && resource.plural == "namespaces"
+            }
             _ => false,
         };
         if !served {
@@ -386,13 +409,13 @@ async fn resource_request(
         }
         (Method::DELETE, Some(name)) => {
             let bytes = body::read(request_body).await?;
-            let options = DeleteOptions::parse(&query, &bytes)?;
+            let options = DeleteOptions::parse(&query, &body::content_type(&headers), &bytes)?;
             let deleted = rest::delete(&state, &target, &name, &options).await?;
             rest::delete_response(&target, deleted)
         }
         (Method::DELETE, None) => {
             let bytes = body::read(request_body).await?;
-            let options = DeleteOptions::parse(&query, &bytes)?;
+            let options = DeleteOptions::parse(&query, &body::content_type(&headers), &bytes)?;
             json_response(
                 StatusCode::OK,
                 &rest::delete_collection(&state, &target, &query, &options).await?,

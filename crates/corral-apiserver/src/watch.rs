@@ -188,7 +188,10 @@ impl Writer {
         line.put_slice(b"\",\"object\":");
         line.put_slice(object_json);
         line.put_slice(b"}\n");
-        self.sender.send(Ok(line.freeze())).await.map_err(|_| Closed)
+        self.sender
+            .send(Ok(line.freeze()))
+            .await
+            .map_err(|_| Closed)
     }
 
     async fn send_raw(&self, event_type: &str, object: &Value) -> Result<(), Closed> {
@@ -243,8 +246,7 @@ impl Writer {
             EventKind::Put if before => ("DELETED", event.prev.as_ref().unwrap()),
             EventKind::Put => return Ok(()),
         };
-        let same_version = self.target.version == self.target.resource.storage_version();
-        if same_version && std::ptr::eq(object, &event.object) {
+        if !self.target.needs_conversion() && std::ptr::eq(object, &event.object) {
             self.send_line(event_type, &event.object_json).await
         } else {
             self.send_object(event_type, object).await

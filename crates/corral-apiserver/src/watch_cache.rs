@@ -152,14 +152,19 @@ impl Cacher {
                 state.oldest = dropped.revision;
             }
         }
-        state.watchers.retain(|watcher| match watcher.sender.try_send(event.clone()) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!(watcher = watcher.id, "Dropping a watcher that does not keep up");
-                false
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        });
+        state
+            .watchers
+            .retain(|watcher| match watcher.sender.try_send(event.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(
+                        watcher = watcher.id,
+                        "Dropping a watcher that does not keep up"
+                    );
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            });
     }
 
     /// Forgets history up to `revision` and ends every watch, as a store compaction does:
@@ -198,7 +203,9 @@ impl WatchHub {
         }
         let current = self.store.current_revision().await?;
         let compacted = self.store.compacted_revision().await?;
-        let start_after = compacted.max(current - self.config.history_events as Revision).max(0);
+        let start_after = compacted
+            .max(current - self.config.history_events as Revision)
+            .max(0);
         let mut cachers = self.cachers.lock().unwrap();
         if let Some(cacher) = cachers.get(prefix) {
             return Ok(cacher.clone());
@@ -249,9 +256,16 @@ async fn feed(
             Ok(stream) => stream,
             Err(corral_store::Error::Compacted { .. }) => {
                 // Events were lost: expire the cache so every watcher relists.
-                let Some(cacher) = cacher.upgrade() else { return };
+                let Some(cacher) = cacher.upgrade() else {
+                    return;
+                };
                 let current = store.current_revision().await.unwrap_or(after);
-                tracing::warn!(prefix, after, current, "Watch cache fell behind a compaction; expiring it");
+                tracing::warn!(
+                    prefix,
+                    after,
+                    current,
+                    "Watch cache fell behind a compaction; expiring it"
+                );
                 cacher.expire(current);
                 after = current;
                 continue;
@@ -268,7 +282,9 @@ async fn feed(
         };
         backoff = std::time::Duration::from_millis(50);
         while let Some(item) = stream.next().await {
-            let Some(cacher) = cacher.upgrade() else { return };
+            let Some(cacher) = cacher.upgrade() else {
+                return;
+            };
             match item {
                 Ok(event) => {
                     after = event.revision();

@@ -104,7 +104,12 @@ fn open_sqlite(path: &Path) -> anyhow::Result<DynStore> {
 async fn open_etcd(args: &ApiserverArgs) -> anyhow::Result<DynStore> {
     let store = corral_store::etcd::EtcdStore::connect(&args.etcd_endpoints, &args.etcd_prefix)
         .await
-        .with_context(|| format!("cannot connect to etcd at {}", args.etcd_endpoints.join(",")))?;
+        .with_context(|| {
+            format!(
+                "cannot connect to etcd at {}",
+                args.etcd_endpoints.join(",")
+            )
+        })?;
     Ok(Arc::new(store))
 }
 
@@ -132,8 +137,12 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
             args.listen
         );
     }
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("cannot create the data directory {}", args.data_dir.display()))?;
+    std::fs::create_dir_all(&args.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            args.data_dir.display()
+        )
+    })?;
     let store = open_store(&args).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

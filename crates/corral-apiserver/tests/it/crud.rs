@@ -25,7 +25,10 @@ async fn initial_namespaces_exist(server: TestServer) {
         .filter_map(|n| n.metadata.name)
         .collect();
     for expected in ["default", "kube-system", "kube-public"] {
-        assert!(names.contains(&expected.to_string()), "{expected} in {names:?}");
+        assert!(
+            names.contains(&expected.to_string()),
+            "{expected} in {names:?}"
+        );
     }
     let default = namespaces.get("default").await.unwrap();
     assert_eq!(default.status.unwrap().phase.as_deref(), Some("Active"));
@@ -34,9 +37,15 @@ async fn initial_namespaces_exist(server: TestServer) {
 async fn config_map_crud(server: TestServer) {
     let ns = server.namespace("crud").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
-    let created = api.create(&PostParams::default(), &config_map("c1")).await.unwrap();
+    let created = api
+        .create(&PostParams::default(), &config_map("c1"))
+        .await
+        .unwrap();
     let meta = &created.metadata;
-    assert!(meta.uid.as_deref().is_some_and(|u| u.len() == 36), "uid is a UUID");
+    assert!(
+        meta.uid.as_deref().is_some_and(|u| u.len() == 36),
+        "uid is a UUID"
+    );
     assert!(meta.creation_timestamp.is_some());
     let rv1: i64 = meta.resource_version.as_deref().unwrap().parse().unwrap();
     assert_eq!(meta.namespace.as_deref(), Some(ns.as_str()));
@@ -47,29 +56,58 @@ async fn config_map_crud(server: TestServer) {
     // A replace with the current resourceVersion succeeds and gets a newer one.
     let mut changed = created.clone();
     changed.data = Some([("a".to_string(), "2".to_string())].into());
-    let replaced = api.replace("c1", &PostParams::default(), &changed).await.unwrap();
-    let rv2: i64 = replaced.metadata.resource_version.as_deref().unwrap().parse().unwrap();
+    let replaced = api
+        .replace("c1", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    let rv2: i64 = replaced
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(rv2 > rv1);
-    assert_eq!(replaced.metadata.uid, created.metadata.uid, "uid is immutable");
+    assert_eq!(
+        replaced.metadata.uid, created.metadata.uid,
+        "uid is immutable"
+    );
 
     // A replace with the stale one is a 409 Conflict.
-    let error = api.replace("c1", &PostParams::default(), &changed).await.unwrap_err();
+    let error = api
+        .replace("c1", &PostParams::default(), &changed)
+        .await
+        .unwrap_err();
     match error {
         kube::Error::Api(status) => {
             assert_eq!(status.code, 409);
             assert_eq!(status.reason, "Conflict");
-            assert!(status.message.contains("the object has been modified"), "{}", status.message);
+            assert!(
+                status.message.contains("the object has been modified"),
+                "{}",
+                status.message
+            );
         }
         other => panic!("expected a Conflict, got {other}"),
     }
 
     // Create of an existing name: 409 AlreadyExists.
-    let error = api.create(&PostParams::default(), &config_map("c1")).await.unwrap_err();
-    assert!(matches!(error, kube::Error::Api(ref s) if s.code == 409 && s.reason == "AlreadyExists"), "{error}");
+    let error = api
+        .create(&PostParams::default(), &config_map("c1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, kube::Error::Api(ref s) if s.code == 409 && s.reason == "AlreadyExists"),
+        "{error}"
+    );
 
     // Merge, JSON and strategic merge patches.
     let patched = api
-        .patch("c1", &PatchParams::default(), &Patch::Merge(json!({"data": {"b": "x"}})))
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"b": "x"}})),
+        )
         .await
         .unwrap();
     assert_eq!(patched.data.as_ref().unwrap()["b"], "x");
@@ -88,12 +126,17 @@ async fn config_map_crud(server: TestServer) {
         .patch(
             "c1",
             &PatchParams::default(),
-            &Patch::Strategic(json!({"metadata": {"labels": {"tier": "web"}}, "data": {"b": null}})),
+            &Patch::Strategic(
+                json!({"metadata": {"labels": {"tier": "web"}}, "data": {"b": null}}),
+            ),
         )
         .await
         .unwrap();
     let data = patched.data.unwrap();
-    assert!(!data.contains_key("b"), "null deletes in a strategic merge patch");
+    assert!(
+        !data.contains_key("b"),
+        "null deletes in a strategic merge patch"
+    );
     assert_eq!(patched.metadata.labels.unwrap()["tier"], "web");
 
     // Label selectors narrow lists.
@@ -104,19 +147,34 @@ async fn config_map_crud(server: TestServer) {
     })
     .await
     .unwrap();
-    let demo = api.list(&ListParams::default().labels("app=demo")).await.unwrap();
+    let demo = api
+        .list(&ListParams::default().labels("app=demo"))
+        .await
+        .unwrap();
     assert_eq!(demo.items.len(), 1);
-    let not_demo = api.list(&ListParams::default().labels("app!=demo")).await.unwrap();
+    let not_demo = api
+        .list(&ListParams::default().labels("app!=demo"))
+        .await
+        .unwrap();
     assert_eq!(not_demo.items.len(), 1);
     assert_eq!(not_demo.items[0].metadata.name.as_deref(), Some("c2"));
-    let by_set = api.list(&ListParams::default().labels("app in (demo,other)")).await.unwrap();
+    let by_set = api
+        .list(&ListParams::default().labels("app in (demo,other)"))
+        .await
+        .unwrap();
     assert_eq!(by_set.items.len(), 2);
-    let by_field = api.list(&ListParams::default().fields("metadata.name=c2")).await.unwrap();
+    let by_field = api
+        .list(&ListParams::default().fields("metadata.name=c2"))
+        .await
+        .unwrap();
     assert_eq!(by_field.items.len(), 1);
 
     api.delete("c1", &DeleteParams::default()).await.unwrap();
     let error = api.get("c1").await.unwrap_err();
-    assert!(matches!(error, kube::Error::Api(ref s) if s.code == 404), "{error}");
+    assert!(
+        matches!(error, kube::Error::Api(ref s) if s.code == 404),
+        "{error}"
+    );
 }
 
 async fn generate_name_and_dry_run(server: TestServer) {
@@ -127,7 +185,10 @@ async fn generate_name_and_dry_run(server: TestServer) {
     let first = api.create(&PostParams::default(), &object).await.unwrap();
     let second = api.create(&PostParams::default(), &object).await.unwrap();
     let first_name = first.metadata.name.unwrap();
-    assert!(first_name.starts_with("gen-") && first_name.len() == 9, "{first_name}");
+    assert!(
+        first_name.starts_with("gen-") && first_name.len() == 9,
+        "{first_name}"
+    );
     assert_ne!(Some(first_name), second.metadata.name);
 
     let dry = PostParams {
@@ -136,23 +197,59 @@ async fn generate_name_and_dry_run(server: TestServer) {
     };
     let would_be = api.create(&dry, &config_map("dry")).await.unwrap();
     assert_eq!(would_be.metadata.name.as_deref(), Some("dry"));
-    assert!(api.get_opt("dry").await.unwrap().is_none(), "dryRun stores nothing");
+    assert!(
+        api.get_opt("dry").await.unwrap().is_none(),
+        "dryRun stores nothing"
+    );
 }
 
 async fn no_op_writes_keep_the_resource_version(server: TestServer) {
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
-    let created = api.create(&PostParams::default(), &config_map("same")).await.unwrap();
-    let patched = api
-        .patch("same", &PatchParams::default(), &Patch::Merge(json!({"data": {"a": "1"}})))
+    let created = api
+        .create(&PostParams::default(), &config_map("same"))
         .await
         .unwrap();
-    assert_eq!(patched.metadata.resource_version, created.metadata.resource_version);
-    let replaced = api.replace("same", &PostParams::default(), &created).await.unwrap();
-    assert_eq!(replaced.metadata.resource_version, created.metadata.resource_version);
-    let revision_before = server.server.state().store.current_revision().await.unwrap();
-    api.replace("same", &PostParams::default(), &created).await.unwrap();
-    let revision_after = server.server.state().store.current_revision().await.unwrap();
-    assert_eq!(revision_before, revision_after, "a no-op write creates no revision");
+    let patched = api
+        .patch(
+            "same",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"a": "1"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    let replaced = api
+        .replace("same", &PostParams::default(), &created)
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    let revision_before = server
+        .server
+        .state()
+        .store
+        .current_revision()
+        .await
+        .unwrap();
+    api.replace("same", &PostParams::default(), &created)
+        .await
+        .unwrap();
+    let revision_after = server
+        .server
+        .state()
+        .store
+        .current_revision()
+        .await
+        .unwrap();
+    assert_eq!(
+        revision_before, revision_after,
+        "a no-op write creates no revision"
+    );
 }
 
 async fn finalizers_hold_deletion(server: TestServer) {
@@ -161,7 +258,9 @@ async fn finalizers_hold_deletion(server: TestServer) {
     object.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     api.create(&PostParams::default(), &object).await.unwrap();
     let deleted = api.delete("held", &DeleteParams::default()).await.unwrap();
-    let marked = deleted.left().expect("an object with finalizers is returned, not a Status");
+    let marked = deleted
+        .left()
+        .expect("an object with finalizers is returned, not a Status");
     assert!(marked.metadata.deletion_timestamp.is_some());
     // Still there, marked.
     let current = api.get("held").await.unwrap();
@@ -171,11 +270,16 @@ async fn finalizers_hold_deletion(server: TestServer) {
         .patch(
             "held",
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}})),
+            &Patch::Merge(
+                json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}),
+            ),
         )
         .await
         .unwrap_err();
-    assert!(matches!(error, kube::Error::Api(ref s) if s.code == 422), "{error}");
+    assert!(
+        matches!(error, kube::Error::Api(ref s) if s.code == 422),
+        "{error}"
+    );
     // Removing the last finalizer deletes it.
     api.patch(
         "held",
@@ -195,16 +299,27 @@ async fn secrets_and_namespace_lifecycle(server: TestServer) {
         "data": {"password": "c2VjcmV0"},
     }))
     .unwrap();
-    let created = secrets.create(&PostParams::default(), &secret).await.unwrap();
+    let created = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
     assert_eq!(created.type_.as_deref(), Some("Opaque"));
     let namespaces: Api<Namespace> = Api::all(server.client.clone());
-    namespaces.delete(&ns, &DeleteParams::default()).await.unwrap();
+    namespaces
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .unwrap();
     // Creating in a terminating (or gone) namespace is refused.
     let mut late = secret.clone();
     late.metadata.name = Some("late".into());
     assert!(secrets.create(&PostParams::default(), &late).await.is_err());
     crate::support::eventually(10, "the namespace and its contents to go away", || async {
-        namespaces.get_opt(&ns).await.unwrap().is_none().then_some(())
+        namespaces
+            .get_opt(&ns)
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
     })
     .await;
     let gone: Api<Secret> = Api::namespaced(server.client.clone(), &ns);
@@ -216,19 +331,33 @@ async fn paging_is_consistent(server: TestServer) {
     let ns = server.namespace("paging").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
     for i in 0..25 {
-        api.create(&PostParams::default(), &config_map(&format!("c{i:02}"))).await.unwrap();
+        api.create(&PostParams::default(), &config_map(&format!("c{i:02}")))
+            .await
+            .unwrap();
     }
     let first = api.list(&ListParams::default().limit(10)).await.unwrap();
     assert_eq!(first.items.len(), 10);
     let token = first.metadata.continue_.clone().expect("a continue token");
     // Writes after the first page do not show up in later pages.
-    api.create(&PostParams::default(), &config_map("c99")).await.unwrap();
+    api.create(&PostParams::default(), &config_map("c99"))
+        .await
+        .unwrap();
     api.delete("c15", &DeleteParams::default()).await.unwrap();
-    let mut names: Vec<String> = first.items.iter().filter_map(|c| c.metadata.name.clone()).collect();
+    let mut names: Vec<String> = first
+        .items
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
     let mut token = Some(token);
     while let Some(next) = token {
-        let page = api.list(&ListParams::default().limit(10).continue_token(&next)).await.unwrap();
-        assert_eq!(page.metadata.resource_version, first.metadata.resource_version);
+        let page = api
+            .list(&ListParams::default().limit(10).continue_token(&next))
+            .await
+            .unwrap();
+        assert_eq!(
+            page.metadata.resource_version,
+            first.metadata.resource_version
+        );
         names.extend(page.items.iter().filter_map(|c| c.metadata.name.clone()));
         token = page.metadata.continue_.filter(|t| !t.is_empty());
     }
@@ -236,7 +365,55 @@ async fn paging_is_consistent(server: TestServer) {
     assert_eq!(names, expected);
 }
 
+async fn events_are_one_resource_in_two_apis(server: TestServer) {
+    // As kube-rs' recorder writes it (events.k8s.io/v1)...
+    let raw = server
+        .post_json(
+            "/apis/events.k8s.io/v1/namespaces/default/events",
+            &json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"name": "w1.abc"},
+                "eventTime": "2026-11-29T10:00:00.000000Z",
+                "regarding": {"kind": "Widget", "name": "w1", "namespace": "default", "uid": "u-1"},
+                "reason": "Created", "note": "widget created", "type": "Normal", "action": "Create",
+                "reportingController": "corral", "reportingInstance": "corral-1",
+            }),
+        )
+        .await;
+    assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
+    assert_eq!(raw.json()["note"], "widget created");
+    // ...and as `kubectl describe` reads it (core/v1, by involvedObject).
+    let list = server
+        .get_json("/api/v1/namespaces/default/events?fieldSelector=involvedObject.kind%3DWidget,involvedObject.name%3Dw1,involvedObject.uid%3Du-1")
+        .await;
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["apiVersion"], "v1");
+    assert_eq!(items[0]["message"], "widget created");
+    assert_eq!(items[0]["involvedObject"]["name"], "w1");
+    assert_eq!(items[0]["reportingComponent"], "corral");
+    let other = server
+        .get_json("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dw2")
+        .await;
+    assert!(other["items"].as_array().unwrap().is_empty());
+    // A core event is an events.k8s.io event too.
+    let raw = server
+        .post_json(
+            "/api/v1/namespaces/default/events",
+            &json!({"metadata": {"name": "c.1"}, "involvedObject": {"kind": "Pod", "name": "p"}, "message": "hello", "reason": "Test"}),
+        )
+        .await;
+    assert_eq!(raw.status, 201);
+    let event = server
+        .get_json("/apis/events.k8s.io/v1/namespaces/default/events/c.1")
+        .await;
+    assert_eq!(event["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(event["note"], "hello");
+    assert_eq!(event["regarding"]["name"], "p");
+}
+
 backend_tests!(
+    events_are_one_resource_in_two_apis,
     initial_namespaces_exist,
     config_map_crud,
     generate_name_and_dry_run,

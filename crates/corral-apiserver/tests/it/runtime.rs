@@ -21,7 +21,9 @@ fn config_map(name: &str) -> ConfigMap {
 async fn reflector_relists_after_compaction(server: TestServer) {
     let ns = server.namespace("reflect").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
-    api.create(&PostParams::default(), &config_map("before")).await.unwrap();
+    api.create(&PostParams::default(), &config_map("before"))
+        .await
+        .unwrap();
 
     let (reader, writer) = reflector::store::<ConfigMap>();
     let inits = Arc::new(AtomicUsize::new(0));
@@ -43,13 +45,20 @@ async fn reflector_relists_after_compaction(server: TestServer) {
 
     // Writes elsewhere move the revision on; then everything before it is compacted.
     let other: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
-    other.create(&PostParams::default(), &config_map("unrelated")).await.unwrap();
+    other
+        .create(&PostParams::default(), &config_map("unrelated"))
+        .await
+        .unwrap();
     server.server.compact().await.unwrap();
-    api.create(&PostParams::default(), &config_map("after")).await.unwrap();
+    api.create(&PostParams::default(), &config_map("after"))
+        .await
+        .unwrap();
 
-    eventually(30, "the reflector to relist and see both objects", || async {
-        (reader.state().len() == 2 && inits.load(Ordering::SeqCst) >= 2).then_some(())
-    })
+    eventually(
+        30,
+        "the reflector to relist and see both objects",
+        || async { (reader.state().len() == 2 && inits.load(Ordering::SeqCst) >= 2).then_some(()) },
+    )
     .await;
     task.abort();
 }
@@ -58,7 +67,9 @@ async fn controller_converges_and_goes_quiet(server: TestServer) {
     let ns = server.namespace("control").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
     for i in 0..5 {
-        api.create(&PostParams::default(), &config_map(&format!("c{i}"))).await.unwrap();
+        api.create(&PostParams::default(), &config_map(&format!("c{i}")))
+            .await
+            .unwrap();
     }
     let reconciles = Arc::new(AtomicUsize::new(0));
 
@@ -70,13 +81,20 @@ async fn controller_converges_and_goes_quiet(server: TestServer) {
     #[error("patch failed")]
     struct PatchFailed(#[source] kube::Error);
 
-    async fn reconcile(object: Arc<ConfigMap>, context: Arc<Context>) -> Result<Action, PatchFailed> {
+    async fn reconcile(
+        object: Arc<ConfigMap>,
+        context: Arc<Context>,
+    ) -> Result<Action, PatchFailed> {
         context.reconciles.fetch_add(1, Ordering::SeqCst);
         let name = object.metadata.name.clone().unwrap();
         // Idempotent: writes the same thing every time, so the server sees no-op writes.
         context
             .api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(json!({"data": {"reconciled": "yes"}})))
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"reconciled": "yes"}})),
+            )
             .await
             .map_err(PatchFailed)?;
         Ok(Action::await_change())
@@ -98,23 +116,38 @@ async fn controller_converges_and_goes_quiet(server: TestServer) {
         let list = api.list(&Default::default()).await.unwrap();
         list.items
             .iter()
-            .all(|c| c.data.as_ref().is_some_and(|d| d.get("reconciled").is_some_and(|v| v == "yes")))
+            .all(|c| {
+                c.data
+                    .as_ref()
+                    .is_some_and(|d| d.get("reconciled").is_some_and(|v| v == "yes"))
+            })
             .then_some(())
     })
     .await;
     // Converged: each object's write triggers one more reconcile (it changed the object),
     // after which the writes are no-ops and nothing else happens. Wait for a fresh change to
     // flow through, then check the count stopped growing with it.
-    api.create(&PostParams::default(), &config_map("late")).await.unwrap();
+    api.create(&PostParams::default(), &config_map("late"))
+        .await
+        .unwrap();
     eventually(30, "the late ConfigMap to be reconciled", || async {
         api.get("late").await.unwrap().data.is_some().then_some(())
     })
     .await;
     let settled = reconciles.load(Ordering::SeqCst);
     let marker = Api::<ConfigMap>::namespaced(server.client.clone(), &ns);
-    marker.create(&PostParams::default(), &config_map("marker")).await.unwrap();
+    marker
+        .create(&PostParams::default(), &config_map("marker"))
+        .await
+        .unwrap();
     eventually(30, "the marker to be reconciled", || async {
-        marker.get("marker").await.unwrap().data.is_some().then_some(())
+        marker
+            .get("marker")
+            .await
+            .unwrap()
+            .data
+            .is_some()
+            .then_some(())
     })
     .await;
     let after = reconciles.load(Ordering::SeqCst);
@@ -125,4 +158,7 @@ async fn controller_converges_and_goes_quiet(server: TestServer) {
     task.abort();
 }
 
-backend_tests!(reflector_relists_after_compaction, controller_converges_and_goes_quiet);
+backend_tests!(
+    reflector_relists_after_compaction,
+    controller_converges_and_goes_quiet
+);

@@ -103,7 +103,12 @@ impl TestServer {
 
     pub async fn get_json(&self, path: &str) -> Value {
         let raw = self.raw("GET", path, None, Vec::new()).await;
-        assert_eq!(raw.status, 200, "GET {path}: {}", String::from_utf8_lossy(&raw.body));
+        assert_eq!(
+            raw.status,
+            200,
+            "GET {path}: {}",
+            String::from_utf8_lossy(&raw.body)
+        );
         raw.json()
     }
 
@@ -152,13 +157,19 @@ impl TestServer {
             }
         });
         let raw = self
-            .post_json("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd)
+            .post_json(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                &crd,
+            )
             .await;
         assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
         let raw = self
             .raw("GET", "/apis/example.com/v1/widgets", None, Vec::new())
             .await;
-        assert_eq!(raw.status, 200, "the CRD is served as soon as it is created");
+        assert_eq!(
+            raw.status, 200,
+            "the CRD is served as soon as it is created"
+        );
     }
 }
 

@@ -24,17 +24,36 @@ fn describe(event: &WatchEvent<ConfigMap>) -> String {
 async fn watch_resumes_from_a_resource_version(server: TestServer) {
     let ns = server.namespace("watching").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
-    let first = api.create(&PostParams::default(), &config_map("a", "x")).await.unwrap();
+    let first = api
+        .create(&PostParams::default(), &config_map("a", "x"))
+        .await
+        .unwrap();
     let after_first = first.metadata.resource_version.unwrap();
-    api.create(&PostParams::default(), &config_map("b", "x")).await.unwrap();
-    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}}))).await.unwrap();
+    api.create(&PostParams::default(), &config_map("b", "x"))
+        .await
+        .unwrap();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
     api.delete("b", &DeleteParams::default()).await.unwrap();
     // Something in another namespace must not show up.
     let other: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
-    other.create(&PostParams::default(), &config_map("elsewhere", "x")).await.unwrap();
-    api.create(&PostParams::default(), &config_map("c", "x")).await.unwrap();
+    other
+        .create(&PostParams::default(), &config_map("elsewhere", "x"))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("c", "x"))
+        .await
+        .unwrap();
 
-    let stream = api.watch(&WatchParams::default().timeout(5), &after_first).await.unwrap();
+    let stream = api
+        .watch(&WatchParams::default().timeout(5), &after_first)
+        .await
+        .unwrap();
     let events: Vec<String> = stream
         .take(4)
         .map_ok(|e| describe(&e))
@@ -47,45 +66,87 @@ async fn watch_resumes_from_a_resource_version(server: TestServer) {
 async fn watch_from_zero_starts_with_the_current_state(server: TestServer) {
     let ns = server.namespace("initial").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
-    api.create(&PostParams::default(), &config_map("a", "x")).await.unwrap();
-    api.create(&PostParams::default(), &config_map("b", "y")).await.unwrap();
+    api.create(&PostParams::default(), &config_map("a", "x"))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("b", "y"))
+        .await
+        .unwrap();
     let mut stream = api
         .watch(&WatchParams::default().labels("app=x").timeout(10), "0")
         .await
         .unwrap()
         .boxed();
-    assert_eq!(describe(&stream.try_next().await.unwrap().unwrap()), "ADDED a");
+    assert_eq!(
+        describe(&stream.try_next().await.unwrap().unwrap()),
+        "ADDED a"
+    );
     // A label change that makes an object match is ADDED, one that makes it stop is DELETED.
-    api.patch("b", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "x"}}}))).await.unwrap();
-    assert_eq!(describe(&stream.try_next().await.unwrap().unwrap()), "ADDED b");
-    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "z"}}}))).await.unwrap();
-    assert_eq!(describe(&stream.try_next().await.unwrap().unwrap()), "DELETED a");
+    api.patch(
+        "b",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "x"}}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        describe(&stream.try_next().await.unwrap().unwrap()),
+        "ADDED b"
+    );
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "z"}}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        describe(&stream.try_next().await.unwrap().unwrap()),
+        "DELETED a"
+    );
 }
 
 async fn send_initial_events_ends_with_a_bookmark(server: TestServer) {
     let ns = server.namespace("streaming").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
-    api.create(&PostParams::default(), &config_map("a", "x")).await.unwrap();
+    api.create(&PostParams::default(), &config_map("a", "x"))
+        .await
+        .unwrap();
     let params = WatchParams::streaming_lists().timeout(10);
     let mut stream = api.watch(&params, "0").await.unwrap().boxed();
-    assert_eq!(describe(&stream.try_next().await.unwrap().unwrap()), "ADDED a");
+    assert_eq!(
+        describe(&stream.try_next().await.unwrap().unwrap()),
+        "ADDED a"
+    );
     match stream.try_next().await.unwrap().unwrap() {
         WatchEvent::Bookmark(bookmark) => {
             assert_eq!(bookmark.types.kind, "ConfigMap");
             assert_eq!(bookmark.types.api_version, "v1");
             assert_eq!(
-                bookmark.metadata.annotations.get("k8s.io/initial-events-end").map(String::as_str),
+                bookmark
+                    .metadata
+                    .annotations
+                    .get("k8s.io/initial-events-end")
+                    .map(String::as_str),
                 Some("true")
             );
         }
-        other => panic!("expected the initial-events-end bookmark, got {}", describe(&other)),
+        other => panic!(
+            "expected the initial-events-end bookmark, got {}",
+            describe(&other)
+        ),
     }
 }
 
 async fn too_old_resource_version_is_410_in_band(server: TestServer) {
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
-    let old = api.create(&PostParams::default(), &config_map("a", "x")).await.unwrap();
-    api.create(&PostParams::default(), &config_map("b", "x")).await.unwrap();
+    let old = api
+        .create(&PostParams::default(), &config_map("a", "x"))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("b", "x"))
+        .await
+        .unwrap();
     server.server.compact().await.unwrap();
     let raw = server
         .raw(
@@ -96,7 +157,8 @@ async fn too_old_resource_version_is_410_in_band(server: TestServer) {
         )
         .await;
     assert_eq!(raw.status, 200, "never an HTTP 410 at watch start");
-    let line: serde_json::Value = serde_json::from_slice(raw.body.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    let line: serde_json::Value =
+        serde_json::from_slice(raw.body.split(|b| *b == b'\n').next().unwrap()).unwrap();
     assert_eq!(line["type"], "ERROR");
     assert_eq!(line["object"]["code"], 410);
     assert_eq!(line["object"]["reason"], "Expired");
@@ -125,17 +187,33 @@ async fn timeout_ends_the_watch_with_bookmarks_enabled(server: TestServer) {
 
 async fn many_watchers_see_every_event_in_order(server: TestServer) {
     let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
-    let rv = api.list_metadata(&Default::default()).await.unwrap().metadata.resource_version.unwrap();
+    let rv = api
+        .list_metadata(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
     let mut watchers = Vec::new();
     for _ in 0..20 {
-        watchers.push(api.watch(&WatchParams::default().timeout(20), &rv).await.unwrap().boxed());
+        watchers.push(
+            api.watch(&WatchParams::default().timeout(20), &rv)
+                .await
+                .unwrap()
+                .boxed(),
+        );
     }
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let api = api.clone();
             tokio::spawn(async move {
                 for i in 0..10 {
-                    api.create(&PostParams::default(), &config_map(&format!("w{w}-{i}"), "x")).await.unwrap();
+                    api.create(
+                        &PostParams::default(),
+                        &config_map(&format!("w{w}-{i}"), "x"),
+                    )
+                    .await
+                    .unwrap();
                 }
             })
         })
@@ -155,7 +233,10 @@ async fn many_watchers_see_every_event_in_order(server: TestServer) {
             .await
             .unwrap();
         let revisions: Vec<i64> = seen.iter().map(|r| r.parse().unwrap()).collect();
-        assert!(revisions.windows(2).all(|w| w[0] < w[1]), "in order, no duplicates");
+        assert!(
+            revisions.windows(2).all(|w| w[0] < w[1]),
+            "in order, no duplicates"
+        );
         match &reference {
             None => reference = Some(seen),
             Some(reference) => assert_eq!(reference, &seen, "every watcher sees the same events"),
