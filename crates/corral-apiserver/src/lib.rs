@@ -7,6 +7,7 @@
 //!
 //! Entry point: [`Server::start`].
 
+pub mod admission;
 mod body;
 mod conversion;
 pub mod crd;
@@ -21,6 +22,7 @@ mod patch;
 mod protobuf;
 pub mod query;
 pub mod registry;
+mod render;
 pub mod rest;
 pub mod selector;
 mod server;

@@ -612,12 +612,28 @@ pub async fn create(
                 object::metadata_mut(&mut object).insert("name".into(), json!(name));
             }
         }
+        let mut admitted = object.clone();
+        let warnings = crate::admission::admit(
+            state,
+            &crate::admission::Request {
+                operation: crate::admission::Operation::Create,
+                target,
+                query,
+                old: None,
+            },
+            &mut admitted,
+        )
+        .await?;
+        let mut object = admitted;
         validate_metadata(target, &object)?;
         crate::hooks::validate(state, target, &object, None)?;
         let name = object::name(&object).unwrap_or("").to_string();
+        let respond = |code: StatusCode, object: &Value| {
+            crate::admission::with_warnings(json_response(code, object), &warnings)
+        };
         if query.dry_run {
             target.to_request_version(&mut object);
-            return Ok(json_response(StatusCode::CREATED, &object));
+            return Ok(respond(StatusCode::CREATED, &object));
         }
         let key = target.key(&name);
         match state
@@ -629,7 +645,7 @@ pub async fn create(
                 object::set_resource_version(&mut object, revision);
                 crate::hooks::after_write(state, target, &object).await;
                 target.to_request_version(&mut object);
-                return Ok(json_response(StatusCode::CREATED, &object));
+                return Ok(respond(StatusCode::CREATED, &object));
             }
             Err(corral_store::Error::AlreadyExists { .. })
                 if generate_name.is_some() && attempts < 8 =>
@@ -716,6 +732,20 @@ pub async fn update(
         };
         preserve_server_metadata(target, &current, &mut new);
         crate::hooks::prepare_update(target, &current, &mut new)?;
+        let warnings = crate::admission::admit(
+            state,
+            &crate::admission::Request {
+                operation: crate::admission::Operation::Update,
+                target,
+                query,
+                old: Some(&current),
+            },
+            &mut new,
+        )
+        .await?;
+        let respond = |object: &Value| {
+            crate::admission::with_warnings(json_response(StatusCode::OK, object), &warnings)
+        };
         validate_metadata(target, &new)?;
         check_finalizers(target, &current, &new)?;
         crate::hooks::validate(state, target, &new, Some(&current))?;
@@ -725,13 +755,13 @@ pub async fn update(
             && crate::hooks::finalizers_on_delete(target, &new).is_empty()
         {
             if query.dry_run {
-                return Ok(json_response(StatusCode::OK, &new));
+                return Ok(respond(&new));
             }
             match state.store.delete(&key, kv.mod_revision).await {
                 Ok((revision, _)) => {
                     object::set_resource_version(&mut new, revision);
                     crate::hooks::after_delete(state, target, &new).await;
-                    return Ok(json_response(StatusCode::OK, &new));
+                    return Ok(respond(&new));
                 }
                 Err(corral_store::Error::Conflict { .. }) if precondition.is_none() => continue,
                 Err(corral_store::Error::Conflict { .. }) => {
@@ -747,18 +777,18 @@ pub async fn update(
         let bytes = object::encode_for_storage(&new);
         if bytes == kv.value {
             // Nothing changed: no new revision, no watch event.
-            return Ok(json_response(StatusCode::OK, &current));
+            return Ok(respond(&current));
         }
         if query.dry_run {
             target.to_request_version(&mut new);
-            return Ok(json_response(StatusCode::OK, &new));
+            return Ok(respond(&new));
         }
         match state.store.update(&key, bytes, kv.mod_revision).await {
             Ok(revision) => {
                 object::set_resource_version(&mut new, revision);
                 crate::hooks::after_write(state, target, &new).await;
                 target.to_request_version(&mut new);
-                return Ok(json_response(StatusCode::OK, &new));
+                return Ok(respond(&new));
             }
             Err(corral_store::Error::Conflict { .. }) if precondition.is_none() => continue,
             Err(corral_store::Error::Conflict { .. }) => {

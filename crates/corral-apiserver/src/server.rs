@@ -18,13 +18,26 @@ use crate::registry::Registry;
 use crate::rest::{self, Change, DeleteOptions, Target, json_response};
 use crate::watch::WatchTimings;
 use crate::watch_cache::{WatchCacheConfig, WatchHub};
-use crate::{body, crd, discovery, namespaces, object, watch};
+use crate::{body, crd, discovery, namespaces, object, render, watch};
 
 /// Settings of a server.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub watch_cache: WatchCacheConfig,
     pub watch: WatchTimings,
+    /// How often the store's history is compacted, each time up to the revision seen one
+    /// interval earlier (kube-apiserver compacts every 5 minutes the same way); `None` never.
+    pub compaction_interval: Option<std::time::Duration>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            watch_cache: WatchCacheConfig::default(),
+            watch: WatchTimings::default(),
+            compaction_interval: Some(std::time::Duration::from_secs(300)),
+        }
+    }
 }
 
 /// What every request handler shares.
@@ -73,6 +86,9 @@ impl Server {
         load_crds(&state).await?;
         namespaces::resume_cleanups(&state).await?;
         follow_crds(&state).await?;
+        if let Some(interval) = state.config.compaction_interval {
+            tokio::spawn(compact_periodically(Arc::downgrade(&state), interval));
+        }
 
         let local_addr = listener
             .local_addr()
@@ -126,6 +142,30 @@ impl Server {
         // Watches would keep a graceful shutdown waiting for their full length.
         self.state.hub.close_all();
         let _ = (&mut self.task).await;
+    }
+}
+
+/// Compacts the store every `interval`, up to the revision seen at the previous tick, so that
+/// history stays bounded while watches of the last interval can still resume.
+async fn compact_periodically(state: Weak<ApiState>, interval: std::time::Duration) {
+    let mut previous: Option<Revision> = None;
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(state) = state.upgrade() else { return };
+        let current = match state.store.current_revision().await {
+            Ok(current) => current,
+            Err(error) => {
+                tracing::warn!(%error, "Reading the revision for compaction failed");
+                continue;
+            }
+        };
+        if let Some(revision) = previous {
+            match state.store.compact(revision).await {
+                Ok(()) => tracing::debug!(revision, "Compacted the store"),
+                Err(error) => tracing::warn!(%error, revision, "Compacting the store failed"),
+            }
+        }
+        previous = Some(current);
     }
 }
 
@@ -375,12 +415,18 @@ async fn resource_request(
         });
     let mut response = match (method.clone(), target.name.clone()) {
         (Method::GET, None) if query.watch => watch::watch(state, target, query).await?,
-        (Method::GET, None) => {
-            json_response(StatusCode::OK, &rest::list(&state, &target, &query).await?)
-        }
-        (Method::GET, Some(name)) => {
-            json_response(StatusCode::OK, &rest::get(&state, &target, &name).await?)
-        }
+        (Method::GET, None) => render::list(
+            &target,
+            &headers,
+            &query,
+            &rest::list(&state, &target, &query).await?,
+        ),
+        (Method::GET, Some(name)) => render::object(
+            &target,
+            &headers,
+            &query,
+            &rest::get(&state, &target, &name).await?,
+        ),
         (Method::POST, None) => {
             if target.resource.namespaced && target.namespace.is_none() {
                 return Err(ApiError::method_not_allowed(
