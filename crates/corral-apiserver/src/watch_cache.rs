@@ -21,6 +21,9 @@ use tokio::sync::mpsc;
 
 use crate::object;
 
+#[cfg(test)]
+mod tests;
+
 /// One change to an object, decoded once and shared by every watcher.
 #[derive(Debug)]
 pub struct CachedEvent {
