@@ -51,10 +51,12 @@
 //! # Compaction
 //!
 //! `compact(c)` records `c` in `meta` at once (reads and watches below it fail from then on),
-//! then deletes, in chunks of revisions interleaved with write batches, every log row at or
-//! below `c` that a newer row at or below `c` supersedes, and every tombstone at or below `c`.
-//! What remains answers reads at `c` and later, and the `prev` of every later change. Progress
-//! is persistent, so an interrupted compaction resumes when the store is reopened; `compact`
+//! then deletes every version superseded by a newer one at or below `c`, and every tombstone at
+//! or below `c`. What remains answers reads at `c` and later, and the `prev` of every later
+//! change. It walks only the revisions since the last compaction (`compact_done`): each of
+//! those rows names the version it superseded, however old. The walk goes in chunks of
+//! revisions, each its own transaction, interleaved with write batches. Progress is
+//! persistent, so an interrupted compaction resumes when the store is reopened; `compact`
 //! returns once the rows are gone.
 //!
 //! # Durability

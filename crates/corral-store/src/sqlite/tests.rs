@@ -9,7 +9,9 @@ use super::read::{
     prefix_bounds,
 };
 use super::schema::{StoredState, open_writer, read_state};
-use super::writer::{BatchError, COMPACT_CHUNK, Write, apply_batch, compact_chunk};
+use super::writer::{
+    BatchError, COMPACT_SUPERSEDED, COMPACT_TOMBSTONES, Write, apply_batch, compact_chunk,
+};
 use crate::{Error, Revision};
 
 fn fresh() -> (tempfile::TempDir, Connection, StoredState) {
@@ -156,11 +158,44 @@ fn compaction_deletes_superseded_versions_and_tombstones() {
     let mut done = 0;
     while done < 7 {
         let until = (done + 2).min(7);
-        compact_chunk(&mut connection, done, until, 7).unwrap();
+        compact_chunk(&mut connection, done, until).unwrap();
         done = until;
     }
     assert_eq!(log_revisions(&connection), [4, 7, 8, 9, 10]);
     assert_eq!(read_state(&connection).unwrap().compact_done, 7);
+
+    // The next compaction only walks the revisions since; the versions it supersedes from
+    // before the last one (4 and 7) go too.
+    compact_chunk(&mut connection, 7, 10).unwrap();
+    assert_eq!(log_revisions(&connection), [8, 10]);
+}
+
+#[test]
+fn periodic_compaction_keeps_one_version_per_key() {
+    let (_dir, mut connection, state) = fresh();
+    let mut revision = state.revision;
+    let mut versions = std::collections::BTreeMap::new();
+    let mut compacted = 0;
+    for round in 0..5 {
+        let writes: Vec<Write> = (0..20)
+            .map(|key| {
+                let key = format!("/k/{key}");
+                match versions.get(&key) {
+                    None => create(&key, "v"),
+                    Some(&expected) => update(&key, "v", expected),
+                }
+            })
+            .collect();
+        let (outcomes, next) = apply_batch(&mut connection, revision, &writes).unwrap();
+        for outcome in outcomes {
+            let event = outcome.unwrap();
+            versions.insert(event.kv.key, event.kv.mod_revision);
+        }
+        revision = next;
+        compact_chunk(&mut connection, compacted, revision).unwrap();
+        compacted = revision;
+        assert_eq!(log_revisions(&connection).len(), 20, "after round {round}");
+    }
 }
 
 #[test]
@@ -203,7 +238,8 @@ fn hot_queries_use_indexes() {
         PAST_RANGE_NEWEST,
         PAST_RANGE_VERSION,
         LOG_PAGE,
-        COMPACT_CHUNK,
+        COMPACT_SUPERSEDED,
+        COMPACT_TOMBSTONES,
     ];
     for sql in queries {
         let plan = plan(sql);

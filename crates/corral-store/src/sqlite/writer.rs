@@ -224,12 +224,7 @@ impl Writer {
             self.compact_done
                 .saturating_add(self.options.compaction_chunk.max(1)),
         );
-        match compact_chunk(
-            &mut self.connection,
-            self.compact_done,
-            until,
-            self.compacted,
-        ) {
+        match compact_chunk(&mut self.connection, self.compact_done, until) {
             Ok(()) => {
                 self.compact_done = until;
                 if until == self.compacted {
@@ -407,27 +402,36 @@ fn insert_log(
     Ok(())
 }
 
-/// The rows with revisions in `(?1, ?2]` that compaction at ?3 discards.
-pub(super) const COMPACT_CHUNK: &str = "
-    DELETE FROM log
-    WHERE revision > ?1 AND revision <= ?2
-      AND (deleted = 1 OR EXISTS (
-           SELECT 1 FROM log AS newer
-           WHERE newer.key = log.key
-             AND newer.revision > log.revision AND newer.revision <= ?3))";
+/// Compaction, first half: the versions that the rows with revisions in `(?1, ?2]` replaced.
+/// A version is superseded exactly when the next row of its key exists, and that row (an
+/// update or a tombstone; a create only ever follows a tombstone) names it as its
+/// `prev_revision`. So walking only the new revisions finds every version they superseded,
+/// however old, and the rows left by earlier compactions need no second look.
+pub(super) const COMPACT_SUPERSEDED: &str = "
+    DELETE FROM log WHERE revision IN (
+        SELECT prev_revision FROM log
+        WHERE revision > ?1 AND revision <= ?2 AND prev_revision > 0)";
 
-/// Deletes the rows with revisions in `(after, until]` that compaction at `compacted`
-/// discards: versions superseded by a newer one at or below `compacted`, and tombstones.
-/// Chunks must go in ascending order (a tombstone's superseded versions are older than it).
+/// Compaction, second half: the tombstones with revisions in `(?1, ?2]`. Runs after the first
+/// half, which needs them to find the versions they deleted.
+pub(super) const COMPACT_TOMBSTONES: &str = "
+    DELETE FROM log WHERE revision > ?1 AND revision <= ?2 AND deleted = 1";
+
+/// Deletes what compaction discards among the rows with revisions in `(after, until]`
+/// (`until` at most the compacted revision): the versions they superseded and the tombstones.
+/// Chunks must go in ascending order, so that a tombstone, the newest version of its key, goes
+/// last: until then, a read at or after the compacted revision still finds the tombstone (the
+/// key is absent) rather than an older version.
 pub(super) fn compact_chunk(
     connection: &mut Connection,
     after: Revision,
     until: Revision,
-    compacted: Revision,
 ) -> rusqlite::Result<()> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.prepare_cached(COMPACT_CHUNK)?
-        .execute((after, until, compacted))?;
+    tx.prepare_cached(COMPACT_SUPERSEDED)?
+        .execute((after, until))?;
+    tx.prepare_cached(COMPACT_TOMBSTONES)?
+        .execute((after, until))?;
     tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'compact_done'")?
         .execute([until])?;
     tx.commit()
