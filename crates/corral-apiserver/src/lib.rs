@@ -31,6 +31,6 @@ mod watch;
 pub mod watch_cache;
 
 pub use error::ApiError;
-pub use server::{ApiState, Server, ServerConfig};
+pub use server::{ApiState, Server, ServerConfig, serve_request};
 pub use watch::WatchTimings;
 pub use watch_cache::WatchCacheConfig;

@@ -52,6 +52,33 @@ pub struct ApiState {
 }
 
 impl ApiState {
+    /// Prepares the store (initial namespaces, CRDs) and starts the background work, without
+    /// a listener: for embedding several API servers behind one listener, with
+    /// [`serve_request`]. The background work stops when the last handle is dropped.
+    pub async fn start(store: DynStore, config: ServerConfig) -> Result<Arc<ApiState>, ApiError> {
+        let state = Arc::new_cyclic(|this| ApiState {
+            hub: WatchHub::new(store.clone(), config.watch_cache.clone()),
+            store,
+            registry: Registry::with_builtins(),
+            config,
+            cleanups: Mutex::new(HashSet::new()),
+            this: this.clone(),
+        });
+        namespaces::ensure_initial(&state).await?;
+        load_crds(&state).await?;
+        namespaces::resume_cleanups(&state).await?;
+        follow_crds(&state).await?;
+        if let Some(interval) = state.config.compaction_interval {
+            tokio::spawn(compact_periodically(Arc::downgrade(&state), interval));
+        }
+        Ok(state)
+    }
+
+    /// Ends every open watch, e.g. before the state is dropped.
+    pub fn close_watches(&self) {
+        self.hub.close_all();
+    }
+
     pub fn self_handle(&self) -> Arc<ApiState> {
         self.this
             .upgrade()
@@ -74,22 +101,7 @@ impl Server {
         store: DynStore,
         config: ServerConfig,
     ) -> Result<Server, ApiError> {
-        let state = Arc::new_cyclic(|this| ApiState {
-            hub: WatchHub::new(store.clone(), config.watch_cache.clone()),
-            store,
-            registry: Registry::with_builtins(),
-            config,
-            cleanups: Mutex::new(HashSet::new()),
-            this: this.clone(),
-        });
-        namespaces::ensure_initial(&state).await?;
-        load_crds(&state).await?;
-        namespaces::resume_cleanups(&state).await?;
-        follow_crds(&state).await?;
-        if let Some(interval) = state.config.compaction_interval {
-            tokio::spawn(compact_periodically(Arc::downgrade(&state), interval));
-        }
-
+        let state = ApiState::start(store, config).await?;
         let local_addr = listener
             .local_addr()
             .map_err(|e| ApiError::internal(format!("listener has no address: {e}")))?;
@@ -223,6 +235,12 @@ async fn follow_crds(state: &Arc<ApiState>) -> Result<(), ApiError> {
 
 /// Every request comes here; the path decides what it is.
 async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
+    serve_request(state, request).await
+}
+
+/// Answers one request against `state`: what the listener of a [`Server`] does, for callers
+/// that route requests to several API servers themselves.
+pub async fn serve_request(state: Arc<ApiState>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let result = route(state, request).await;
