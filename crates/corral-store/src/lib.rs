@@ -56,8 +56,6 @@ pub mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-#[cfg(test)]
-mod tests;
 
 /// A store revision. Revisions are positive; 0 is never a revision of a write.
 pub type Revision = i64;
@@ -231,22 +229,3 @@ pub trait Store: Send + Sync + 'static {
 
 /// A shared handle to any backend.
 pub type DynStore = Arc<dyn Store>;
-
-/// The end of the key range that starts with `prefix`: the smallest string greater than every
-/// string with that prefix, or `None` when there is no such bound (the prefix is empty).
-pub fn prefix_end(prefix: &str) -> Option<String> {
-    let mut bytes = prefix.as_bytes().to_vec();
-    while let Some(last) = bytes.pop() {
-        if last < 0xff {
-            bytes.push(last + 1);
-            // Keys are UTF-8; a bumped byte may not be, so fall back to a lossless encoding
-            // that still sorts after every key with the prefix.
-            return Some(String::from_utf8(bytes).unwrap_or_else(|e| {
-                let mut s = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                s.push(char::MAX);
-                s
-            }));
-        }
-    }
-    None
-}
