@@ -13,6 +13,7 @@ mod conversion;
 pub mod crd;
 mod discovery;
 pub mod error;
+pub mod gc;
 mod hooks;
 pub mod kubeconfig;
 pub mod names;

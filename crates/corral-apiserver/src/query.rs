@@ -25,6 +25,7 @@ pub struct Query {
     pub field_validation: Option<String>,
     pub force: Option<bool>,
     pub propagation_policy: Option<String>,
+    pub orphan_dependents: Option<bool>,
     pub grace_period_seconds: Option<i64>,
     pub pretty: bool,
 }
@@ -102,6 +103,7 @@ impl Query {
                 },
                 "force" => query.force = Some(parse_bool(&key, value)?),
                 "propagationPolicy" => query.propagation_policy = Some(value.to_string()),
+                "orphanDependents" => query.orphan_dependents = Some(parse_bool(&key, value)?),
                 "gracePeriodSeconds" => {
                     query.grace_period_seconds = Some(parse_number(&key, value)?)
                 }

@@ -166,6 +166,15 @@ impl Registry {
             .cloned()
     }
 
+    /// The resource of a group and kind, whichever version (what an ownerReference names).
+    pub fn find_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
+        let resources = self.resources.read().unwrap();
+        resources
+            .values()
+            .find(|r| r.group == group && r.kind == kind)
+            .cloned()
+    }
+
     /// Every resource, ordered by group then plural.
     pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
         self.resources.read().unwrap().values().cloned().collect()

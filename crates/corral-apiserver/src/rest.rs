@@ -453,6 +453,7 @@ fn validate_metadata(target: &Target, object: &Value) -> Result<(), ApiError> {
                 field: "metadata.finalizers".into(),
             });
         }
+        causes.extend(crate::gc::validate_finalizers(&object::finalizers(object)));
     }
     if causes.is_empty() {
         Ok(())
@@ -763,10 +764,9 @@ pub async fn update(
                     crate::hooks::after_delete(state, target, &new).await;
                     return Ok(respond(&new));
                 }
-                Err(corral_store::Error::Conflict { .. }) if precondition.is_none() => continue,
-                Err(corral_store::Error::Conflict { .. }) => {
-                    return Err(ApiError::stale(target.subject(name)));
-                }
+                // Another write came first: start over; a resourceVersion the client sent
+                // is checked against the new state then.
+                Err(corral_store::Error::Conflict { .. }) => continue,
                 Err(corral_store::Error::NotFound { .. }) => {
                     return Err(ApiError::not_found(target.subject(name)));
                 }
@@ -790,10 +790,9 @@ pub async fn update(
                 target.to_request_version(&mut new);
                 return Ok(respond(&new));
             }
-            Err(corral_store::Error::Conflict { .. }) if precondition.is_none() => continue,
-            Err(corral_store::Error::Conflict { .. }) => {
-                return Err(ApiError::stale(target.subject(name)));
-            }
+            // Another write came first: start over; a resourceVersion the client sent
+            // is checked against the new state then.
+            Err(corral_store::Error::Conflict { .. }) => continue,
             Err(corral_store::Error::NotFound { .. }) => {
                 return Err(ApiError::not_found(target.subject(name)));
             }
@@ -902,6 +901,10 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub dry_run: bool,
+    /// What happens to the dependents (see `gc.rs`); `None` keeps what the object asks for.
+    pub propagation_policy: Option<crate::gc::PropagationPolicy>,
+    /// The deprecated form of the orphan policy.
+    pub orphan_dependents: Option<bool>,
 }
 
 impl DeleteOptions {
@@ -914,7 +917,14 @@ impl DeleteOptions {
             dry_run: query.dry_run,
             ..Default::default()
         };
+        // As in kube-apiserver, the query string counts only when there is no body.
         if body.iter().all(u8::is_ascii_whitespace) {
+            let policy = query
+                .propagation_policy
+                .as_deref()
+                .filter(|p| !p.is_empty());
+            options.propagation_policy = crate::gc::parse_policy(policy, query.orphan_dependents)?;
+            options.orphan_dependents = query.orphan_dependents;
             return Ok(options);
         }
         let value = crate::body::decode_object(content_type, body)?;
@@ -934,13 +944,10 @@ impl DeleteOptions {
         if let Some(dry_run) = value.get("dryRun").and_then(Value::as_array) {
             options.dry_run |= dry_run.iter().any(|v| v == "All");
         }
-        if let Some(policy) = value.get("propagationPolicy").and_then(Value::as_str) {
-            if !matches!(policy, "Background" | "Foreground" | "Orphan") {
-                return Err(ApiError::bad_request(format!(
-                    "propagationPolicy {policy:?} is invalid: must be Background, Foreground or Orphan"
-                )));
-            }
-        }
+        let policy = value.get("propagationPolicy").and_then(Value::as_str);
+        let orphan_dependents = value.get("orphanDependents").and_then(Value::as_bool);
+        options.propagation_policy = crate::gc::parse_policy(policy, orphan_dependents)?;
+        options.orphan_dependents = orphan_dependents;
         Ok(options)
     }
 }
@@ -989,13 +996,29 @@ pub async fn delete(
                 ));
             }
         }
-        let finalizers = crate::hooks::finalizers_on_delete(target, &current);
+        // The garbage collector's finalizers follow the propagation policy, also on an
+        // object already being deleted.
+        let collector_finalizers = crate::gc::finalizers_after_delete(
+            &object::finalizers(&current),
+            options.propagation_policy,
+            options.orphan_dependents,
+        );
+        let mut marked = current.clone();
+        if let Some(list) = &collector_finalizers {
+            let metadata = object::metadata_mut(&mut marked);
+            if list.is_empty() {
+                metadata.remove("finalizers");
+            } else {
+                metadata.insert("finalizers".into(), json!(list));
+            }
+        }
+        let finalizers = crate::hooks::finalizers_on_delete(target, &marked);
         if !finalizers.is_empty() {
-            if object::deletion_timestamp(&current).is_some() {
+            let already_deleting = object::deletion_timestamp(&current).is_some();
+            if already_deleting && collector_finalizers.is_none() {
                 return Ok(Deleted::Marked(current));
             }
-            let mut marked = current.clone();
-            {
+            if !already_deleting {
                 let metadata = object::metadata_mut(&mut marked);
                 metadata.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
                 metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
@@ -1058,9 +1081,13 @@ pub async fn delete(
 }
 
 /// The answer to a DELETE: the object while it is still there (finalizers), or a success
-/// `Status` naming what was deleted.
-pub fn delete_response(target: &Target, deleted: Deleted) -> Response {
+/// `Status` naming what was deleted. Like kube-apiserver, a kept object is 202 Accepted only
+/// when the client set `orphanDependents: false`.
+pub fn delete_response(target: &Target, deleted: Deleted, options: &DeleteOptions) -> Response {
     match deleted {
+        Deleted::Marked(object) if options.orphan_dependents == Some(false) => {
+            json_response(StatusCode::ACCEPTED, &object)
+        }
         Deleted::Marked(object) => json_response(StatusCode::OK, &object),
         Deleted::Gone(object) if target.resource.plural == "namespaces" => {
             json_response(StatusCode::OK, &object)

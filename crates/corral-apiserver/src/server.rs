@@ -48,6 +48,8 @@ pub struct ApiState {
     pub config: ServerConfig,
     /// Namespaces whose cleanup is running.
     pub(crate) cleanups: Mutex<HashSet<String>>,
+    /// The garbage collector; see `gc.rs`.
+    pub(crate) gc: crate::gc::Collector,
     this: Weak<ApiState>,
 }
 
@@ -62,12 +64,14 @@ impl ApiState {
             registry: Registry::with_builtins(),
             config,
             cleanups: Mutex::new(HashSet::new()),
+            gc: crate::gc::Collector::new(),
             this: this.clone(),
         });
         namespaces::ensure_initial(&state).await?;
         load_crds(&state).await?;
         namespaces::resume_cleanups(&state).await?;
         follow_crds(&state).await?;
+        crate::gc::start(&state);
         if let Some(interval) = state.config.compaction_interval {
             tokio::spawn(compact_periodically(Arc::downgrade(&state), interval));
         }
@@ -151,6 +155,7 @@ impl Server {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+        self.state.gc.stop();
         // Watches would keep a graceful shutdown waiting for their full length.
         self.state.hub.close_all();
         let _ = (&mut self.task).await;
@@ -475,7 +480,7 @@ async fn resource_request(
             let bytes = body::read(request_body).await?;
             let options = DeleteOptions::parse(&query, &body::content_type(&headers), &bytes)?;
             let deleted = rest::delete(&state, &target, &name, &options).await?;
-            rest::delete_response(&target, deleted)
+            rest::delete_response(&target, deleted, &options)
         }
         (Method::DELETE, None) => {
             let bytes = body::read(request_body).await?;

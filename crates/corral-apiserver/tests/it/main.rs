@@ -40,5 +40,6 @@ mod support;
 mod crud;
 mod custom_resources;
 mod errors;
+mod gc;
 mod runtime;
 mod watch;

@@ -1,0 +1,291 @@
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::graph::{Graph, ObjectRef};
+use super::policy::*;
+use super::queue::{Queue, backoff};
+use crate::registry::{ResourceInfo, builtins};
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn explicit_policy_sets_the_collector_finalizer() {
+    use PropagationPolicy::*;
+    let none: &[String] = &[];
+    assert_eq!(
+        finalizers_after_delete(none, Some(Foreground), None),
+        Some(strings(&["foregroundDeletion"]))
+    );
+    assert_eq!(
+        finalizers_after_delete(none, Some(Orphan), None),
+        Some(strings(&["orphan"]))
+    );
+    assert_eq!(finalizers_after_delete(none, Some(Background), None), None);
+    assert_eq!(finalizers_after_delete(none, None, None), None);
+    // Another policy replaces the finalizer of the earlier one; others stay.
+    assert_eq!(
+        finalizers_after_delete(&strings(&["a", "orphan"]), Some(Foreground), None),
+        Some(strings(&["a", "foregroundDeletion"]))
+    );
+    assert_eq!(
+        finalizers_after_delete(
+            &strings(&["foregroundDeletion", "a"]),
+            Some(Background),
+            None
+        ),
+        Some(strings(&["a"]))
+    );
+}
+
+#[test]
+fn without_options_the_finalizer_already_there_decides() {
+    assert_eq!(
+        finalizers_after_delete(&strings(&["orphan"]), None, None),
+        None
+    );
+    assert_eq!(
+        finalizers_after_delete(&strings(&["foregroundDeletion", "x"]), None, None),
+        None
+    );
+    // The first of two conflicting finalizers wins, as in kube-apiserver.
+    assert_eq!(
+        finalizers_after_delete(&strings(&["orphan", "foregroundDeletion"]), None, None),
+        Some(strings(&["orphan"]))
+    );
+}
+
+#[test]
+fn orphan_dependents_overrides_everything() {
+    assert_eq!(
+        finalizers_after_delete(&[], None, Some(true)),
+        Some(strings(&["orphan"]))
+    );
+    assert_eq!(
+        finalizers_after_delete(&strings(&["orphan"]), None, Some(false)),
+        Some(Vec::new())
+    );
+}
+
+#[test]
+fn delete_options_are_validated_like_kube_apiserver() {
+    assert_eq!(
+        parse_policy(Some("Orphan"), None).unwrap(),
+        Some(PropagationPolicy::Orphan)
+    );
+    assert_eq!(parse_policy(None, Some(true)).unwrap(), None);
+    let unknown = parse_policy(Some("Sideways"), None).unwrap_err();
+    assert_eq!(unknown.code, http::StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        unknown.message,
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+    );
+    assert_eq!(unknown.kind.as_deref(), Some("DeleteOptions"));
+    let both = parse_policy(Some("Foreground"), Some(false)).unwrap_err();
+    assert_eq!(both.code, http::StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        both.message
+            .contains("orphanDependents and deletionPropagation cannot be both set"),
+        "{}",
+        both.message
+    );
+}
+
+#[test]
+fn both_collector_finalizers_are_invalid() {
+    assert!(validate_finalizers(&strings(&["orphan", "x"])).is_none());
+    let cause = validate_finalizers(&strings(&["orphan", "foregroundDeletion"])).unwrap();
+    assert_eq!(cause.field, "metadata.finalizers");
+    assert_eq!(
+        cause.message,
+        "Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set"
+    );
+}
+
+fn configmaps() -> Arc<ResourceInfo> {
+    Arc::new(
+        builtins()
+            .into_iter()
+            .find(|r| r.plural == "configmaps")
+            .unwrap(),
+    )
+}
+
+fn configmap(name: &str, uid: &str, owners: &[(&str, bool)]) -> Value {
+    let references: Vec<Value> = owners
+        .iter()
+        .map(|(owner, block)| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": owner,
+                   "blockOwnerDeletion": block})
+        })
+        .collect();
+    let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "uid": uid}});
+    if !references.is_empty() {
+        object["metadata"]["ownerReferences"] = json!(references);
+    }
+    object
+}
+
+fn deleting(mut object: Value, finalizer: &str) -> Value {
+    object["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+    object["metadata"]["finalizers"] = json!([finalizer]);
+    object
+}
+
+fn names(work: &[ObjectRef]) -> Vec<String> {
+    let mut names: Vec<String> = work.iter().map(|o| o.name.clone()).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn a_new_owner_reference_queues_the_dependent_once() {
+    let resource = configmaps();
+    let mut graph = Graph::default();
+    let child = configmap("child", "child", &[("owner", false)]);
+    assert_eq!(names(&graph.observe(&resource, &child, true)), ["child"]);
+    assert!(graph.observe(&resource, &child, true).is_empty());
+    // Objects without owners or collector finalizers are not kept.
+    assert!(
+        graph
+            .observe(&resource, &configmap("owner", "owner", &[]), true)
+            .is_empty()
+    );
+    assert_eq!(graph.len(), 1);
+    // During the first listing new owners are checked in bulk instead.
+    let other = configmap("other", "other", &[("owner", false)]);
+    assert!(graph.observe(&resource, &other, false).is_empty());
+}
+
+#[test]
+fn a_deleted_owner_queues_its_dependents() {
+    let resource = configmaps();
+    let mut graph = Graph::default();
+    graph.observe(&resource, &configmap("a", "a", &[("owner", false)]), true);
+    graph.observe(&resource, &configmap("b", "b", &[("owner", true)]), true);
+    graph.observe(&resource, &configmap("c", "c", &[("other", false)]), true);
+    let work = graph.observe_deleted(&resource, &configmap("owner", "owner", &[]));
+    assert_eq!(names(&work), ["a", "b"]);
+}
+
+#[test]
+fn foreground_deletion_waits_for_blocking_dependents() {
+    let resource = configmaps();
+    let mut graph = Graph::default();
+    graph.observe(
+        &resource,
+        &configmap("blocker", "blocker", &[("owner", true)]),
+        true,
+    );
+    graph.observe(
+        &resource,
+        &configmap("free", "free", &[("owner", false)]),
+        true,
+    );
+    // The deletion starting queues the owner and all its dependents.
+    let owner = deleting(configmap("owner", "owner", &[]), FOREGROUND_FINALIZER);
+    assert_eq!(
+        names(&graph.observe(&resource, &owner, true)),
+        ["blocker", "free", "owner"]
+    );
+    let dependents = graph.dependents_of("owner");
+    let blocking: Vec<_> = dependents.iter().filter(|d| d.blocks).collect();
+    assert_eq!(blocking.len(), 1);
+    assert_eq!(blocking[0].object.name, "blocker");
+    // A non-blocking dependent going away changes nothing for the owner...
+    let work = graph.observe_deleted(&resource, &configmap("free", "free", &[("owner", false)]));
+    assert_eq!(names(&work), ["owner"]);
+    // ...and neither does the blocking one losing its block, except queueing the owner.
+    let unblocked = configmap("blocker", "blocker", &[("owner", false)]);
+    assert_eq!(
+        names(&graph.observe(&resource, &unblocked, true)),
+        ["owner"]
+    );
+    assert!(graph.dependents_of("owner").iter().all(|d| !d.blocks));
+}
+
+#[test]
+fn orphan_deletion_queues_the_owner() {
+    let resource = configmaps();
+    let mut graph = Graph::default();
+    graph.observe(
+        &resource,
+        &configmap("child", "child", &[("owner", false)]),
+        true,
+    );
+    let owner = deleting(configmap("owner", "owner", &[]), ORPHAN_FINALIZER);
+    assert_eq!(names(&graph.observe(&resource, &owner, true)), ["owner"]);
+    // The dependent losing its reference leaves the index.
+    graph.observe(&resource, &configmap("child", "child", &[]), true);
+    assert!(graph.dependents_of("owner").is_empty());
+    assert!(!graph.has_dependents("owner"));
+}
+
+#[test]
+fn a_relisting_forgets_what_is_gone() {
+    let resource = configmaps();
+    let mut graph = Graph::default();
+    graph.observe(
+        &resource,
+        &configmap("kept", "kept", &[("owner", false)]),
+        true,
+    );
+    graph.observe(
+        &resource,
+        &configmap("gone", "gone", &[("kept", false)]),
+        true,
+    );
+    let listed: HashSet<String> = ["kept".to_string()].into();
+    let work = graph.reconcile_listing(&resource, &listed);
+    // `gone` had no dependents; every node naming a ConfigMap owner is looked at again.
+    assert_eq!(names(&work), ["kept"]);
+    assert_eq!(graph.len(), 1);
+    assert_eq!(
+        names(&graph.forget_resource(&resource.key_prefix())),
+        Vec::<String>::new()
+    );
+    assert_eq!(graph.len(), 0);
+}
+
+fn item(uid: &str) -> ObjectRef {
+    ObjectRef {
+        resource: configmaps(),
+        namespace: Some("default".into()),
+        name: uid.into(),
+        uid: uid.into(),
+    }
+}
+
+#[tokio::test]
+async fn the_queue_hands_out_each_object_once_at_a_time() {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let queue = Queue::new(stopped);
+    queue.add(item("a"));
+    queue.add(item("a"));
+    queue.add(item("b"));
+    assert_eq!(queue.len(), 2);
+    let a = queue.next().await.unwrap();
+    assert_eq!(a.uid, "a");
+    // Added while being processed: handed out again after it is done, not before.
+    queue.add(item("a"));
+    assert_eq!(queue.next().await.unwrap().uid, "b");
+    assert_eq!(queue.done(&a, false), None);
+    assert_eq!(queue.next().await.unwrap().uid, "a");
+    assert_eq!(queue.done(&a, true), Some(backoff(1)));
+    assert_eq!(queue.done(&a, true), Some(backoff(2)));
+    stop.send_replace(true);
+    assert!(queue.next().await.is_none());
+}
+
+#[test]
+fn backoff_doubles_up_to_a_limit() {
+    use std::time::Duration;
+    assert_eq!(backoff(1), Duration::from_millis(50));
+    assert_eq!(backoff(2), Duration::from_millis(100));
+    assert_eq!(backoff(100), Duration::from_secs(30));
+}
