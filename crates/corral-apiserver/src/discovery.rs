@@ -38,6 +38,9 @@ fn subresource_names(resource: &ResourceInfo) -> Vec<&'static str> {
     if resource.status_subresource {
         names.push("status");
     }
+    if resource.scale.is_some() {
+        names.push("scale");
+    }
     if resource.builtin && resource.group.is_empty() && resource.plural == "namespaces" {
         names.push("finalize");
     }

@@ -19,15 +19,18 @@ pub mod kubeconfig;
 pub mod names;
 mod namespaces;
 pub mod object;
+mod openapi;
 mod patch;
 mod protobuf;
 pub mod query;
 pub mod registry;
 mod render;
 pub mod rest;
+mod scale;
 pub mod selector;
 mod server;
 pub mod strategic_merge;
+mod table;
 mod watch;
 pub mod watch_cache;
 

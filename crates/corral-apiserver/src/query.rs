@@ -28,6 +28,8 @@ pub struct Query {
     pub orphan_dependents: Option<bool>,
     pub grace_period_seconds: Option<i64>,
     pub pretty: bool,
+    /// What the rows of a Table carry: None, Metadata (the default) or Object.
+    pub include_object: Option<String>,
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool, ApiError> {
@@ -108,6 +110,9 @@ impl Query {
                     query.grace_period_seconds = Some(parse_number(&key, value)?)
                 }
                 "pretty" => query.pretty = parse_bool(&key, value)?,
+                "includeObject" => {
+                    query.include_object = (!value.is_empty()).then(|| value.to_string())
+                }
                 _ => {}
             }
         }

@@ -44,6 +44,8 @@ impl Default for ServerConfig {
 pub struct ApiState {
     pub store: DynStore,
     pub registry: Registry,
+    /// The OpenAPI documents of the registry's current state; see `openapi.rs`.
+    pub(crate) openapi: crate::openapi::Cache,
     pub hub: WatchHub,
     pub config: ServerConfig,
     /// Namespaces whose cleanup is running.
@@ -62,6 +64,7 @@ impl ApiState {
             hub: WatchHub::new(store.clone(), config.watch_cache.clone()),
             store,
             registry: Registry::with_builtins(),
+            openapi: Default::default(),
             config,
             cleanups: Mutex::new(HashSet::new()),
             gc: crate::gc::Collector::new(),
@@ -285,6 +288,11 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
     match segments.as_slice() {
         ["healthz" | "livez" | "readyz", ..] if is_get => return Ok(text("ok")),
         ["version"] if is_get => return Ok(json_response(StatusCode::OK, &discovery::version())),
+        ["openapi", "v3"] if is_get => return Ok(crate::openapi::index(&state, &parts.headers)),
+        ["openapi", "v3", document @ ..] if is_get => {
+            let path = document.join("/");
+            return crate::openapi::document(&state, &path, parts.uri.query(), &parts.headers);
+        }
         ["api"] if is_get => {
             if discovery::wants_aggregated(&accept) {
                 return Ok(aggregated_response(discovery::aggregated(
@@ -386,8 +394,7 @@ fn parse_target(
     if let Some(subresource) = subresource {
         let served = match subresource {
             "status" => resource.status_subresource,
-            // The scale subresource comes with the API machinery of a later stage.
-            "scale" => false,
+            "scale" => resource.scale.is_some(),
             "finalize" => {
                 resource.builtin && resource.group.is_empty() && resource.plural == "namespaces"
             }
@@ -437,7 +444,22 @@ async fn resource_request(
             })
         });
     let mut response = match (method.clone(), target.name.clone()) {
-        (Method::GET, None) if query.watch => watch::watch(state, target, query).await?,
+        (method, Some(name)) if target.subresource.as_deref() == Some("scale") => {
+            crate::scale::serve(
+                &state,
+                &target,
+                &name,
+                &method,
+                &headers,
+                &query,
+                request_body,
+            )
+            .await?
+        }
+        (Method::GET, None) if query.watch => {
+            let encoder = render::watch_encoder(&target, &headers, &query)?;
+            watch::watch(state, target, query, encoder).await?
+        }
         (Method::GET, None) => render::list(
             &target,
             &headers,

@@ -79,10 +79,13 @@ impl Default for WatchTimings {
     }
 }
 
+/// `encoder` renders event objects as Tables or `PartialObjectMetadata` (see `render.rs`);
+/// `None` sends them as they are.
 pub async fn watch(
     state: Arc<ApiState>,
     target: Target,
     query: Query,
+    encoder: Option<crate::render::EventEncoder>,
 ) -> Result<Response, ApiError> {
     let filter = Filter::from_query(&query, &target.resource)?;
     let start = start_of(&query)?;
@@ -111,6 +114,7 @@ pub async fn watch(
         filter,
         allow_bookmarks: query.allow_watch_bookmarks,
         sender,
+        encoder,
     };
     let bookmark_interval = state.config.watch.bookmark_interval;
     tokio::spawn(async move {
@@ -178,6 +182,7 @@ struct Writer {
     filter: Filter,
     allow_bookmarks: bool,
     sender: mpsc::Sender<Result<Bytes, Infallible>>,
+    encoder: Option<crate::render::EventEncoder>,
 }
 
 impl Writer {
@@ -203,7 +208,10 @@ impl Writer {
     async fn send_object(&self, event_type: &str, object: &Value) -> Result<(), Closed> {
         let mut object = object.clone();
         self.target.to_request_version(&mut object);
-        self.send_raw(event_type, &object).await
+        match &self.encoder {
+            Some(encoder) => self.send_raw(event_type, &encoder.encode(&object)).await,
+            None => self.send_raw(event_type, &object).await,
+        }
     }
 
     async fn send_bookmark(&self, revision: Revision, initial_end: bool) -> Result<(), Closed> {
@@ -246,7 +254,8 @@ impl Writer {
             EventKind::Put if before => ("DELETED", event.prev.as_ref().unwrap()),
             EventKind::Put => return Ok(()),
         };
-        if !self.target.needs_conversion() && std::ptr::eq(object, &event.object) {
+        let as_stored = self.encoder.is_none() && !self.target.needs_conversion();
+        if as_stored && std::ptr::eq(object, &event.object) {
             self.send_line(event_type, &event.object_json).await
         } else {
             self.send_object(event_type, object).await

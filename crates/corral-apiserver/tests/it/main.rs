@@ -40,6 +40,7 @@ mod support;
 mod crud;
 mod custom_resources;
 mod errors;
+mod machinery;
 mod gc;
 mod runtime;
 mod watch;
