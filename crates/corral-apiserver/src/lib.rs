@@ -8,6 +8,7 @@
 //! Entry point: [`Server::start`].
 
 pub mod admission;
+mod apply;
 mod body;
 mod conversion;
 pub mod crd;

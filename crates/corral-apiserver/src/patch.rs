@@ -1,5 +1,6 @@
 //! PATCH bodies: JSON merge patch and JSON patch for everything, strategic merge patch for
-//! built-in kinds (custom resources answer 415, as in kube-apiserver).
+//! built-in kinds (custom resources answer 415, as in kube-apiserver). Apply patches are
+//! recognised here and answered by `apply/`.
 
 use serde_json::Value;
 
@@ -83,8 +84,9 @@ impl Patch {
                 }
                 Ok(Patch::StrategicMerge(value))
             }
-            PatchType::Apply => Err(ApiError::unsupported_media_type(
-                "application/apply-patch+yaml (server-side apply) is not supported by this server yet; use a merge patch or kubectl apply without --server-side",
+            // Server-side apply merges with ownership, not with a patch (see `apply/`).
+            PatchType::Apply => Err(ApiError::internal(
+                "apply patches are answered by the apply module",
             )),
         }
     }

@@ -564,7 +564,34 @@ pub async fn create(
     state: &ApiState,
     target: &Target,
     query: &Query,
+    object: Value,
+) -> Result<Response, ApiError> {
+    create_as(
+        state,
+        target,
+        query,
+        object,
+        crate::apply::Operation::Update,
+    )
+    .await
+}
+
+/// Creates an object made by server-side apply, whose managedFields are already computed.
+pub async fn create_applied(
+    state: &ApiState,
+    target: &Target,
+    query: &Query,
+    object: Value,
+) -> Result<Response, ApiError> {
+    create_as(state, target, query, object, crate::apply::Operation::Apply).await
+}
+
+async fn create_as(
+    state: &ApiState,
+    target: &Target,
+    query: &Query,
     mut object: Value,
+    operation: crate::apply::Operation,
 ) -> Result<Response, ApiError> {
     check_type(target, &mut object)?;
     check_namespace(state, target, &mut object, true).await?;
@@ -626,6 +653,7 @@ pub async fn create(
         )
         .await?;
         let mut object = admitted;
+        crate::apply::track(target, query, None, &mut object, operation);
         validate_metadata(target, &object)?;
         crate::hooks::validate(state, target, &object, None)?;
         let name = object::name(&object).unwrap_or("").to_string();
@@ -667,6 +695,9 @@ pub enum Change {
     Replace(Value),
     /// PATCH: a function of the current object.
     Patch(Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync>),
+    /// Server-side apply: like `Patch`, but the function also computes managedFields (see
+    /// `apply/`), so no `Update` operation is recorded for it.
+    Apply(Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync>),
 }
 
 /// Applies an update or patch, retrying on a concurrent write unless the client set a
@@ -691,7 +722,7 @@ pub async fn update(
         target.to_request_version(&mut current);
         let mut new = match &change {
             Change::Replace(body) => body.clone(),
-            Change::Patch(apply) => apply(&current)?,
+            Change::Patch(apply) | Change::Apply(apply) => apply(&current)?,
         };
         if !new.is_object() {
             return Err(ApiError::bad_request("the result must be a JSON object"));
@@ -744,6 +775,11 @@ pub async fn update(
             &mut new,
         )
         .await?;
+        let operation = match &change {
+            Change::Apply(_) => crate::apply::Operation::Apply,
+            Change::Replace(_) | Change::Patch(_) => crate::apply::Operation::Update,
+        };
+        crate::apply::track(target, query, Some(&current), &mut new, operation);
         let respond = |object: &Value| {
             crate::admission::with_warnings(json_response(StatusCode::OK, object), &warnings)
         };
@@ -832,6 +868,16 @@ fn status_update(current: &Value, new: Value) -> Value {
         }
         None => {
             map.remove("status");
+        }
+    }
+    // managedFields track the status write itself (server-side apply computes them in `new`).
+    let metadata = object::metadata_mut(&mut result);
+    match object::metadata(&new).and_then(|m| m.get("managedFields")) {
+        Some(managed_fields) => {
+            metadata.insert("managedFields".into(), managed_fields.clone());
+        }
+        None => {
+            metadata.remove("managedFields");
         }
     }
     result

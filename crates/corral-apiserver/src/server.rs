@@ -431,6 +431,7 @@ async fn resource_request(
     if namespaced_path_missing {
         return Err(ApiError::no_route());
     }
+    let query = crate::apply::request_options(&method, &headers, query)?;
     let deprecation = target
         .resource
         .version(&target.version)
@@ -494,9 +495,13 @@ async fn resource_request(
                 &target.version,
             )?;
             let bytes = body::read(request_body).await?;
-            let patch = Patch::decode(patch_type, &bytes)?;
-            let change = Change::Patch(Box::new(move |current: &Value| patch.apply(current)));
-            rest::update(&state, &target, &name, &query, change).await?
+            if patch_type == PatchType::Apply {
+                crate::apply::patch(&state, &target, &name, &query, &bytes).await?
+            } else {
+                let patch = Patch::decode(patch_type, &bytes)?;
+                let change = Change::Patch(Box::new(move |current: &Value| patch.apply(current)));
+                rest::update(&state, &target, &name, &query, change).await?
+            }
         }
         (Method::DELETE, Some(name)) => {
             let bytes = body::read(request_body).await?;

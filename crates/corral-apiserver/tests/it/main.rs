@@ -37,6 +37,7 @@ macro_rules! backend_tests {
 
 mod support;
 
+mod apply;
 mod crud;
 mod custom_resources;
 mod errors;

@@ -1,0 +1,136 @@
+//! The CustomResourceDefinitions of the `cluster.x-k8s.io` kinds, generated from the Rust types.
+//!
+//! `kube`'s derive produces most of each CRD; [`finish`] turns it into what upstream serves:
+//! optional fields are not nullable (upstream's API server drops a `null` instead of storing it),
+//! the root lists `apiVersion`, `kind` and `metadata`, and `listKind` is explicit. The few
+//! rules that belong to one kind's root and cannot be written on a Rust type are added here too.
+//!
+//! The checked-in copies under `crates/corral-api/crds/` are regenerated with
+//! `CORRAL_UPDATE_CRDS=1 cargo test -p corral-api`; a test fails while they are stale.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+use serde_json::{Value, json};
+
+use crate::machine::DEFAULT_NODE_DELETION_TIMEOUT_SECONDS;
+use crate::{Cluster, Machine, MachineDeployment, MachineHealthCheck, MachineSet};
+
+/// The CRDs of the five `cluster.x-k8s.io/v1beta2` kinds Corral implements, in a stable order.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        finish(Cluster::crd(), name_is_label_value),
+        finish(Machine::crd(), machine_rules),
+        finish(MachineDeployment::crd(), name_is_label_value),
+        finish(MachineHealthCheck::crd(), |_| {}),
+        finish(MachineSet::crd(), |_| {}),
+    ]
+}
+
+/// Applies the changes every CRD needs, then the kind's own, to the version's
+/// `openAPIV3Schema`.
+fn finish(crd: CustomResourceDefinition, kind_rules: fn(&mut Value)) -> CustomResourceDefinition {
+    let mut crd = serde_json::to_value(crd).expect("a CRD serializes");
+    crd["spec"]["names"]["listKind"] = json!(format!(
+        "{}List",
+        crd["spec"]["names"]["kind"]
+            .as_str()
+            .expect("the derive sets a kind")
+    ));
+    for version in crd["spec"]["versions"]
+        .as_array_mut()
+        .expect("the derive sets versions")
+    {
+        let root = &mut version["schema"]["openAPIV3Schema"];
+        walk_schemas(root);
+        let root = root.as_object_mut().expect("a root schema is an object");
+        root.remove("title");
+        let properties = root["properties"]
+            .as_object_mut()
+            .expect("the root has properties");
+        properties.insert("apiVersion".into(), json!({
+            "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values.",
+            "type": "string",
+        }));
+        properties.insert("kind".into(), json!({
+            "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase.",
+            "type": "string",
+        }));
+        properties.insert("metadata".into(), json!({ "type": "object" }));
+        kind_rules(&mut version["schema"]["openAPIV3Schema"]);
+    }
+    serde_json::from_value(crd).expect("the finished CRD is still a CRD")
+}
+
+/// Fixes what the derive writes differently from upstream, in every schema of a tree:
+///
+/// - It puts `nullable: true` on every `Option`. Upstream's schemas never allow null: an API
+///   server prunes a null in a non-nullable field, so a client sending one gets the field unset,
+///   as with upstream.
+/// - Its structural rewrite empties the `anyOf` of an int-or-string to `[{}, {}]`; upstream
+///   writes the two alternatives, which is what a reader of the schema wants to see.
+fn walk_schemas(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            object.remove("nullable");
+            if object.get("x-kubernetes-int-or-string") == Some(&json!(true)) {
+                object.insert(
+                    "anyOf".into(),
+                    json!([{ "type": "integer" }, { "type": "string" }]),
+                );
+            }
+            object.values_mut().for_each(walk_schemas);
+        }
+        Value::Array(items) => items.iter_mut().for_each(walk_schemas),
+        _ => {}
+    }
+}
+
+/// Upstream's webhooks reject Cluster and MachineDeployment names that are not valid label
+/// values, because the names become label values. A DNS subdomain name is a valid label value
+/// when it is at most 63 characters long.
+fn name_is_label_value(root: &mut Value) {
+    add_rule(
+        root,
+        "size(self.metadata.name) <= 63",
+        "metadata.name must be a valid label value: must be no more than 63 characters",
+    );
+}
+
+/// What upstream's Machine webhook does (`core/webhooks/admission/machine.go`) and a schema can
+/// say: `spec.deletion.nodeDeletionTimeoutSeconds` defaults to 10, `spec.clusterName` cannot
+/// change, and the bootstrap data must come from somewhere. The MachineSpec type is shared with
+/// the templates of MachineSets and MachineDeployments, where upstream does not default or freeze
+/// anything (their own bootstrap rules are on their specs), so this is done on the Machine's CRD
+/// rather than on the type.
+///
+/// Upstream exempts Machines of a MachinePool (label `cluster.x-k8s.io/pool-name`) from the
+/// bootstrap rule; a schema rule cannot read labels, and Corral has no MachinePools.
+fn machine_rules(root: &mut Value) {
+    let spec = &mut root["properties"]["spec"];
+    add_rule(
+        spec,
+        "has(self.bootstrap.configRef) || has(self.bootstrap.dataSecretName)",
+        "expected either spec.bootstrap.dataSecretName or spec.bootstrap.configRef to be populated",
+    );
+    let timeout = DEFAULT_NODE_DELETION_TIMEOUT_SECONDS;
+    let deletion = &mut spec["properties"]["deletion"];
+    deletion["default"] = json!({ "nodeDeletionTimeoutSeconds": timeout });
+    deletion["properties"]["nodeDeletionTimeoutSeconds"]["default"] = json!(timeout);
+    add_rule(
+        &mut spec["properties"]["clusterName"],
+        "self == oldSelf",
+        "field is immutable",
+    );
+}
+
+fn add_rule(schema: &mut Value, rule: &str, message: &str) {
+    let rules = schema
+        .as_object_mut()
+        .expect("rules go on object schemas")
+        .entry("x-kubernetes-validations")
+        .or_insert_with(|| json!([]));
+    rules
+        .as_array_mut()
+        .expect("x-kubernetes-validations is a list")
+        .push(json!({ "rule": rule, "message": message }));
+}

@@ -1,0 +1,46 @@
+//! Cluster API `cluster.x-k8s.io/v1beta2` in Rust: the types, the CRDs generated from them, the
+//! well-known labels, annotations, finalizers and condition names, and typed access to provider
+//! objects (the contract). Pure data: nothing here does I/O.
+//!
+//! The types follow upstream's field names, optionality, enums and validation (upstream
+//! `api/core/v1beta2`), so manifests written for upstream apply unchanged. Where upstream
+//! validates or defaults in an admission webhook and a schema can say the same, Corral's CRDs
+//! say it in the schema (`default`, CEL `x-kubernetes-validations`); each such place names the
+//! upstream webhook it stands for. A test compares the generated schemas with upstream's and
+//! lists every difference it tolerates.
+//!
+//! Conventions in the types: optional scalars are `Option`s; optional structs whose fields are
+//! all optional are embedded by value and left out when empty (upstream's `omitzero`); optional
+//! lists and maps are left out when empty.
+
+pub mod annotations;
+pub mod cluster;
+pub mod common;
+pub mod conditions;
+pub mod contract;
+mod crd;
+pub mod finalizers;
+pub mod labels;
+pub mod machine;
+pub mod machine_deployment;
+pub mod machine_health_check;
+pub mod machine_set;
+mod schema;
+
+pub use cluster::*;
+pub use common::*;
+pub use crd::crds;
+pub use machine::*;
+pub use machine_deployment::*;
+pub use machine_health_check::*;
+pub use machine_set::*;
+
+/// The API group of the core kinds.
+pub const GROUP: &str = "cluster.x-k8s.io";
+
+/// The API version of the types in this crate.
+pub const VERSION: &str = "v1beta2";
+
+/// The type of the Secrets core and the providers create for a cluster (kubeconfig,
+/// certificates, bootstrap data).
+pub const CLUSTER_SECRET_TYPE: &str = "cluster.x-k8s.io/secret";

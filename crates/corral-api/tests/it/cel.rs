@@ -1,0 +1,506 @@
+//! The schema defaults and CEL rules that stand in for upstream's webhooks, evaluated with
+//! kube-cel the way an API server evaluates them: defaults first, then the rules, with the old
+//! object for transition rules. Each case cites the upstream webhook check it mirrors.
+
+use serde_json::{Value, json};
+
+use super::generated_schema;
+
+/// The messages of the rules `object` breaks, as an update of `old` when given.
+fn broken_rules(plural: &str, object: &Value, old: Option<&Value>) -> Vec<String> {
+    let schema = generated_schema(plural);
+    match kube_cel::Validator::new().validate(&schema, object, old) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.iter().map(|error| error.message.clone()).collect(),
+    }
+}
+
+fn assert_valid(plural: &str, object: &Value) {
+    let broken = broken_rules(plural, object, None);
+    assert!(broken.is_empty(), "{object} breaks {broken:?}");
+}
+
+fn assert_rejected(plural: &str, object: &Value, old: Option<&Value>, message: &str) {
+    let broken = broken_rules(plural, object, old);
+    assert!(
+        broken.iter().any(|broken| broken.contains(message)),
+        "{object} should break a rule saying {message:?}, broke {broken:?}"
+    );
+}
+
+fn defaulted(plural: &str, object: &Value) -> Value {
+    kube_cel::apply_defaults(&generated_schema(plural), object)
+}
+
+fn machine_health_check(spec: Value) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "MachineHealthCheck",
+        "metadata": { "name": "workers", "namespace": "default" },
+        "spec": spec,
+    })
+}
+
+fn mhc_spec() -> Value {
+    json!({ "clusterName": "dev", "selector": { "matchLabels": { "nodepool": "a" } } })
+}
+
+#[test]
+fn machine_health_check_node_startup_timeout_defaults_to_600() {
+    // machinehealthcheck.go Default: nodeStartupTimeoutSeconds = 600 when unset.
+    let object = defaulted("machinehealthchecks", &machine_health_check(mhc_spec()));
+    assert_eq!(
+        object["spec"]["checks"],
+        json!({ "nodeStartupTimeoutSeconds": 600 })
+    );
+
+    let mut spec = mhc_spec();
+    spec["checks"] = json!({ "unhealthyNodeConditions": [{ "type": "Ready", "status": "False", "timeoutSeconds": 300 }] });
+    let object = defaulted("machinehealthchecks", &machine_health_check(spec));
+    assert_eq!(object["spec"]["checks"]["nodeStartupTimeoutSeconds"], 600);
+    assert_eq!(
+        object["spec"]["checks"]["unhealthyNodeConditions"][0]["timeoutSeconds"],
+        300
+    );
+
+    let mut spec = mhc_spec();
+    spec["checks"] = json!({ "nodeStartupTimeoutSeconds": 0 });
+    let object = defaulted("machinehealthchecks", &machine_health_check(spec));
+    assert_eq!(
+        object["spec"]["checks"]["nodeStartupTimeoutSeconds"], 0,
+        "0 is kept: it disables the check"
+    );
+}
+
+#[test]
+fn machine_health_check_node_startup_timeout_is_0_or_at_least_30() {
+    // machinehealthcheck_test.go: 29 is rejected ("must be at least 30s"), 0 and 30 are accepted.
+    for (timeout, valid) in [(0, true), (1, false), (29, false), (30, true), (600, true)] {
+        let mut spec = mhc_spec();
+        spec["checks"] = json!({ "nodeStartupTimeoutSeconds": timeout });
+        let object = machine_health_check(spec);
+        if valid {
+            assert_valid("machinehealthchecks", &object);
+        } else {
+            assert_rejected("machinehealthchecks", &object, None, "must be at least 30s");
+        }
+    }
+}
+
+#[test]
+fn machine_health_check_selector_must_select_and_stay_in_its_cluster() {
+    // machinehealthcheck.go validate: an empty selector is rejected, and so is a cluster-name
+    // label naming another cluster.
+    for selector in [
+        json!({}),
+        json!({ "matchLabels": {} }),
+        json!({ "matchExpressions": [] }),
+    ] {
+        let object = machine_health_check(json!({ "clusterName": "dev", "selector": selector }));
+        assert_rejected(
+            "machinehealthchecks",
+            &object,
+            None,
+            "selector must not be empty",
+        );
+    }
+    let expressions = json!({ "matchExpressions": [{ "key": "nodepool", "operator": "Exists" }] });
+    assert_valid(
+        "machinehealthchecks",
+        &machine_health_check(json!({ "clusterName": "dev", "selector": expressions })),
+    );
+
+    let other = json!({ "matchLabels": { "cluster.x-k8s.io/cluster-name": "prod" } });
+    let object = machine_health_check(json!({ "clusterName": "dev", "selector": other }));
+    assert_rejected(
+        "machinehealthchecks",
+        &object,
+        None,
+        "cannot specify a cluster selector",
+    );
+    let same = json!({ "matchLabels": { "cluster.x-k8s.io/cluster-name": "dev" } });
+    assert_valid(
+        "machinehealthchecks",
+        &machine_health_check(json!({ "clusterName": "dev", "selector": same })),
+    );
+}
+
+#[test]
+fn machine_health_check_cluster_name_is_immutable() {
+    let old = machine_health_check(mhc_spec());
+    let mut spec = mhc_spec();
+    spec["clusterName"] = json!("prod");
+    let new = machine_health_check(spec);
+    assert_valid("machinehealthchecks", &new);
+    assert_rejected(
+        "machinehealthchecks",
+        &new,
+        Some(&old),
+        "field is immutable",
+    );
+    assert!(broken_rules("machinehealthchecks", &old, Some(&old)).is_empty());
+}
+
+#[test]
+fn machine_health_check_unhealthy_bound_is_an_int_or_a_percentage() {
+    // machinehealthcheck.go: unhealthyLessThanOrEqualTo must be an int or a percentage.
+    for (bound, valid) in [
+        (json!(2), true),
+        (json!("40%"), true),
+        (json!("100%"), true),
+        (json!("abcdef"), false),
+        (json!("40"), false),
+    ] {
+        let mut spec = mhc_spec();
+        spec["remediation"] = json!({ "triggerIf": { "unhealthyLessThanOrEqualTo": bound } });
+        let object = machine_health_check(spec);
+        if valid {
+            assert_valid("machinehealthchecks", &object);
+        } else {
+            assert_rejected(
+                "machinehealthchecks",
+                &object,
+                None,
+                "must be either an int or a percentage",
+            );
+        }
+    }
+}
+
+#[test]
+fn machine_health_check_keeps_upstreams_own_rule_on_machine_conditions() {
+    let mut spec = mhc_spec();
+    spec["checks"] = json!({ "unhealthyMachineConditions": [{ "type": "Ready", "status": "False", "timeoutSeconds": 60 }] });
+    assert_rejected(
+        "machinehealthchecks",
+        &machine_health_check(spec),
+        None,
+        "type must not be one of",
+    );
+}
+
+fn machine(spec: Value) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "Machine",
+        "metadata": { "name": "worker-1", "namespace": "default" },
+        "spec": spec,
+    })
+}
+
+fn machine_spec() -> Value {
+    json!({
+        "clusterName": "dev",
+        "bootstrap": { "dataSecretName": "worker-1-bootstrap" },
+        "infrastructureRef": { "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DevMachine", "name": "worker-1" },
+    })
+}
+
+#[test]
+fn machine_node_deletion_timeout_defaults_to_10() {
+    // machine.go Default: nodeDeletionTimeoutSeconds = 10 when unset.
+    let object = defaulted("machines", &machine(machine_spec()));
+    assert_eq!(
+        object["spec"]["deletion"],
+        json!({ "nodeDeletionTimeoutSeconds": 10 })
+    );
+
+    let mut spec = machine_spec();
+    spec["deletion"] = json!({ "nodeDrainTimeoutSeconds": 60 });
+    let object = defaulted("machines", &machine(spec));
+    assert_eq!(
+        object["spec"]["deletion"],
+        json!({ "nodeDrainTimeoutSeconds": 60, "nodeDeletionTimeoutSeconds": 10 })
+    );
+
+    let mut spec = machine_spec();
+    spec["deletion"] = json!({ "nodeDeletionTimeoutSeconds": 0 });
+    let object = defaulted("machines", &machine(spec));
+    assert_eq!(
+        object["spec"]["deletion"]["nodeDeletionTimeoutSeconds"], 0,
+        "0 is kept: retry for ever"
+    );
+}
+
+#[test]
+fn machine_templates_are_not_defaulted() {
+    // Upstream defaults Machines only; MachineSet and MachineDeployment templates stay as written.
+    let set = json!({ "spec": { "clusterName": "dev", "selector": {}, "template": { "spec": machine_spec() } } });
+    let object = defaulted("machinesets", &set);
+    assert_eq!(object["spec"]["template"]["spec"].get("deletion"), None);
+}
+
+#[test]
+fn machine_needs_bootstrap_data_and_keeps_its_cluster() {
+    // machine.go validate.
+    let mut spec = machine_spec();
+    spec["bootstrap"] = json!({});
+    assert_rejected(
+        "machines",
+        &machine(spec),
+        None,
+        "expected either spec.bootstrap.dataSecretName or spec.bootstrap.configRef",
+    );
+    let mut spec = machine_spec();
+    spec["bootstrap"] = json!({ "configRef": { "apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfig", "name": "worker-1" } });
+    assert_valid("machines", &machine(spec));
+
+    let old = machine(machine_spec());
+    let mut spec = machine_spec();
+    spec["clusterName"] = json!("prod");
+    assert_rejected("machines", &machine(spec), Some(&old), "field is immutable");
+}
+
+fn machine_set(spec: Value) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "MachineSet",
+        "metadata": { "name": "workers", "namespace": "default" },
+        "spec": spec,
+    })
+}
+
+fn machine_set_spec() -> Value {
+    json!({
+        "clusterName": "dev",
+        "replicas": 3,
+        "selector": { "matchLabels": { "nodepool": "a" } },
+        "template": { "metadata": { "labels": { "nodepool": "a" } }, "spec": machine_spec() },
+    })
+}
+
+#[test]
+fn machine_set_rules() {
+    // machineset.go validate.
+    assert_valid("machinesets", &machine_set(machine_set_spec()));
+
+    let mut spec = machine_set_spec();
+    spec["template"]["spec"]["clusterName"] = json!("prod");
+    assert_rejected(
+        "machinesets",
+        &machine_set(spec),
+        None,
+        "must be set to the same value",
+    );
+
+    let mut spec = machine_set_spec();
+    spec["template"]["spec"]["bootstrap"] = json!({});
+    assert_rejected(
+        "machinesets",
+        &machine_set(spec),
+        None,
+        "expected either spec.template.spec.bootstrap",
+    );
+
+    let mut spec = machine_set_spec();
+    spec["machineNaming"] = json!({ "template": "{{ .machineSet.name }}-worker" });
+    assert_rejected(
+        "machinesets",
+        &machine_set(spec),
+        None,
+        "{{ .random }} is missing",
+    );
+    let mut spec = machine_set_spec();
+    spec["machineNaming"] = json!({ "template": "{{ .machineSet.name }}-{{ .random }}" });
+    assert_valid("machinesets", &machine_set(spec));
+
+    let old = machine_set(machine_set_spec());
+    let mut spec = machine_set_spec();
+    spec["clusterName"] = json!("prod");
+    spec["template"]["spec"]["clusterName"] = json!("prod");
+    assert_rejected(
+        "machinesets",
+        &machine_set(spec),
+        Some(&old),
+        "field is immutable",
+    );
+}
+
+fn machine_deployment(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "MachineDeployment",
+        "metadata": { "name": name, "namespace": "default" },
+        "spec": spec,
+    })
+}
+
+#[test]
+fn machine_deployment_rollout_defaults_to_rolling_update_1_0() {
+    // machinedeployment.go Default: strategy RollingUpdate, maxSurge 1, maxUnavailable 0.
+    let rolling_update =
+        json!({ "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 1, "maxUnavailable": 0 } });
+    let object = defaulted(
+        "machinedeployments",
+        &machine_deployment("md", machine_set_spec()),
+    );
+    assert_eq!(
+        object["spec"]["rollout"],
+        json!({ "strategy": rolling_update })
+    );
+
+    let mut spec = machine_set_spec();
+    spec["rollout"] = json!({ "after": "2026-05-01T00:00:00Z" });
+    let object = defaulted("machinedeployments", &machine_deployment("md", spec));
+    assert_eq!(object["spec"]["rollout"]["strategy"], rolling_update);
+
+    let mut spec = machine_set_spec();
+    spec["rollout"] =
+        json!({ "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": "25%" } } });
+    let object = defaulted("machinedeployments", &machine_deployment("md", spec));
+    assert_eq!(
+        object["spec"]["rollout"]["strategy"]["rollingUpdate"],
+        json!({ "maxSurge": "25%", "maxUnavailable": 0 })
+    );
+
+    let mut spec = machine_set_spec();
+    spec["rollout"] = json!({ "strategy": { "type": "OnDelete" } });
+    let object = defaulted("machinedeployments", &machine_deployment("md", spec));
+    assert_eq!(
+        object["spec"]["rollout"]["strategy"],
+        json!({ "type": "OnDelete" }),
+        "OnDelete gets no bounds"
+    );
+}
+
+#[test]
+fn machine_deployment_rules() {
+    // machinedeployment.go validate.
+    assert_valid(
+        "machinedeployments",
+        &machine_deployment("md", machine_set_spec()),
+    );
+
+    let long_name = "a".repeat(64);
+    assert_rejected(
+        "machinedeployments",
+        &machine_deployment(&long_name, machine_set_spec()),
+        None,
+        "must be a valid label value",
+    );
+    assert_valid(
+        "machinedeployments",
+        &machine_deployment(&"a".repeat(63), machine_set_spec()),
+    );
+
+    let mut spec = machine_set_spec();
+    spec["rollout"] = json!({ "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 0, "maxUnavailable": 0 } } });
+    assert_rejected(
+        "machinedeployments",
+        &machine_deployment("md", spec),
+        None,
+        "cannot both be 0",
+    );
+    let mut spec = machine_set_spec();
+    spec["rollout"] = json!({ "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": "0%", "maxUnavailable": 0 } } });
+    assert_valid("machinedeployments", &machine_deployment("md", spec));
+
+    for bound in [json!("oops"), json!("5")] {
+        let mut spec = machine_set_spec();
+        spec["rollout"] = json!({ "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": bound } } });
+        assert_rejected(
+            "machinedeployments",
+            &machine_deployment("md", spec),
+            None,
+            "must be either an int or a percentage",
+        );
+        let mut spec = machine_set_spec();
+        spec["remediation"] = json!({ "maxInFlight": bound });
+        assert_rejected(
+            "machinedeployments",
+            &machine_deployment("md", spec),
+            None,
+            "must be either an int or a percentage",
+        );
+    }
+
+    let mut spec = machine_set_spec();
+    spec["template"]["spec"]["bootstrap"] = json!({});
+    assert_rejected(
+        "machinedeployments",
+        &machine_deployment("md", spec),
+        None,
+        "expected either spec.template.spec.bootstrap",
+    );
+
+    // Unlike MachineSets, upstream lets a MachineDeployment's clusterName change.
+    let old = machine_deployment("md", machine_set_spec());
+    let mut spec = machine_set_spec();
+    spec["clusterName"] = json!("prod");
+    assert!(
+        broken_rules(
+            "machinedeployments",
+            &machine_deployment("md", spec),
+            Some(&old)
+        )
+        .is_empty()
+    );
+}
+
+fn cluster(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "Cluster",
+        "metadata": { "name": name, "namespace": "default" },
+        "spec": spec,
+    })
+}
+
+#[test]
+fn cluster_rules() {
+    // cluster.go validate.
+    let infrastructure = json!({ "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DevCluster", "name": "dev" });
+    let control_plane = json!({ "apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": "dev" });
+    let full = cluster(
+        "dev",
+        json!({ "infrastructureRef": infrastructure, "controlPlaneRef": control_plane }),
+    );
+    assert_valid("clusters", &full);
+
+    assert_rejected(
+        "clusters",
+        &cluster("dev", json!({ "paused": true })),
+        None,
+        "one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set",
+    );
+    assert_rejected(
+        "clusters",
+        &cluster(
+            &"c".repeat(64),
+            json!({ "infrastructureRef": infrastructure }),
+        ),
+        None,
+        "must be a valid label value",
+    );
+
+    let without_infrastructure = cluster("dev", json!({ "controlPlaneRef": control_plane }));
+    assert_rejected(
+        "clusters",
+        &without_infrastructure,
+        Some(&full),
+        "cannot be removed",
+    );
+    let without_control_plane = cluster("dev", json!({ "infrastructureRef": infrastructure }));
+    assert_rejected(
+        "clusters",
+        &without_control_plane,
+        Some(&full),
+        "cannot be removed",
+    );
+    assert!(
+        broken_rules("clusters", &full, Some(&without_control_plane)).is_empty(),
+        "adding a reference is fine"
+    );
+
+    let topology = cluster(
+        "dev",
+        json!({ "topology": { "classRef": { "name": "quick-start" }, "version": "v1.36.0" } }),
+    );
+    assert_valid("clusters", &topology);
+    assert_rejected(
+        "clusters",
+        &full,
+        Some(&topology),
+        "cannot be removed from an existing Cluster",
+    );
+}

@@ -1,0 +1,439 @@
+//! `metadata.managedFields`: which manager owns which fields, and the two operations that
+//! change ownership. An update (create, PUT, any PATCH but apply) takes what it changed from
+//! everyone else; an apply owns exactly its configuration, conflicts with other owners of
+//! the values it changes, and prunes what it stopped applying.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::fieldset::{FieldSet, Path};
+use super::merge::{self, TypeError};
+use super::schema::Schema;
+
+/// kube-apiserver's `DefaultMaxUpdateManagers`: older update entries are merged into one
+/// "ancient-changes" entry per apiVersion beyond this.
+pub const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// The fields nobody owns: type information and the metadata the server sets.
+const STRIP: &[&[&str]] = &[
+    &["apiVersion"],
+    &["kind"],
+    &["metadata"],
+    &["metadata", "name"],
+    &["metadata", "namespace"],
+    &["metadata", "creationTimestamp"],
+    &["metadata", "selfLink"],
+    &["metadata", "uid"],
+    &["metadata", "clusterName"],
+    &["metadata", "generation"],
+    &["metadata", "managedFields"],
+    &["metadata", "resourceVersion"],
+];
+
+/// The operation of a managedFields entry. The order is kube-apiserver's entry order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Operation {
+    Apply,
+    Update,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Apply => "Apply",
+            Operation::Update => "Update",
+        }
+    }
+}
+
+/// Who owns a set of fields. Entries of the same manager are separate per operation and
+/// subresource, and for updates per apiVersion (an applier is one manager in every version).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ManagerId {
+    pub manager: String,
+    pub operation: Operation,
+    /// Empty for `Apply`.
+    pub api_version: String,
+    pub subresource: String,
+}
+
+impl ManagerId {
+    pub fn new(
+        manager: &str,
+        operation: Operation,
+        api_version: &str,
+        subresource: Option<&str>,
+    ) -> ManagerId {
+        ManagerId {
+            manager: manager.to_string(),
+            operation,
+            api_version: match operation {
+                Operation::Apply => String::new(),
+                Operation::Update => api_version.to_string(),
+            },
+            subresource: subresource.unwrap_or("").to_string(),
+        }
+    }
+
+    /// How kube-apiserver names a manager in conflict messages:
+    /// `"kubectl-client-side-apply" using example.com/v1`, `"ctl" with subresource "status"`.
+    pub fn describe(&self) -> String {
+        let mut text = Value::String(self.manager.clone()).to_string();
+        if !self.subresource.is_empty() {
+            text.push_str(&format!(
+                " with subresource {}",
+                Value::String(self.subresource.clone())
+            ));
+        }
+        if self.operation == Operation::Update {
+            text.push_str(&format!(" using {}", self.api_version));
+        }
+        text
+    }
+}
+
+/// One entry's content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub api_version: String,
+    pub time: Option<String>,
+    pub fields: FieldSet,
+}
+
+/// All entries of an object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Managed {
+    pub entries: BTreeMap<ManagerId, Entry>,
+}
+
+impl Managed {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Reads `metadata.managedFields` with kube-apiserver's rules; absent means none.
+    pub fn decode(list: Option<&Value>) -> Result<Managed, String> {
+        let mut managed = Managed::default();
+        let entries = match list {
+            None | Some(Value::Null) => return Ok(managed),
+            Some(Value::Array(entries)) => entries,
+            Some(_) => return Err("managedFields must be a list".into()),
+        };
+        for (index, entry) in entries.iter().enumerate() {
+            let text = |field: &str| entry.get(field).and_then(Value::as_str).unwrap_or("");
+            let operation = match text("operation") {
+                "Apply" => Operation::Apply,
+                "Update" => Operation::Update,
+                _ => return Err("operation must be `Apply` or `Update`".into()),
+            };
+            let api_version = text("apiVersion");
+            if api_version.is_empty() {
+                return Err("apiVersion must not be empty".into());
+            }
+            match text("fieldsType") {
+                "FieldsV1" => {}
+                "" => {
+                    return Err(format!(
+                        "missing fieldsType in managed fields entry {index}"
+                    ));
+                }
+                other => {
+                    return Err(format!(
+                        "invalid fieldsType {other:?} in managed fields entry {index}"
+                    ));
+                }
+            }
+            let fields = match entry.get("fieldsV1") {
+                None | Some(Value::Null) => FieldSet::new(),
+                Some(fields) => FieldSet::from_fields_v1(fields)?,
+            };
+            let subresource = text("subresource");
+            let id = ManagerId::new(
+                text("manager"),
+                operation,
+                api_version,
+                (!subresource.is_empty()).then_some(subresource),
+            );
+            let time = entry
+                .get("time")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            managed.entries.insert(
+                id,
+                Entry {
+                    api_version: api_version.to_string(),
+                    time,
+                    fields,
+                },
+            );
+        }
+        Ok(managed)
+    }
+
+    /// `metadata.managedFields`, in kube-apiserver's order: applies first, then oldest first,
+    /// then by manager, apiVersion and subresource.
+    pub fn encode(&self) -> Value {
+        let mut entries: Vec<(&ManagerId, &Entry)> = self.entries.iter().collect();
+        entries.sort_by_key(|(id, entry)| {
+            (
+                id.operation,
+                entry.time.as_deref().map(unix_seconds).unwrap_or(0),
+                id.manager.clone(),
+                entry.api_version.clone(),
+                id.subresource.clone(),
+            )
+        });
+        let list = entries
+            .into_iter()
+            .map(|(id, entry)| {
+                let mut out = Map::new();
+                if !id.manager.is_empty() {
+                    out.insert("manager".into(), json!(id.manager));
+                }
+                out.insert("operation".into(), json!(id.operation.as_str()));
+                out.insert("apiVersion".into(), json!(entry.api_version));
+                if let Some(time) = &entry.time {
+                    out.insert("time".into(), json!(time));
+                }
+                out.insert("fieldsType".into(), json!("FieldsV1"));
+                out.insert("fieldsV1".into(), entry.fields.to_fields_v1());
+                if !id.subresource.is_empty() {
+                    out.insert("subresource".into(), json!(id.subresource));
+                }
+                Value::Object(out)
+            })
+            .collect();
+        Value::Array(list)
+    }
+
+    /// The union of every entry's fields.
+    fn owned(&self) -> FieldSet {
+        self.entries
+            .values()
+            .fold(FieldSet::new(), |all, entry| all.union(&entry.fields))
+    }
+
+    fn drop_empty(&mut self) {
+        self.entries.retain(|_, entry| !entry.fields.is_empty());
+    }
+
+    /// Merges the oldest update entries into one "ancient-changes" entry per apiVersion
+    /// until at most `max` update entries remain (kube-apiserver's `capManagersManager`).
+    pub fn cap_update_managers(&mut self, max: usize) {
+        let mut updaters: Vec<ManagerId> = self
+            .entries
+            .keys()
+            .filter(|id| id.operation == Operation::Update)
+            .cloned()
+            .collect();
+        if updaters.len() <= max {
+            return;
+        }
+        updaters.sort_by_key(|id| {
+            let seconds = self.entries[id]
+                .time
+                .as_deref()
+                .map(unix_seconds)
+                .unwrap_or(0);
+            (seconds, id.clone())
+        });
+        let mut remaining = updaters.len();
+        let mut first_of_version: BTreeMap<String, ManagerId> = BTreeMap::new();
+        for id in updaters {
+            if remaining <= max {
+                break;
+            }
+            let Some(entry) = self.entries.get(&id).cloned() else {
+                continue;
+            };
+            let bucket = ManagerId::new(
+                "ancient-changes",
+                Operation::Update,
+                &entry.api_version,
+                None,
+            );
+            match first_of_version.get(&entry.api_version) {
+                Some(first) => {
+                    if !self.entries.contains_key(&bucket) {
+                        if let Some(first_entry) = self.entries.remove(first) {
+                            self.entries.insert(bucket.clone(), first_entry);
+                        }
+                    }
+                    self.entries.remove(&id);
+                    let merged = self.entries.get_mut(&bucket).expect("bucket exists");
+                    merged.fields = merged.fields.union(&entry.fields);
+                    // The bucket carries the time of the newest update merged into it.
+                    merged.time = entry.time.clone();
+                    remaining -= 1;
+                }
+                None => {
+                    first_of_version.insert(entry.api_version.clone(), id);
+                }
+            }
+        }
+    }
+}
+
+fn unix_seconds(time: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(time)
+        .map(|t| t.timestamp())
+        .unwrap_or(0)
+}
+
+fn strip(set: &mut FieldSet) {
+    set.remove_paths(STRIP);
+}
+
+/// What an operation needs to know besides the objects.
+pub struct Context<'a> {
+    pub schema: Schema<'a>,
+    /// The top-level fields the request may change at all (kube-apiserver's reset fields:
+    /// e.g. not `status` on the main resource, only `status` on `/status`).
+    pub keep: &'a dyn Fn(&str) -> bool,
+    /// The apiVersion of the request, recorded in the entries it writes.
+    pub api_version: &'a str,
+    pub now: &'a str,
+}
+
+/// What the writer of an update owns afterwards: it takes every field it changed (modified
+/// or added) from everyone, everyone loses what it removed, and the time of its entry moves
+/// only when it took something.
+pub fn record_update(
+    mut managed: Managed,
+    old: &Value,
+    new: &Value,
+    cx: &Context<'_>,
+    writer: &ManagerId,
+) -> Managed {
+    let comparison = merge::compare(old, new, cx.schema).retain_top_level(cx.keep);
+    let changed = comparison.changed();
+    for entry in managed.entries.values_mut() {
+        entry.fields = entry
+            .fields
+            .difference(&changed)
+            .difference(&comparison.removed);
+    }
+    let mut taken = changed;
+    strip(&mut taken);
+    if !taken.is_empty() {
+        let entry = managed
+            .entries
+            .entry(writer.clone())
+            .or_insert_with(|| Entry {
+                api_version: cx.api_version.to_string(),
+                time: None,
+                fields: FieldSet::new(),
+            });
+        entry.fields = entry.fields.union(&taken);
+        entry.api_version = cx.api_version.to_string();
+        entry.time = Some(cx.now.to_string());
+    }
+    managed.drop_empty();
+    managed
+}
+
+/// Why an apply failed.
+#[derive(Debug)]
+pub enum ApplyError {
+    /// The configuration does not fit the schema.
+    Invalid(TypeError),
+    /// Fields whose values would change are owned by other managers (sorted).
+    Conflicts(Vec<(ManagerId, Path)>),
+}
+
+impl From<TypeError> for ApplyError {
+    fn from(error: TypeError) -> Self {
+        ApplyError::Invalid(error)
+    }
+}
+
+/// Applies `config` to `live` for `applier` (structured-merge-diff's `Updater.Apply` with
+/// kube-apiserver's field stripping and timestamps). Returns the new object (without
+/// managedFields) and the new ownership.
+pub fn apply(
+    live: &Value,
+    config: &Value,
+    mut managed: Managed,
+    cx: &Context<'_>,
+    applier: &ManagerId,
+    force: bool,
+) -> Result<(Value, Managed), ApplyError> {
+    let merged = merge::merge(live, config, cx.schema)?;
+    let applied = merge::field_set(config, cx.schema, true)?.retain_top_level(cx.keep);
+    let previous = managed.entries.remove(applier);
+    managed.entries.insert(
+        applier.clone(),
+        Entry {
+            api_version: cx.api_version.to_string(),
+            time: previous.as_ref().and_then(|p| p.time.clone()),
+            fields: applied,
+        },
+    );
+    let merged = match &previous {
+        Some(previous) => merge::prune(&merged, &previous.fields, &managed.owned(), cx.schema),
+        None => merged,
+    };
+
+    let comparison = merge::compare(live, &merged, cx.schema).retain_top_level(cx.keep);
+    let changed = comparison.changed();
+    let mut conflicts = Vec::new();
+    for (id, entry) in &managed.entries {
+        if id == applier {
+            continue;
+        }
+        let taken = entry.fields.intersection(&changed);
+        conflicts.extend(taken.paths().into_iter().map(|path| (id.clone(), path)));
+    }
+    if !force && !conflicts.is_empty() {
+        conflicts.sort();
+        return Err(ApplyError::Conflicts(conflicts));
+    }
+    for (id, entry) in managed.entries.iter_mut() {
+        if id != applier {
+            entry.fields = entry
+                .fields
+                .difference(&changed)
+                .difference(&comparison.removed);
+        }
+    }
+    if let Some(entry) = managed.entries.get_mut(applier) {
+        strip(&mut entry.fields);
+        let fields_changed = previous.as_ref().is_none_or(|p| p.fields != entry.fields);
+        if merged != *live || fields_changed || entry.time.is_none() {
+            entry.time = Some(cx.now.to_string());
+        }
+    }
+    managed.drop_empty();
+    Ok((merged, managed))
+}
+
+/// The fields whose conflicts `kubectl apply --server-side` may take over because
+/// client-side apply set them to what they are now: the last-applied-configuration
+/// annotation's fields that still have the value it recorded (kube-apiserver's
+/// `lastAppliedManager`, for moving from client-side to server-side apply).
+pub fn last_applied_fields(
+    live: &Value,
+    schema: Schema<'_>,
+    api_version: &str,
+) -> Option<FieldSet> {
+    let text = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()
+        .filter(|t| !t.is_empty())?;
+    let last_applied: Value = serde_json::from_str(text).ok()?;
+    if last_applied.get("apiVersion").and_then(Value::as_str) != Some(api_version) {
+        return None;
+    }
+    let fields = merge::field_set(&last_applied, schema, true).ok()?;
+    let comparison = merge::compare(&last_applied, live, schema);
+    Some(
+        fields
+            .difference(&comparison.modified)
+            .difference(&comparison.added)
+            .difference(&comparison.removed),
+    )
+}
+
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";

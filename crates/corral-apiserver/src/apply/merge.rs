@@ -1,0 +1,632 @@
+//! The typed operations on objects that server-side apply is built from, with
+//! structured-merge-diff's semantics: the field set of an applied configuration, the
+//! comparison of two objects, merging a configuration into a live object, removing items,
+//! and pruning what an applier stopped applying.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::fieldset::{FieldSet, Path, PathElement, key_fields, path_string};
+use super::schema::{Schema, Shape};
+
+/// A configuration that cannot be read with its schema (e.g. a list item without its keys).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeError {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for TypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// A value as the algorithms walk it.
+enum Node<'v, 'a> {
+    Leaf(&'v Value),
+    Map(&'v Map<String, Value>, Schema<'a>),
+    /// An associative list: its items with their path elements, in order.
+    List {
+        items: Vec<(PathElement, &'v Value)>,
+        item_schema: Schema<'a>,
+        set: bool,
+    },
+}
+
+impl Node<'_, '_> {
+    fn is_empty_container(&self) -> bool {
+        match self {
+            Node::Leaf(_) => false,
+            Node::Map(map, _) => map.is_empty(),
+            Node::List { items, .. } => items.is_empty(),
+        }
+    }
+
+    fn same_kind(&self, other: &Node<'_, '_>) -> bool {
+        match (self, other) {
+            (Node::Map(..), Node::Map(..)) => true,
+            (Node::List { set: a, .. }, Node::List { set: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Reads `value` with `schema`. With `strict`, list items that cannot be identified are an
+/// error (an applied configuration); otherwise such a list is treated as atomic (a live
+/// object written before, or by another path).
+fn node<'v, 'a>(
+    value: &'v Value,
+    schema: Schema<'a>,
+    strict: bool,
+    path: &[PathElement],
+) -> Result<Node<'v, 'a>, TypeError> {
+    let shape = schema.shape(value);
+    let items = match (&shape, value) {
+        (Shape::Leaf, _) => return Ok(Node::Leaf(value)),
+        (Shape::Map(schema), Value::Object(map)) => return Ok(Node::Map(map, *schema)),
+        (Shape::Set | Shape::Keyed { .. }, Value::Array(items)) => items,
+        _ => return Ok(Node::Leaf(value)),
+    };
+    match list_elements(items, &shape) {
+        Ok(elements) => Ok(Node::List {
+            items: elements.into_iter().zip(items.iter()).collect(),
+            item_schema: match shape {
+                Shape::Keyed { items, .. } => items,
+                _ => Schema::Deduced,
+            },
+            set: matches!(shape, Shape::Set),
+        }),
+        Err(message) if strict => Err(TypeError {
+            path: path_string(path),
+            message,
+        }),
+        Err(_) => Ok(Node::Leaf(value)),
+    }
+}
+
+/// Reads a value that may not fit its schema (a live object): lists whose items cannot be
+/// identified are atomic.
+fn lenient<'v, 'a>(value: &'v Value, schema: Schema<'a>) -> Node<'v, 'a> {
+    node(value, schema, false, &[]).expect("lenient reads do not fail")
+}
+
+/// The path elements of the items of an associative list; duplicates are an error.
+fn list_elements(items: &[Value], shape: &Shape<'_>) -> Result<Vec<PathElement>, String> {
+    let mut seen = BTreeSet::new();
+    let mut elements = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let element = match shape {
+            Shape::Set => match item {
+                Value::Object(_) => {
+                    return Err(format!(
+                        "element {index}: associative list without keys has an element that's a map type"
+                    ));
+                }
+                Value::Array(_) => {
+                    return Err(format!(
+                        "element {index}: not supported: associative list with lists as elements"
+                    ));
+                }
+                Value::Null => {
+                    return Err(format!(
+                        "element {index}: associative list without keys has an element that's an explicit null"
+                    ));
+                }
+                scalar => PathElement::Value(scalar.to_string()),
+            },
+            Shape::Keyed { keys, items } => {
+                let Value::Object(map) = item else {
+                    return Err(if item.is_null() {
+                        format!(
+                            "element {index}: associative list with keys may not have a null element"
+                        )
+                    } else {
+                        format!(
+                            "element {index}: associative list with keys may not have non-map elements"
+                        )
+                    });
+                };
+                let mut fields = Vec::new();
+                for key in keys {
+                    if let Some(value) = map.get(*key) {
+                        fields.push((*key, value));
+                    } else if let Some(default) = items.key_default(key) {
+                        fields.push((*key, default));
+                    }
+                }
+                if fields.is_empty() {
+                    return Err(format!(
+                        "element {index}: associative list with keys has an element that omits all key fields {keys:?} (and doesn't have default values for any key fields)"
+                    ));
+                }
+                PathElement::Key(key_fields(fields))
+            }
+            Shape::Leaf | Shape::Map(_) => unreachable!("only lists have items"),
+        };
+        if !seen.insert(element.clone()) {
+            return Err(format!("duplicate entries for key {element}"));
+        }
+        elements.push(element);
+    }
+    Ok(elements)
+}
+
+// ---------------------------------------------------------------------------------------
+// Field sets
+// ---------------------------------------------------------------------------------------
+
+/// The fields a value sets: leaves, associative list items, map keys that are not declared
+/// struct fields, and empty or null entries. What an applier owns is the field set of its
+/// configuration.
+pub fn field_set(value: &Value, schema: Schema<'_>, strict: bool) -> Result<FieldSet, TypeError> {
+    let mut set = FieldSet::new();
+    collect_field_set(value, schema, strict, &mut Vec::new(), &mut set)?;
+    Ok(set)
+}
+
+fn collect_field_set(
+    value: &Value,
+    schema: Schema<'_>,
+    strict: bool,
+    path: &mut Path,
+    set: &mut FieldSet,
+) -> Result<(), TypeError> {
+    match node(value, schema, strict, path)? {
+        Node::Leaf(_) => set.insert(path),
+        Node::Map(map, schema) => {
+            for (key, child) in map {
+                let (child_schema, declared) = schema.field(key);
+                path.push(PathElement::Field(key.clone()));
+                collect_field_set(child, child_schema, strict, path, set)?;
+                let empty = child.is_null() || child.as_object().is_some_and(Map::is_empty);
+                if empty || !declared {
+                    set.insert(path);
+                }
+                path.pop();
+            }
+        }
+        Node::List {
+            items, item_schema, ..
+        } => {
+            for (element, item) in items {
+                path.push(element);
+                collect_field_set(item, item_schema, strict, path, set)?;
+                set.insert(path);
+                path.pop();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds to `set` the declared struct fields on the way to its members (structured-merge-diff's
+/// `EnsureNamedFieldsAreMembers`), so that pruning can remove a struct field an applier
+/// no longer sets at all.
+pub fn ensure_named_fields(set: &FieldSet, schema: Schema<'_>) -> FieldSet {
+    let mut out = FieldSet::new();
+    for member in set.members() {
+        out.insert_member(member.clone());
+    }
+    for (element, child) in set.children() {
+        let child_schema = match element {
+            PathElement::Field(name) => {
+                let (child_schema, declared) = schema.field(name);
+                if declared {
+                    out.insert_member(element.clone());
+                }
+                child_schema
+            }
+            _ => schema.items(),
+        };
+        out.insert_child(element.clone(), ensure_named_fields(child, child_schema));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Comparison
+// ---------------------------------------------------------------------------------------
+
+/// What changed between two objects, as field sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Comparison {
+    pub added: FieldSet,
+    pub modified: FieldSet,
+    pub removed: FieldSet,
+}
+
+impl Comparison {
+    /// Modified or added: what a writer takes ownership of.
+    pub fn changed(&self) -> FieldSet {
+        self.modified.union(&self.added)
+    }
+
+    pub fn retain_top_level(&self, keep: &dyn Fn(&str) -> bool) -> Comparison {
+        Comparison {
+            added: self.added.retain_top_level(keep),
+            modified: self.modified.retain_top_level(keep),
+            removed: self.removed.retain_top_level(keep),
+        }
+    }
+}
+
+pub fn compare(old: &Value, new: &Value, schema: Schema<'_>) -> Comparison {
+    let mut comparison = Comparison::default();
+    compare_values(
+        Some(old),
+        Some(new),
+        schema,
+        &mut Vec::new(),
+        &mut comparison,
+    );
+    comparison
+}
+
+fn compare_values(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    schema: Schema<'_>,
+    path: &mut Path,
+    out: &mut Comparison,
+) {
+    let old_node = old.map(|value| lenient(value, schema));
+    let new_node = new.map(|value| lenient(value, schema));
+    let containers =
+        |node: &Option<Node<'_, '_>>| node.as_ref().is_none_or(|n| !matches!(n, Node::Leaf(_)));
+    let both_empty = old_node.as_ref().is_none_or(Node::is_empty_container)
+        && new_node.as_ref().is_none_or(Node::is_empty_container);
+    let same_kind = match (&old_node, &new_node) {
+        (Some(a), Some(b)) => a.same_kind(b),
+        _ => true,
+    };
+    if containers(&old_node) && containers(&new_node) && !both_empty && same_kind {
+        compare_children(old_node.as_ref(), new_node.as_ref(), path, out);
+        if old.is_none() {
+            out.added.insert(path);
+        } else if new.is_none() {
+            out.removed.insert(path);
+        }
+        return;
+    }
+    match (old, new) {
+        (None, Some(_)) => out.added.insert(path),
+        (Some(_), None) => out.removed.insert(path),
+        (Some(a), Some(b)) if a != b => {
+            // A value that changed kind (a map became a string): what was below it is gone,
+            // what is below it now is new.
+            if let Some(old_node) = &old_node {
+                if !matches!(old_node, Node::Leaf(_)) {
+                    let mut gone = Comparison::default();
+                    compare_children(Some(old_node), None, path, &mut gone);
+                    out.removed = out.removed.union(&gone.removed);
+                }
+            }
+            if let Some(new_node) = &new_node {
+                if !matches!(new_node, Node::Leaf(_)) {
+                    let mut fresh = Comparison::default();
+                    compare_children(None, Some(new_node), path, &mut fresh);
+                    out.added = out.added.union(&fresh.added);
+                }
+            }
+            out.modified.insert(path);
+        }
+        _ => {}
+    }
+}
+
+fn compare_children(
+    old: Option<&Node<'_, '_>>,
+    new: Option<&Node<'_, '_>>,
+    path: &mut Path,
+    out: &mut Comparison,
+) {
+    match (old, new) {
+        (Some(Node::Map(..)) | None, Some(Node::Map(..)) | None) => {
+            let old_map = match old {
+                Some(Node::Map(map, _)) => Some(*map),
+                _ => None,
+            };
+            let new_map = match new {
+                Some(Node::Map(map, _)) => Some(*map),
+                _ => None,
+            };
+            let schema = match (old, new) {
+                (Some(Node::Map(_, schema)), _) | (_, Some(Node::Map(_, schema))) => *schema,
+                _ => return,
+            };
+            let keys: BTreeSet<&String> = old_map
+                .into_iter()
+                .flat_map(Map::keys)
+                .chain(new_map.into_iter().flat_map(Map::keys))
+                .collect();
+            for key in keys {
+                let (child_schema, _) = schema.field(key);
+                path.push(PathElement::Field(key.clone()));
+                compare_values(
+                    old_map.and_then(|m| m.get(key)),
+                    new_map.and_then(|m| m.get(key)),
+                    child_schema,
+                    path,
+                    out,
+                );
+                path.pop();
+            }
+        }
+        _ => {
+            let (old_items, new_items, item_schema) = match (old, new) {
+                (
+                    Some(Node::List {
+                        items, item_schema, ..
+                    }),
+                    other,
+                ) => (
+                    Some(items),
+                    match other {
+                        Some(Node::List { items, .. }) => Some(items),
+                        _ => None,
+                    },
+                    *item_schema,
+                ),
+                (
+                    None,
+                    Some(Node::List {
+                        items, item_schema, ..
+                    }),
+                ) => (None, Some(items), *item_schema),
+                _ => return,
+            };
+            let old_index: BTreeMap<&PathElement, &Value> = old_items
+                .into_iter()
+                .flatten()
+                .map(|(e, v)| (e, *v))
+                .collect();
+            let new_index: BTreeMap<&PathElement, &Value> = new_items
+                .into_iter()
+                .flatten()
+                .map(|(e, v)| (e, *v))
+                .collect();
+            let elements: BTreeSet<&PathElement> =
+                old_index.keys().chain(new_index.keys()).copied().collect();
+            for element in elements {
+                path.push(element.clone());
+                compare_values(
+                    old_index.get(element).copied(),
+                    new_index.get(element).copied(),
+                    item_schema,
+                    path,
+                    out,
+                );
+                path.pop();
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Merge
+// ---------------------------------------------------------------------------------------
+
+/// Merges an applied configuration into the live object: scalars and atomic values from the
+/// configuration win, granular maps merge by key, associative lists by item (keeping the
+/// live order for items only the live object has and the configuration's order for its
+/// items). A `null` in the configuration removes a scalar.
+pub fn merge(live: &Value, config: &Value, schema: Schema<'_>) -> Result<Value, TypeError> {
+    Ok(merge_values(Some(live), config, schema, &mut Vec::new())?
+        .unwrap_or_else(|| Value::Object(Map::new())))
+}
+
+fn merge_values(
+    live: Option<&Value>,
+    config: &Value,
+    schema: Schema<'_>,
+    path: &mut Path,
+) -> Result<Option<Value>, TypeError> {
+    let config_node = node(config, schema, true, path)?;
+    let live_node = match live {
+        Some(live) => Some(node(live, schema, false, path)?),
+        None => None,
+    };
+    match (&live_node, &config_node) {
+        (Some(Node::Map(..) | Node::List { .. }), Node::Leaf(Value::Null)) => {
+            // structured-merge-diff keeps a granular value that the configuration nulls.
+            Ok(live.cloned())
+        }
+        (_, Node::Leaf(Value::Null)) => Ok(None),
+        (_, Node::Leaf(value)) => Ok(Some((*value).clone())),
+        (live_node, Node::Map(config_map, map_schema)) => {
+            let mut out = match live_node {
+                Some(Node::Map(live_map, _)) => (*live_map).clone(),
+                _ => Map::new(),
+            };
+            for (key, config_value) in *config_map {
+                let (child_schema, _) = map_schema.field(key);
+                path.push(PathElement::Field(key.clone()));
+                let merged = merge_values(out.get(key), config_value, child_schema, path)?;
+                path.pop();
+                match merged {
+                    Some(value) => {
+                        out.insert(key.clone(), value);
+                    }
+                    None => {
+                        out.remove(key);
+                    }
+                }
+            }
+            Ok(Some(Value::Object(out)))
+        }
+        (
+            live_node,
+            Node::List {
+                items: config_items,
+                item_schema,
+                ..
+            },
+        ) => {
+            let live_items: &[(PathElement, &Value)] = match live_node {
+                Some(live_node @ Node::List { items, .. }) if live_node.same_kind(&config_node) => {
+                    items
+                }
+                _ => &[],
+            };
+            merge_lists(live_items, config_items, *item_schema, path).map(Some)
+        }
+    }
+}
+
+/// structured-merge-diff's list order: walk both lists; items only the live list has stay
+/// where they are, items of the configuration come in its order, and a shared item is
+/// emitted where the configuration puts it.
+fn merge_lists(
+    live: &[(PathElement, &Value)],
+    config: &[(PathElement, &Value)],
+    item_schema: Schema<'_>,
+    path: &mut Path,
+) -> Result<Value, TypeError> {
+    let live_index: BTreeMap<&PathElement, &Value> = live.iter().map(|(e, v)| (e, *v)).collect();
+    let config_index: BTreeSet<&PathElement> = config.iter().map(|(e, _)| e).collect();
+    let mut shared = config
+        .iter()
+        .map(|(e, _)| e)
+        .filter(|e| live_index.contains_key(e))
+        .peekable();
+    let mut emitted: BTreeSet<&PathElement> = BTreeSet::new();
+    let mut out = Vec::with_capacity(live.len().max(config.len()));
+    let mut merge_item = |element: &PathElement,
+                          config_item: &Value,
+                          out: &mut Vec<Value>|
+     -> Result<(), TypeError> {
+        path.push(element.clone());
+        let merged = merge_values(
+            live_index.get(element).copied(),
+            config_item,
+            item_schema,
+            path,
+        )?;
+        path.pop();
+        out.extend(merged);
+        Ok(())
+    };
+    let (mut l, mut c) = (0, 0);
+    while l < live.len() || c < config.len() {
+        if l < live.len() && c < config.len() {
+            let live_element = &live[l].0;
+            if *live_element == config[c].0 {
+                merge_item(live_element, config[c].1, &mut out)?;
+                emitted.insert(live_element);
+                if shared.peek() == Some(&live_element) {
+                    shared.next();
+                }
+                l += 1;
+                c += 1;
+                continue;
+            }
+            let waiting_for_another = shared.peek().is_some_and(|next| *next != live_element);
+            if config_index.contains(live_element) && waiting_for_another {
+                // Shared, but the configuration places it later: emitted when reached there.
+                l += 1;
+                continue;
+            }
+        }
+        if l < live.len() {
+            let live_element = &live[l].0;
+            if !config_index.contains(live_element) {
+                out.push(live[l].1.clone());
+                l += 1;
+                continue;
+            }
+            if emitted.contains(live_element) {
+                l += 1;
+            }
+        }
+        if c < config.len() {
+            let element = &config[c].0;
+            merge_item(element, config[c].1, &mut out)?;
+            emitted.insert(element);
+            if shared.peek() == Some(&element) {
+                shared.next();
+            }
+            c += 1;
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+// ---------------------------------------------------------------------------------------
+// Removal and pruning
+// ---------------------------------------------------------------------------------------
+
+/// Removes every member of `set` (with what is below it) from `value`. A map or list that
+/// loses its last entry this way is removed too (structured-merge-diff leaves a null, which
+/// kube-apiserver's defaulting then drops for non-nullable fields).
+pub fn remove_items(value: &Value, set: &FieldSet, schema: Schema<'_>) -> Value {
+    remove_below(value, set, schema).unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+fn remove_below(value: &Value, set: &FieldSet, schema: Schema<'_>) -> Option<Value> {
+    match lenient(value, schema) {
+        Node::Leaf(_) => Some(value.clone()),
+        Node::Map(map, schema) => {
+            let mut out = Map::new();
+            for (key, child) in map {
+                let element = PathElement::Field(key.clone());
+                if set.is_member(&element) {
+                    continue;
+                }
+                let kept = match set.child(&element) {
+                    Some(below) => remove_below(child, below, schema.field(key).0),
+                    None => Some(child.clone()),
+                };
+                if let Some(kept) = kept {
+                    out.insert(key.clone(), kept);
+                }
+            }
+            (!out.is_empty() || map.is_empty()).then_some(Value::Object(out))
+        }
+        Node::List {
+            items, item_schema, ..
+        } => {
+            let mut out = Vec::new();
+            for (element, item) in &items {
+                if set.is_member(element) {
+                    continue;
+                }
+                let kept = match set.child(element) {
+                    Some(below) => remove_below(item, below, item_schema),
+                    None => Some((*item).clone()),
+                };
+                out.extend(kept);
+            }
+            (!out.is_empty() || items.is_empty()).then_some(Value::Array(out))
+        }
+    }
+}
+
+/// Removes what the applier owned last time (`last`), no longer applies, and nobody else
+/// owns (`owned`: every manager's set after this apply, the applier's new one included).
+/// structured-merge-diff's `prune`: remove everything last owned, add back what is owned,
+/// then keep what was removed only as a side effect.
+pub fn prune(merged: &Value, last: &FieldSet, owned: &FieldSet, schema: Schema<'_>) -> Value {
+    if last.is_empty() {
+        return merged.clone();
+    }
+    let ensure = |set: &FieldSet| ensure_named_fields(set, schema);
+    let set_of = |value: &Value| {
+        ensure(&field_set(value, schema, false).expect("lenient reads do not fail"))
+    };
+    let last = ensure(last);
+    let merged_set = set_of(merged);
+
+    let pruned = remove_items(merged, &last, schema);
+    let keep = set_of(&pruned).union(&ensure(owned));
+    let pruned = remove_items(merged, &merged_set.difference(&keep), schema);
+
+    let removed = merged_set.difference(&set_of(&pruned));
+    remove_items(merged, &removed.intersection(&last), schema)
+}

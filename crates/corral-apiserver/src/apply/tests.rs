@@ -1,0 +1,468 @@
+use serde_json::{Value, json};
+
+use super::fieldset::{FieldSet, PathElement, path_string};
+use super::managed::{self, ApplyError, Context, Managed, ManagerId, Operation};
+use super::merge;
+use super::schema::Schema;
+
+/// A CRD schema with a granular spec, a list-map of ports keyed by name and protocol, a set
+/// of tags, an atomic list of args and an atomic selector.
+fn widget_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "color": {"type": "string"},
+                    "size": {"type": "integer"},
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "tags": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "x-kubernetes-list-type": "set",
+                    },
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name", "protocol"],
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string"},
+                                "protocol": {"type": "string", "default": "TCP"},
+                                "port": {"type": "integer"},
+                            },
+                        },
+                    },
+                    "selector": {
+                        "type": "object",
+                        "x-kubernetes-map-type": "atomic",
+                        "additionalProperties": {"type": "string"},
+                    },
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                },
+            },
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        },
+    })
+}
+
+fn fields(value: Value) -> FieldSet {
+    FieldSet::from_fields_v1(&value).unwrap()
+}
+
+fn keep_all(_: &str) -> bool {
+    true
+}
+
+fn context<'a>(schema: Schema<'a>, keep: &'a dyn Fn(&str) -> bool) -> Context<'a> {
+    Context {
+        schema,
+        keep,
+        api_version: "example.com/v1",
+        now: "2026-01-01T00:00:00Z",
+    }
+}
+
+fn widget(spec: Value) -> Value {
+    json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default"},
+        "spec": spec,
+    })
+}
+
+fn applier(name: &str) -> ManagerId {
+    ManagerId::new(name, Operation::Apply, "", None)
+}
+
+fn updater(name: &str) -> ManagerId {
+    ManagerId::new(name, Operation::Update, "example.com/v1", None)
+}
+
+#[test]
+fn fields_v1_round_trips_the_upstream_encoding() {
+    let encoded = json!({
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {
+            "f:replicas": {},
+            "f:template": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"nginx\"}": {".": {}, "f:image": {}, "f:name": {}},
+            }}},
+            "f:finalizers": {"v:\"a\"": {}},
+            "f:list": {"i:0": {}},
+        },
+    });
+    let set = fields(encoded.clone());
+    assert!(set.has(&[PathElement::field("metadata"), PathElement::field("labels")]));
+    assert!(!set.has(&[PathElement::field("metadata")]));
+    let container = [
+        PathElement::field("spec"),
+        PathElement::field("template"),
+        PathElement::field("spec"),
+        PathElement::field("containers"),
+        PathElement::Key(vec![("name".into(), "\"nginx\"".into())]),
+    ];
+    assert!(set.has(&container));
+    assert_eq!(
+        path_string(&container),
+        ".spec.template.spec.containers[name=\"nginx\"]"
+    );
+    assert_eq!(set.to_fields_v1(), encoded);
+    assert!(FieldSet::from_fields_v1(&json!({"x:y": {}})).is_err());
+}
+
+#[test]
+fn field_set_of_a_configuration_follows_the_schema() {
+    let schema_value = widget_schema();
+    let schema = Schema::Root(&schema_value);
+    let config = widget(json!({
+        "color": "red",
+        "ports": [{"name": "http", "port": 80}],
+        "tags": ["a"],
+        "args": ["x"],
+        "extra": {"deep": {"x": 1}},
+    }));
+    let set = merge::field_set(&config, schema, true).unwrap();
+    assert_eq!(
+        set.to_fields_v1(),
+        json!({
+            "f:apiVersion": {},
+            "f:kind": {},
+            "f:metadata": {"f:name": {}, "f:namespace": {}},
+            "f:spec": {
+                "f:color": {},
+                "f:args": {},
+                "f:tags": {"v:\"a\"": {}},
+                "f:ports": {"k:{\"name\":\"http\",\"protocol\":\"TCP\"}": {
+                    ".": {}, "f:name": {}, "f:port": {},
+                }},
+                // Undeclared keys are members themselves, declared struct fields are not.
+                "f:extra": {"f:deep": {".": {}, "f:x": {}}},
+            },
+        })
+    );
+
+    let missing_keys = widget(json!({"ports": [{"port": 80}]}));
+    let schema_without_default = json!({"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"ports": {
+            "type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object"},
+        }},
+    }}});
+    let error =
+        merge::field_set(&missing_keys, Schema::Root(&schema_without_default), true).unwrap_err();
+    assert_eq!(error.path, ".spec.ports");
+    assert!(error.message.contains("omits all key fields"), "{error}");
+    let duplicates = widget(json!({"tags": ["a", "a"]}));
+    let error = merge::field_set(&duplicates, schema, true).unwrap_err();
+    assert!(error.message.contains("duplicate entries"), "{error}");
+}
+
+#[test]
+fn compare_records_new_containers_and_their_leaves() {
+    let schema_value = widget_schema();
+    let schema = Schema::Root(&schema_value);
+    let old = widget(json!({"color": "red"}));
+    let mut new = widget(json!({"color": "blue", "extra": {"a": 1}}));
+    new["metadata"]["labels"] = json!({"app": "x"});
+    let comparison = merge::compare(&old, &new, schema);
+    assert_eq!(
+        comparison.modified.to_fields_v1(),
+        json!({"f:spec": {"f:color": {}}})
+    );
+    assert_eq!(
+        comparison.added.to_fields_v1(),
+        json!({
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {"f:extra": {".": {}, "f:a": {}}},
+        })
+    );
+    let back = merge::compare(&new, &old, schema);
+    assert_eq!(back.removed, comparison.added);
+}
+
+#[test]
+fn merge_combines_maps_and_associative_lists() {
+    let schema_value = widget_schema();
+    let schema = Schema::Root(&schema_value);
+    let live = widget(json!({
+        "color": "red",
+        "size": 3,
+        "args": ["a", "b"],
+        "tags": ["x", "y"],
+        "ports": [
+            {"name": "a", "port": 1},
+            {"name": "b", "port": 2},
+            {"name": "c", "port": 3},
+        ],
+        "selector": {"app": "one", "tier": "web"},
+    }));
+    let config = widget(json!({
+        "color": "blue",
+        "size": null,
+        "args": ["c"],
+        "tags": ["z", "x"],
+        "ports": [{"name": "c", "port": 30}, {"name": "a", "protocol": "TCP", "port": 10}],
+        "selector": {"app": "two"},
+    }));
+    let merged = merge::merge(&live, &config, schema).unwrap();
+    assert_eq!(
+        merged["spec"],
+        json!({
+            "color": "blue",
+            "args": ["c"],
+            "tags": ["z", "x", "y"],
+            "ports": [
+                {"name": "b", "port": 2},
+                {"name": "c", "port": 30},
+                {"name": "a", "protocol": "TCP", "port": 10},
+            ],
+            "selector": {"app": "two"},
+        })
+    );
+}
+
+#[test]
+fn prune_removes_what_the_applier_no_longer_applies() {
+    let schema_value = widget_schema();
+    let schema = Schema::Root(&schema_value);
+    let merged = widget(json!({"color": "red", "size": 3, "tags": ["a", "b"]}));
+    let last = fields(json!({"f:spec": {"f:color": {}, "f:size": {}, "f:tags": {"v:\"a\"": {}}}}));
+    // The applier's new configuration has only color; another manager owns size and tag b.
+    let owned = fields(json!({"f:spec": {"f:color": {}, "f:size": {}, "f:tags": {"v:\"b\"": {}}}}));
+    let pruned = merge::prune(&merged, &last, &owned, schema);
+    assert_eq!(
+        pruned["spec"],
+        json!({"color": "red", "size": 3, "tags": ["b"]})
+    );
+    // When nobody owns what is left of the list, the whole list goes.
+    let owned = fields(json!({"f:spec": {"f:color": {}, "f:size": {}}}));
+    let pruned = merge::prune(&merged, &last, &owned, schema);
+    assert_eq!(pruned["spec"], json!({"color": "red", "size": 3}));
+
+    // Nobody owns anything under spec: the declared struct goes with its last field.
+    let last = fields(json!({"f:spec": {"f:color": {}}}));
+    let pruned = merge::prune(
+        &widget(json!({"color": "red"})),
+        &last,
+        &FieldSet::new(),
+        schema,
+    );
+    assert!(pruned.get("spec").is_none(), "{pruned}");
+}
+
+#[test]
+fn apply_owns_its_configuration_and_conflicts_with_other_owners() {
+    let schema_value = widget_schema();
+    let keep = keep_all;
+    let cx = context(Schema::Root(&schema_value), &keep);
+    let empty = json!({"apiVersion": "example.com/v1", "kind": "Widget"});
+
+    // "m1" creates with an update, "a" applies the same color: shared, no conflict.
+    let created = widget(json!({"color": "red"}));
+    let managed = managed::record_update(Managed::default(), &empty, &created, &cx, &updater("m1"));
+    assert_eq!(
+        managed.entries[&updater("m1")].fields.to_fields_v1(),
+        json!({"f:spec": {".": {}, "f:color": {}}})
+    );
+    let (object, managed) = managed::apply(
+        &created,
+        &widget(json!({"color": "red", "size": 1})),
+        managed,
+        &cx,
+        &applier("a"),
+        false,
+    )
+    .unwrap();
+    assert_eq!(object["spec"], json!({"color": "red", "size": 1}));
+    assert_eq!(
+        managed.entries[&applier("a")].fields.to_fields_v1(),
+        json!({"f:spec": {"f:color": {}, "f:size": {}}})
+    );
+    assert!(
+        managed.entries[&updater("m1")]
+            .fields
+            .has(&[PathElement::field("spec"), PathElement::field("color")])
+    );
+
+    // "b" changes the color: conflicts with both owners.
+    let conflicting = widget(json!({"color": "blue"}));
+    let result = managed::apply(
+        &object,
+        &conflicting,
+        managed.clone(),
+        &cx,
+        &applier("b"),
+        false,
+    );
+    let Err(ApplyError::Conflicts(conflicts)) = result else {
+        panic!("expected conflicts");
+    };
+    let described: Vec<String> = conflicts
+        .iter()
+        .map(|(id, path)| format!("{} {}", id.describe(), path_string(path)))
+        .collect();
+    assert_eq!(
+        described,
+        [
+            "\"a\" .spec.color",
+            "\"m1\" using example.com/v1 .spec.color"
+        ]
+    );
+
+    // Forced, "b" takes the color from both.
+    let (object, managed) =
+        managed::apply(&object, &conflicting, managed, &cx, &applier("b"), true).unwrap();
+    assert_eq!(object["spec"]["color"], "blue");
+    assert_eq!(
+        managed.entries[&updater("m1")].fields.to_fields_v1(),
+        json!({"f:spec": {}}),
+        "m1 keeps the spec it created"
+    );
+    assert_eq!(
+        managed.entries[&applier("a")].fields.to_fields_v1(),
+        json!({"f:spec": {"f:size": {}}})
+    );
+
+    // "a" stops applying size: it is removed (nobody else owns it).
+    let nothing =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}});
+    let (object, managed) =
+        managed::apply(&object, &nothing, managed, &cx, &applier("a"), false).unwrap();
+    assert_eq!(object["spec"], json!({"color": "blue"}));
+    assert!(!managed.entries.contains_key(&applier("a")));
+}
+
+#[test]
+fn update_takes_what_it_changes_from_everyone() {
+    let schema_value = widget_schema();
+    let keep = keep_all;
+    let cx = context(Schema::Root(&schema_value), &keep);
+    let live = widget(json!({"color": "red", "size": 1}));
+    let mut managed = Managed::default();
+    managed.entries.insert(
+        applier("a"),
+        managed::Entry {
+            api_version: "example.com/v1".into(),
+            time: Some("2025-01-01T00:00:00Z".into()),
+            fields: fields(json!({"f:spec": {"f:color": {}, "f:size": {}}})),
+        },
+    );
+    let new = widget(json!({"color": "green"}));
+    let managed = managed::record_update(managed, &live, &new, &cx, &updater("m2"));
+    assert!(managed.entries.get(&applier("a")).is_none());
+    let entry = &managed.entries[&updater("m2")];
+    assert_eq!(
+        entry.fields.to_fields_v1(),
+        json!({"f:spec": {"f:color": {}}})
+    );
+    assert_eq!(entry.time.as_deref(), Some("2026-01-01T00:00:00Z"));
+
+    // The main resource of a kind with a status subresource ignores status.
+    let keep_spec = |field: &str| field != "status";
+    let cx = context(Schema::Root(&schema_value), &keep_spec);
+    let mut with_status = new.clone();
+    with_status["status"] = json!({"ready": true});
+    let managed = managed::record_update(managed, &new, &with_status, &cx, &updater("m3"));
+    assert!(!managed.entries.contains_key(&updater("m3")));
+}
+
+#[test]
+fn managed_fields_encode_in_upstream_order_and_decode_back() {
+    let mut managed = Managed::default();
+    for (id, time) in [
+        (updater("z"), "2025-01-01T00:00:00Z"),
+        (updater("b"), "2024-01-01T00:00:00Z"),
+        (applier("y"), "2026-01-01T00:00:00Z"),
+    ] {
+        managed.entries.insert(
+            id,
+            managed::Entry {
+                api_version: "example.com/v1".into(),
+                time: Some(time.into()),
+                fields: fields(json!({"f:spec": {"f:color": {}}})),
+            },
+        );
+    }
+    let encoded = managed.encode();
+    let order: Vec<&str> = encoded
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["y", "b", "z"]);
+    assert_eq!(
+        encoded[0],
+        json!({
+            "manager": "y",
+            "operation": "Apply",
+            "apiVersion": "example.com/v1",
+            "time": "2026-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:color": {}}},
+        })
+    );
+    assert_eq!(Managed::decode(Some(&encoded)).unwrap(), managed);
+    assert!(Managed::decode(Some(&json!([{"manager": "x", "operation": "Patch"}]))).is_err());
+}
+
+#[test]
+fn update_managers_beyond_ten_are_merged_into_ancient_changes() {
+    let mut managed = Managed::default();
+    for index in 0..12 {
+        managed.entries.insert(
+            updater(&format!("m{index:02}")),
+            managed::Entry {
+                api_version: "example.com/v1".into(),
+                time: Some(format!("2025-01-01T00:00:{index:02}Z")),
+                fields: fields(json!({"f:spec": {(format!("f:f{index}")): {}}})),
+            },
+        );
+    }
+    managed.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
+    assert_eq!(managed.entries.len(), 10);
+    let bucket = &managed.entries[&updater("ancient-changes")];
+    assert_eq!(
+        bucket.fields.to_fields_v1(),
+        json!({"f:spec": {"f:f0": {}, "f:f1": {}, "f:f2": {}}})
+    );
+    assert_eq!(bucket.time.as_deref(), Some("2025-01-01T00:00:02Z"));
+}
+
+#[test]
+fn built_in_metadata_lists_are_associative() {
+    let resource = crate::registry::builtins()
+        .into_iter()
+        .find(|r| r.plural == "configmaps")
+        .unwrap();
+    let schema = Schema::for_resource(&resource, "v1");
+    let live = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": "c",
+            "finalizers": ["a"],
+            "ownerReferences": [{"uid": "1", "name": "one"}],
+        },
+        "data": {"x": "1"},
+    });
+    let config = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": "c",
+            "finalizers": ["b"],
+            "ownerReferences": [{"uid": "2", "name": "two"}],
+        },
+        "data": {"y": "2"},
+    });
+    let merged = merge::merge(&live, &config, schema).unwrap();
+    assert_eq!(merged["metadata"]["finalizers"], json!(["a", "b"]));
+    assert_eq!(
+        merged["metadata"]["ownerReferences"],
+        json!([{"uid": "1", "name": "one"}, {"uid": "2", "name": "two"}])
+    );
+    assert_eq!(merged["data"], json!({"x": "1", "y": "2"}));
+}
