@@ -1,0 +1,18 @@
+//! The Cluster API core controllers: Cluster, Machine, MachineSet, MachineDeployment and
+//! MachineHealthCheck, as kube-runtime reconcilers.
+//!
+//! Controllers talk to the management plane only through `kube::Client`: they never import the
+//! API server or the store, so they run unchanged against a real kube-apiserver. They read
+//! provider objects (infrastructure, bootstrap, control plane) through the contract accessors
+//! of `corral_api::contract` over unstructured objects, never through a provider's types.
+//! Reconcilers are level-triggered and idempotent and are not told why they run.
+//!
+//! Each controller is a module split by concern, as upstream does: `mod.rs` (wiring and
+//! reconcile), pure planners (`compute_*`) tested by simulation, `status.rs` (pure functions that
+//! compute conditions), and `delete.rs`.
+
+pub mod cluster;
+pub mod machine;
+pub mod machine_deployment;
+pub mod machine_health_check;
+pub mod machine_set;
