@@ -20,6 +20,10 @@ pub const DEFAULT_NODE_DELETION_TIMEOUT_SECONDS: i32 = 10;
 ///
 /// Also the `spec` of the template in MachineSets and MachineDeployments.
 #[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "each printcolumn(...) repeats the same keys"
+)]
 #[kube(
     group = "cluster.x-k8s.io",
     version = "v1beta2",

@@ -14,6 +14,10 @@ use crate::schema::{self, is_default};
 
 /// The desired state of a MachineDeployment.
 #[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "each printcolumn(...) repeats the same keys"
+)]
 #[kube(
     group = "cluster.x-k8s.io",
     version = "v1beta2",

@@ -19,6 +19,10 @@ pub const MIN_NODE_STARTUP_TIMEOUT_SECONDS: i32 = 30;
 
 /// The desired state of a MachineHealthCheck.
 #[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "each printcolumn(...) repeats the same keys"
+)]
 #[kube(
     group = "cluster.x-k8s.io",
     version = "v1beta2",

@@ -88,22 +88,22 @@ pub(crate) fn label_selector(_: &mut SchemaGenerator) -> Schema {
         "type": "object",
         "properties": {
             "matchExpressions": {
-                "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                "description": "matchExpressions are requirements on labels; all must hold.",
                 "type": "array",
                 "items": {
-                    "description": "A label selector requirement: a key, an operator and values.",
+                    "description": "A requirement on one label.",
                     "type": "object",
                     "properties": {
                         "key": {
-                            "description": "key is the label key that the selector applies to.",
+                            "description": "key of the label.",
                             "type": "string",
                         },
                         "operator": {
-                            "description": "operator is a key's relationship to a set of values: In, NotIn, Exists or DoesNotExist.",
+                            "description": "operator: In, NotIn, Exists or DoesNotExist.",
                             "type": "string",
                         },
                         "values": {
-                            "description": "values is an array of string values. Non-empty for In and NotIn, empty for Exists and DoesNotExist.",
+                            "description": "values for In and NotIn; empty for Exists and DoesNotExist.",
                             "type": "array",
                             "items": { "type": "string" },
                             "x-kubernetes-list-type": "atomic",
@@ -114,7 +114,7 @@ pub(crate) fn label_selector(_: &mut SchemaGenerator) -> Schema {
                 "x-kubernetes-list-type": "atomic",
             },
             "matchLabels": {
-                "description": "matchLabels is a map of {key,value} pairs, each equivalent to an `In` requirement with that single value. The requirements are ANDed.",
+                "description": "matchLabels are labels that must have exactly these values; all must hold.",
                 "type": "object",
                 "additionalProperties": { "type": "string" },
             },
@@ -128,39 +128,39 @@ pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
         "items": {
-            "description": "Condition contains details for one aspect of the current state of this API Resource.",
+            "description": "One aspect of the object's state.",
             "type": "object",
             "properties": {
                 "lastTransitionTime": {
-                    "description": "lastTransitionTime is the last time the condition transitioned from one status to another.",
+                    "description": "lastTransitionTime is when the status last changed.",
                     "type": "string",
                     "format": "date-time",
                 },
                 "message": {
-                    "description": "message is a human readable message indicating details about the transition. It may be empty.",
+                    "description": "message about the condition, for people; may be empty.",
                     "type": "string",
                     "maxLength": 32768,
                 },
                 "observedGeneration": {
-                    "description": "observedGeneration is the .metadata.generation the condition was set based upon.",
+                    "description": "observedGeneration is the metadata.generation the condition was computed for.",
                     "type": "integer",
                     "format": "int64",
                     "minimum": 0,
                 },
                 "reason": {
-                    "description": "reason is a programmatic CamelCase identifier for the condition's last transition.",
+                    "description": "reason for the condition's status, in CamelCase.",
                     "type": "string",
                     "maxLength": 1024,
                     "minLength": 1,
                     "pattern": CONDITION_REASON,
                 },
                 "status": {
-                    "description": "status of the condition, one of True, False, Unknown.",
+                    "description": "status of the condition: True, False or Unknown.",
                     "type": "string",
                     "enum": ["True", "False", "Unknown"],
                 },
                 "type": {
-                    "description": "type of condition in CamelCase or in foo.example.com/CamelCase.",
+                    "description": "type of the condition, in CamelCase, optionally prefixed by a domain and a slash.",
                     "type": "string",
                     "maxLength": 316,
                     "pattern": QUALIFIED_NAME,
@@ -183,27 +183,27 @@ pub(crate) fn node_system_info(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "properties": {
-            "architecture": string("The Architecture reported by the node."),
-            "bootID": string("Boot ID reported by the node."),
-            "containerRuntimeVersion": string("ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2)."),
-            "kernelVersion": string("Kernel Version reported by the node from 'uname -r'."),
-            "kubeProxyVersion": string("Deprecated: KubeProxy Version reported by the node."),
-            "kubeletVersion": string("Kubelet Version reported by the node."),
-            "machineID": string("MachineID reported by the node."),
-            "operatingSystem": string("The Operating System reported by the node."),
-            "osImage": string("OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy))."),
+            "architecture": string("CPU architecture of the Node, such as amd64."),
+            "bootID": string("ID of the Node's current boot."),
+            "containerRuntimeVersion": string("Container runtime and its version, such as containerd://2.0.0."),
+            "kernelVersion": string("Kernel version, as `uname -r` prints it."),
+            "kubeProxyVersion": string("Deprecated: the kube-proxy version the Node reports."),
+            "kubeletVersion": string("Kubelet version."),
+            "machineID": string("Machine ID of the host."),
+            "operatingSystem": string("Operating system, such as linux."),
+            "osImage": string("Operating system image, from /etc/os-release."),
             "swap": {
-                "description": "Swap Info reported by the node.",
+                "description": "Swap of the Node.",
                 "type": "object",
                 "properties": {
                     "capacity": {
-                        "description": "Total amount of swap memory in bytes.",
+                        "description": "Swap size in bytes.",
                         "type": "integer",
                         "format": "int64",
                     },
                 },
             },
-            "systemUUID": string("SystemUUID reported by the node."),
+            "systemUUID": string("System UUID of the host."),
         },
         "required": [
             "architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion",
