@@ -90,12 +90,12 @@ async fn collect_if_ownerless(
         let key = match location {
             OwnerLocation::Found { key } => key,
             OwnerLocation::UnknownKind => {
-                tracing::debug!(object = %item, owner = %owner.kind, "Waiting for the kind of an owner to be served");
+                tracing::debug!(owner = %owner.kind, "Waiting for the kind of an owner to be served");
                 return Ok(Outcome::UnknownKind);
             }
             OwnerLocation::NamespacedOwnerOfClusterScoped => {
                 // kube-controller-manager reports this and never collects the object.
-                tracing::debug!(object = %item, owner = %owner.kind, "Ignoring a cluster-scoped object that names a namespaced owner");
+                tracing::debug!(owner = %owner.kind, "Ignoring a cluster-scoped object that names a namespaced owner");
                 return Ok(Outcome::Done);
             }
         };
@@ -113,7 +113,9 @@ async fn collect_if_ownerless(
             return Ok(Outcome::Done);
         }
         // A reference to an owner deleting its dependents would keep that owner waiting.
-        tracing::debug!(object = %item, "Removing ownerReferences to owners that are gone or deleting their dependents");
+        tracing::debug!(
+            "Removing ownerReferences to owners that are gone or deleting their dependents"
+        );
         patch_metadata(state, resource, item, move |metadata| {
             remove_owner_references(metadata, &to_drop)
         })
@@ -130,7 +132,7 @@ async fn collect_if_ownerless(
         if cycle {
             // A dependent of this object waits for it while its owner waits for this one:
             // stop blocking the owner, so the wait cannot go round in a circle.
-            tracing::debug!(object = %item, "Unblocking the owners of an object in a deletion cycle");
+            tracing::debug!("Unblocking the owners of an object in a deletion cycle");
             patch_metadata(state, resource, item, unblock_owner_references).await?;
         }
         PropagationPolicy::Foreground
@@ -141,7 +143,10 @@ async fn collect_if_ownerless(
     } else {
         PropagationPolicy::Background
     };
-    tracing::debug!(object = %item, policy = policy.as_str(), "Deleting an object whose owners are gone");
+    tracing::debug!(
+        policy = policy.as_str(),
+        "Deleting an object whose owners are gone or wait for its deletion"
+    );
     let options = DeleteOptions {
         uid: Some(item.uid.clone()),
         propagation_policy: Some(policy),
@@ -206,7 +211,9 @@ async fn finish_foreground_deletion(
         .filter(|d| d.blocks)
         .collect();
     if blocking.is_empty() {
-        tracing::debug!(object = %item, "Removing the foregroundDeletion finalizer: no dependent blocks the deletion any more");
+        tracing::debug!(
+            "Removing the foregroundDeletion finalizer: no dependent blocks the deletion any more"
+        );
         patch_metadata(state, resource, item, |metadata| {
             remove_finalizer(metadata, FOREGROUND_FINALIZER)
         })
@@ -243,14 +250,14 @@ async fn orphan_dependents(
         else {
             continue;
         };
-        tracing::debug!(object = %dependent, owner = %item, "Orphaning a dependent");
+        tracing::debug!(%dependent, "Orphaning a dependent");
         let owner_uid = vec![item.uid.clone()];
         patch_metadata(state, &dependent_resource, &dependent, move |metadata| {
             remove_owner_references(metadata, &owner_uid)
         })
         .await?;
     }
-    tracing::debug!(object = %item, "Removing the orphan finalizer: the dependents are orphaned");
+    tracing::debug!("Removing the orphan finalizer: the dependents are orphaned");
     patch_metadata(state, resource, item, |metadata| {
         remove_finalizer(metadata, ORPHAN_FINALIZER)
     })

@@ -574,6 +574,36 @@ async fn delete_options_for_the_collector(server: TestServer) {
     wait_gone(&server, &format!("{cms}/target")).await;
 }
 
+/// One owner with many dependents: its deletion is remembered, so no dependent reads it again.
+async fn many_dependents_are_collected(server: TestServer) {
+    let ns = server.namespace("gc-many").await;
+    let cms = configmaps(&ns);
+    let owner = create(&server, &cms, configmap("owner", &[], &[])).await;
+    let owner_reference = reference(&owner, false);
+    for batch in 0..5 {
+        let creates = (0..40).map(|i| {
+            let mut object = configmap(
+                &format!("child-{batch}-{i}"),
+                &[owner_reference.clone()],
+                &[],
+            );
+            object["metadata"]["labels"] = json!({"gc": "many"});
+            let cms = cms.clone();
+            let server = &server;
+            async move { create(server, &cms, object).await }
+        });
+        futures::future::join_all(creates).await;
+    }
+    let raw = delete(&server, &format!("{cms}/owner"), None).await;
+    assert_eq!(raw.status, 200);
+    let selected = format!("{cms}?labelSelector=gc%3Dmany");
+    eventually(60, "every dependent to be collected", || async {
+        let list = server.get_json(&selected).await;
+        list["items"].as_array().unwrap().is_empty().then_some(())
+    })
+    .await;
+}
+
 /// Work left when a server stops is finished by the next one over the same store.
 async fn collection_resumes_after_a_restart(server: TestServer) {
     let ns = server.namespace("gc-restart").await;
@@ -647,5 +677,6 @@ backend_tests!(
     orphan_deletion_keeps_dependents,
     references_to_missing_owners_are_collected,
     delete_options_for_the_collector,
+    many_dependents_are_collected,
     collection_resumes_after_a_restart,
 );
