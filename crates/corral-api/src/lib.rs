@@ -9,6 +9,10 @@
 //! upstream webhook it stands for. A test compares the generated schemas with upstream's and
 //! lists every difference it tolerates.
 //!
+//! Install the CRDs from [`crds()`]: kube's `Kind::crd()` gives the derive's raw output, without
+//! the finishing [`crds()`] applies (no nullable fields, explicit `listKind`, the Machine's
+//! webhook-equivalent rules).
+//!
 //! Conventions in the types: optional scalars are `Option`s; optional structs whose fields are
 //! all optional are embedded by value and left out when empty (upstream's `omitzero`); optional
 //! lists and maps are left out when empty.
