@@ -40,10 +40,10 @@ pub struct Request<'a> {
 /// back in `Warning` headers.
 pub async fn admit(
     _state: &ApiState,
-    _request: &Request<'_>,
-    _object: &mut Value,
+    request: &Request<'_>,
+    object: &mut Value,
 ) -> Result<Vec<String>, ApiError> {
-    Ok(Vec::new())
+    crate::schema::admit(request, object)
 }
 
 /// Adds `Warning: 299 - "<text>"` headers, as kube-apiserver does.

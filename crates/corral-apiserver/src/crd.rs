@@ -257,6 +257,9 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
             deprecation_warning: str_at(version, &["deprecationWarning"]).map(str::to_string),
             printer_columns,
             schema: version.pointer("/schema/openAPIV3Schema").cloned(),
+            compiled_schema: version
+                .pointer("/schema/openAPIV3Schema")
+                .map(|schema| std::sync::Arc::new(crate::schema::CompiledSchema::new(schema))),
         });
     }
     let mut ordered: Vec<String> = versions.iter().map(|v| v.name.clone()).collect();

@@ -28,6 +28,7 @@ pub mod registry;
 mod render;
 pub mod rest;
 mod scale;
+pub mod schema;
 pub mod selector;
 mod server;
 pub mod strategic_merge;

@@ -39,6 +39,8 @@ pub struct VersionInfo {
     pub printer_columns: Vec<PrinterColumn>,
     /// The version's openAPIV3Schema, when it came from a CRD.
     pub schema: Option<Value>,
+    /// The same schema, compiled for pruning, defaulting and validation (see `schema/`).
+    pub compiled_schema: Option<Arc<crate::schema::CompiledSchema>>,
 }
 
 /// Everything the handlers need to know about one resource.
@@ -247,6 +249,7 @@ fn builtin(
             deprecation_warning: None,
             printer_columns: Vec::new(),
             schema: None,
+            compiled_schema: None,
         }],
         plural: plural.to_string(),
         singular: kind.to_lowercase(),

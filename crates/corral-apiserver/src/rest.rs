@@ -54,6 +54,7 @@ impl Target {
     /// strategy None: only `apiVersion` changes).
     pub fn to_request_version(&self, object: &mut Value) {
         crate::conversion::from_storage(&self.resource, object);
+        crate::schema::on_read(&self.resource, &self.version, object);
         if let Some(map) = object.as_object_mut() {
             map.insert(
                 "apiVersion".into(),
@@ -68,6 +69,7 @@ impl Target {
     pub fn needs_conversion(&self) -> bool {
         self.version != self.resource.storage_version()
             || crate::conversion::converts(&self.resource)
+            || crate::schema::changes_reads(&self.resource)
     }
 }
 

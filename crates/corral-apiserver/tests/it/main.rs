@@ -44,4 +44,5 @@ mod errors;
 mod machinery;
 mod gc;
 mod runtime;
+mod schema;
 mod watch;

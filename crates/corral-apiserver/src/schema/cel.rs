@@ -1,0 +1,481 @@
+//! `x-kubernetes-validations`: CEL rules on schema nodes, evaluated as apiextensions does,
+//! with the `cel` crate and the Kubernetes CEL libraries of `kube-cel`.
+//!
+//! `self` is the node's value, typed by its schema (integers, doubles, timestamps for
+//! `date`/`date-time`, durations, bytes; property names escaped as upstream escapes them).
+//! Transition rules (those that use `oldSelf`) run on updates only, when the old value
+//! correlates; with `optionalOldSelf` they also run without one, `oldSelf` being an optional.
+//! A failed rule becomes a field error at the node (or its `fieldPath`); on an update, the
+//! failure of a rule that does not use `oldSelf` on an unchanged value is only a warning.
+//! No runtime cost budget is enforced: rules run to completion.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use kube_cel::KubeCelExt;
+use kube_cel::cel;
+use serde_json::Value;
+
+use super::field::{ErrorType, FieldError, Path};
+use super::structural::{Rule, Schema};
+use super::validate::{correlate_field, correlate_item};
+
+type Expression = cel::parser::Expression;
+
+/// The upstream limit on an evaluated `messageExpression`.
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// The functions every evaluation sees: CEL's standard library and Kubernetes' extensions.
+static ROOT: LazyLock<cel::Context<'static>> = LazyLock::new(|| cel::Context::default().with_all());
+
+/// A rule parsed once, when its CRD was.
+pub struct CompiledRule {
+    program: Result<Expression, String>,
+    message_expression: Option<Expression>,
+    uses_old_self: bool,
+    /// `fieldPath` resolved against the schema, rendered as a path suffix (`.a[b]`).
+    field_path: Option<String>,
+}
+
+fn parse(source: &str) -> Result<Expression, String> {
+    cel::parser::Parser::new()
+        .enable_optional_syntax(true)
+        .parse(source)
+        .map_err(|e| e.to_string())
+}
+
+impl CompiledRule {
+    pub fn compile(
+        schema: &Schema,
+        rule: &str,
+        message_expression: Option<&str>,
+        field_path: Option<&str>,
+    ) -> CompiledRule {
+        let program = parse(rule);
+        let uses_old_self = program
+            .as_ref()
+            .is_ok_and(|p| p.references().has_variable("oldSelf"));
+        CompiledRule {
+            program,
+            message_expression: message_expression.and_then(|m| parse(m).ok()),
+            uses_old_self,
+            field_path: field_path.and_then(|p| resolve_field_path(schema, p)),
+        }
+    }
+}
+
+/// Resolves a rule's `fieldPath` (`.a.b`, `.a['b.c']`) against the schema the rule sits
+/// on: property names are children, additional properties keys.
+fn resolve_field_path(schema: &Schema, path: &str) -> Option<String> {
+    let mut node = schema;
+    let mut rendered = String::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        let name;
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            name = after[..end].to_string();
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix("['") {
+            let end = after.find("']")?;
+            name = after[..end].replace("\\'", "'").replace("\\\\", "\\");
+            rest = &after[end + 2..];
+        } else {
+            return None;
+        }
+        if name.is_empty() {
+            return None;
+        }
+        if !node.properties.is_empty() {
+            node = node.properties.get(&name)?;
+            rendered.push('.');
+            rendered.push_str(&name);
+        } else if let Some(additional) = node.additional_schema() {
+            node = additional;
+            rendered.push_str(&format!("[{name}]"));
+        } else {
+            return None;
+        }
+    }
+    Some(rendered)
+}
+
+/// Evaluates every rule of the schema over `object`, with `old` on updates.
+pub fn validate(
+    schema: &Schema,
+    object: &Value,
+    old: Option<&Value>,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<String>,
+) {
+    let mut walker = Walker {
+        errors,
+        warnings,
+        updating: old.is_some(),
+    };
+    let unchanged = old.is_some_and(|old| old == object);
+    walker.walk(schema, object, old, &Path::root(), true, unchanged);
+}
+
+struct Walker<'a> {
+    errors: &'a mut Vec<FieldError>,
+    warnings: &'a mut Vec<String>,
+    updating: bool,
+}
+
+impl Walker<'_> {
+    /// `resource`: the node is the root or an embedded resource. `unchanged`: the value
+    /// equals its correlated old value (or, without one, the nearest correlated ancestor's
+    /// did), so failures of non-transition rules only warn.
+    fn walk(
+        &mut self,
+        schema: &Schema,
+        value: &Value,
+        old: Option<&Value>,
+        path: &Path,
+        resource: bool,
+        unchanged: bool,
+    ) {
+        if value.is_null() {
+            return;
+        }
+        if !schema.rules.is_empty() {
+            self.evaluate(schema, value, old, path, resource, unchanged);
+        }
+        let updating = self.updating;
+        let child_unchanged = |child_old: Option<&Value>, child: &Value| match child_old {
+            Some(child_old) => updating && child_old == child,
+            None => unchanged,
+        };
+        match value {
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.items.as_deref() {
+                    for (index, item) in items.iter().enumerate() {
+                        let item_old = correlate_item(schema, old, item);
+                        let same = child_unchanged(item_old, item);
+                        self.walk(item_schema, item, item_old, &path.index(index), false, same);
+                    }
+                }
+            }
+            Value::Object(map) => {
+                if let Some(additional) = schema.additional_schema() {
+                    for (key, child) in map {
+                        let child_old = correlate_field(old, key);
+                        let same = child_unchanged(child_old, child);
+                        self.walk(additional, child, child_old, &path.key(key), false, same);
+                    }
+                }
+                for (key, child) in map {
+                    if let Some(property) = schema.properties.get(key) {
+                        let child_old = correlate_field(old, key);
+                        let same = child_unchanged(child_old, child);
+                        let embedded = property.embedded_resource;
+                        self.walk(property, child, child_old, &path.child(key), embedded, same);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn evaluate(
+        &mut self,
+        schema: &Schema,
+        value: &Value,
+        old: Option<&Value>,
+        path: &Path,
+        resource: bool,
+        unchanged: bool,
+    ) {
+        let type_name = Value::String(schema.type_.clone().unwrap_or_default());
+        let self_value = to_cel(value, Some(schema), resource);
+        let old_value = old.map(|old| to_cel(old, Some(schema), resource));
+        for rule in &schema.rules {
+            let compiled = &rule.compiled;
+            let program = match &compiled.program {
+                Ok(program) => program,
+                Err(error) => {
+                    self.errors.push(FieldError::invalid(
+                        path.render(),
+                        type_name.clone(),
+                        format!("rule compile error: {error}"),
+                    ));
+                    continue;
+                }
+            };
+            if compiled.uses_old_self && old_value.is_none() && !rule.optional_old_self {
+                continue;
+            }
+            let mut context = ROOT.new_inner_scope();
+            context.add_variable_from_value("self", self_value.clone());
+            if rule.optional_old_self {
+                let optional = match &old_value {
+                    Some(old) => cel::objects::OptionalValue::of(old.clone()),
+                    None => cel::objects::OptionalValue::none(),
+                };
+                context.add_variable_from_value("oldSelf", cel::Value::Opaque(Arc::new(optional)));
+            } else if let Some(old) = &old_value {
+                context.add_variable_from_value("oldSelf", old.clone());
+            }
+            let passed = match cel::Value::resolve(program, &context) {
+                Ok(cel::Value::Bool(passed)) => passed,
+                Ok(_) => {
+                    self.errors.push(FieldError::invalid(
+                        path.render(),
+                        type_name.clone(),
+                        format!(
+                            "rule compile error: rule must evaluate to a bool: {}",
+                            rule_text(rule)
+                        ),
+                    ));
+                    continue;
+                }
+                Err(cel::ExecutionError::NoSuchOverload) => {
+                    self.errors.push(FieldError::invalid(
+                        path.render(),
+                        type_name.clone(),
+                        format!(
+                            "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                            rule_text(rule)
+                        ),
+                    ));
+                    continue;
+                }
+                Err(error) => {
+                    self.errors.push(FieldError::invalid(
+                        path.render(),
+                        type_name.clone(),
+                        format!(
+                            "{} evaluating rule: {}",
+                            error_text(&error),
+                            rule_text(rule)
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            if passed {
+                continue;
+            }
+            let field = match &compiled.field_path {
+                Some(suffix) if path.render() == "<nil>" => {
+                    suffix.strip_prefix('.').unwrap_or(suffix).to_string()
+                }
+                Some(suffix) => format!("{}{suffix}", path.render()),
+                None => path.render(),
+            };
+            let detail = compiled
+                .message_expression
+                .as_ref()
+                .and_then(|expression| evaluate_message(expression, &context))
+                .unwrap_or_else(|| default_message(rule));
+            let shown = match schema.type_.as_deref() {
+                Some("object") | Some("array") => None,
+                _ => Some(value.clone()),
+            };
+            let error = match rule.reason.as_deref() {
+                Some("FieldValueForbidden") => {
+                    FieldError::new(ErrorType::Forbidden, field, None, detail)
+                }
+                Some("FieldValueRequired") => FieldError::required(field, detail),
+                Some("FieldValueDuplicate") => {
+                    FieldError::new(ErrorType::Duplicate, field, shown, "")
+                }
+                _ => FieldError::new(ErrorType::Invalid, field, shown, detail),
+            };
+            if !compiled.uses_old_self && unchanged {
+                self.warnings.push(error.message());
+            } else {
+                self.errors.push(error);
+            }
+        }
+    }
+}
+
+/// The message of a failed rule: its `message`, or `failed rule: <rule>`.
+fn default_message(rule: &Rule) -> String {
+    match &rule.message {
+        Some(message) => message.trim().to_string(),
+        None => format!("failed rule: {}", rule.rule.trim()),
+    }
+}
+
+/// How upstream names a rule in errors: its message if it has one, else its text.
+fn rule_text(rule: &Rule) -> String {
+    match &rule.message {
+        Some(message) => message.trim().to_string(),
+        None => rule.rule.trim().to_string(),
+    }
+}
+
+fn error_text(error: &cel::ExecutionError) -> String {
+    match error {
+        cel::ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        other => other.to_string(),
+    }
+}
+
+/// A `messageExpression`'s result, when it is a usable message (a non-empty string on one
+/// line, at most 5 KiB); otherwise the rule's message is used.
+fn evaluate_message(expression: &Expression, context: &cel::Context<'_>) -> Option<String> {
+    match cel::Value::resolve(expression, context) {
+        Ok(cel::Value::String(message)) => {
+            let message = message.trim();
+            (!message.is_empty() && !message.contains('\n') && message.len() <= MAX_MESSAGE_BYTES)
+                .then(|| message.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// CEL's reserved words, which property names escape as `__<word>__`.
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A property name as CEL sees it (upstream's `Escape`); `None` when it cannot be named.
+fn escape(name: &str) -> Option<String> {
+    let first = name.chars().next()?;
+    if first.is_ascii_digit() {
+        return None;
+    }
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut escaped = String::with_capacity(name.len());
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '_' if chars.peek() == Some(&'_') => {
+                chars.next();
+                escaped.push_str("__underscores__");
+            }
+            '.' => escaped.push_str("__dot__"),
+            '-' => escaped.push_str("__dash__"),
+            '/' => escaped.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => escaped.push(c),
+            _ => return None,
+        }
+    }
+    Some(escaped)
+}
+
+fn key(name: &str) -> cel::objects::Key {
+    cel::objects::Key::String(Arc::new(name.to_string()))
+}
+
+/// A JSON value as a CEL value of the type its schema gives it. `resource`: the root or an
+/// embedded resource, whose metadata shows only `name` and `generateName`.
+fn to_cel(value: &Value, schema: Option<&Schema>, resource: bool) -> cel::Value {
+    let type_ = schema
+        .filter(|s| !s.int_or_string)
+        .and_then(|s| s.type_.as_deref());
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (type_, n.as_i64()) {
+            (Some("number"), _) | (_, None) => match (type_, n.as_f64()) {
+                (Some("integer"), Some(f)) if f == f.trunc() => cel::Value::Int(f as i64),
+                (_, f) => cel::Value::Float(f.unwrap_or(0.0)),
+            },
+            (_, Some(i)) => cel::Value::Int(i),
+        },
+        Value::String(s) => string_to_cel(s, schema.filter(|_| type_ == Some("string"))),
+        Value::Array(items) => {
+            let item_schema = schema.and_then(|s| s.items.as_deref());
+            cel::Value::List(Arc::new(
+                items
+                    .iter()
+                    .map(|item| to_cel(item, item_schema, false))
+                    .collect(),
+            ))
+        }
+        Value::Object(map) => {
+            let mut entries: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
+            for (name, child) in map {
+                if resource && name == "metadata" {
+                    let mut metadata = HashMap::new();
+                    for field in ["name", "generateName"] {
+                        if let Some(v) = child.get(field) {
+                            metadata.insert(key(field), to_cel(v, None, false));
+                        }
+                    }
+                    entries.insert(key("metadata"), cel::Value::from(metadata));
+                    continue;
+                }
+                let declared = schema.and_then(|s| s.properties.get(name));
+                match (declared, schema.and_then(|s| s.additional_schema())) {
+                    (Some(property), _) => {
+                        if let Some(escaped) = escape(name) {
+                            entries.insert(
+                                key(&escaped),
+                                to_cel(child, Some(property), property.embedded_resource),
+                            );
+                        }
+                    }
+                    (None, Some(additional)) => {
+                        entries.insert(key(name), to_cel(child, Some(additional), false));
+                    }
+                    (None, None) => {
+                        entries.insert(key(name), to_cel(child, None, false));
+                    }
+                }
+            }
+            cel::Value::from(entries)
+        }
+    }
+}
+
+/// Strings with a `byte`, `duration`, `date` or `date-time` format are bytes, durations and
+/// timestamps in CEL; a value that does not parse stays a string.
+fn string_to_cel(s: &str, schema: Option<&Schema>) -> cel::Value {
+    let text = || cel::Value::String(Arc::new(s.to_string()));
+    let Some(format) = schema.and_then(|s| s.format.as_deref()) else {
+        return text();
+    };
+    match format {
+        "byte" => {
+            use base64::Engine;
+            match base64::engine::general_purpose::STANDARD.decode(s) {
+                Ok(bytes) => cel::Value::Bytes(Arc::new(bytes)),
+                Err(_) => text(),
+            }
+        }
+        "duration" => match super::format::parse_duration(s) {
+            Some(nanos) => match i64::try_from(nanos) {
+                Ok(nanos) => cel::Value::Duration(chrono::Duration::nanoseconds(nanos)),
+                Err(_) => text(),
+            },
+            None => text(),
+        },
+        "date" => match super::format::parse_date(s).and_then(|d| d.and_hms_opt(0, 0, 0)) {
+            Some(midnight) => cel::Value::Timestamp(midnight.and_utc().fixed_offset()),
+            None => text(),
+        },
+        "date-time" | "datetime" => match chrono::DateTime::parse_from_rfc3339(s) {
+            Ok(timestamp) => cel::Value::Timestamp(timestamp),
+            Err(_) => text(),
+        },
+        _ => text(),
+    }
+}

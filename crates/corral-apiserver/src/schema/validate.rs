@@ -1,0 +1,898 @@
+//! Validation of a custom resource against its structural schema, as apiextensions does it:
+//! kube-openapi's schema validator (its checks, their order, its messages and field paths),
+//! then `x-kubernetes-list-type` uniqueness, then embedded resources' type and metadata.
+//!
+//! On updates, validation ratchets like upstream: a value equal to the value it replaces
+//! (correlated through object keys and the keys of map lists) is not checked again, so an
+//! object stored before a schema got stricter can still be updated elsewhere.
+
+use serde_json::{Map, Value};
+
+use super::field::{ErrorType, FieldError, Path, go_float, go_quote};
+use super::structural::{Additional, Schema};
+use crate::names;
+
+/// The field an error of kube-openapi names: its dotted name without the leading dot, or
+/// `<nil>` for the root.
+fn openapi_field(name: &str) -> String {
+    let name = name.strip_prefix('.').unwrap_or(name);
+    if name.is_empty() {
+        "<nil>".to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+fn child_name(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// An error kube-openapi reports without a field (its composite errors, range checks): the
+/// root, with an empty value.
+fn root_error(detail: String) -> FieldError {
+    FieldError::invalid("<nil>", "", detail)
+}
+
+fn json_type(value: &Value) -> (&'static str, &'static str) {
+    match value {
+        Value::Bool(_) => ("boolean", ""),
+        Value::String(_) => ("string", ""),
+        Value::Number(n) if n.is_i64() => ("integer", "int64"),
+        Value::Number(_) => ("number", "float64"),
+        Value::Array(_) => ("array", ""),
+        Value::Object(_) => ("object", ""),
+        Value::Null => ("null", ""),
+    }
+}
+
+/// A number that fits `i64`, as Kubernetes decodes JSON integers; anything else is a float.
+fn as_int(value: &Value) -> Option<i64> {
+    value.as_i64()
+}
+
+fn is_json_integer(f: f64) -> bool {
+    f.is_finite() && f == f.trunc() && f.abs() <= 9_007_199_254_740_992.0
+}
+
+/// The old value correlated with a new list item: only map lists correlate, by their keys.
+pub fn correlate_item<'a>(
+    schema: &Schema,
+    old: Option<&'a Value>,
+    item: &Value,
+) -> Option<&'a Value> {
+    if !schema.is_list_map() || schema.list_map_keys.is_empty() {
+        return None;
+    }
+    let old_items = old?.as_array()?;
+    let item = item.as_object()?;
+    old_items.iter().find(|candidate| {
+        candidate.as_object().is_some_and(|candidate| {
+            schema
+                .list_map_keys
+                .iter()
+                .all(|key| candidate.get(key) == item.get(key))
+        })
+    })
+}
+
+/// The old value correlated with a field of an object: the same key, when both are objects.
+pub fn correlate_field<'a>(old: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    old?.as_object()?.get(key)
+}
+
+/// kube-openapi's schema validator.
+pub struct OpenApi {
+    pub errors: Vec<FieldError>,
+}
+
+impl OpenApi {
+    pub fn new() -> OpenApi {
+        OpenApi { errors: Vec::new() }
+    }
+
+    /// Validates `value` at `path` (kube-openapi's dotted name). `old` is the correlated old
+    /// value on updates; an unchanged value is not validated again.
+    pub fn validate(&mut self, schema: &Schema, value: &Value, path: &str, old: Option<&Value>) {
+        if old.is_some_and(|old| old == value) {
+            return;
+        }
+        if value.is_null() {
+            self.check_type(schema, value, path);
+            self.check_enum(schema, value, path);
+            return;
+        }
+        self.check_type(schema, value, path);
+        self.check_junctions(schema, value, path, old);
+        if let Value::String(s) = value {
+            self.check_string(schema, s, path);
+            self.check_format(schema, s, path);
+        }
+        if value.is_number() {
+            self.check_number(schema, value, path);
+        }
+        if let Value::Array(items) = value {
+            self.check_array(schema, items, path, old);
+        }
+        self.check_enum(schema, value, path);
+        if let Value::Object(map) = value {
+            self.check_object(schema, map, path, old);
+        }
+    }
+
+    fn invalid_type(&mut self, path: &str, type_name: &str, data: &str) {
+        self.errors.push(FieldError::new(
+            ErrorType::TypeInvalid,
+            openapi_field(path),
+            Some(Value::String(data.to_string())),
+            format!(
+                "{path} in body must be of type {type_name}: {}",
+                go_quote(data)
+            ),
+        ));
+    }
+
+    fn check_type(&mut self, schema: &Schema, value: &Value, path: &str) {
+        let types = schema.types();
+        let format = schema.validation_format().unwrap_or("");
+        if types.is_empty() && format.is_empty() {
+            return;
+        }
+        if value.is_null() {
+            if !types.is_empty() && !types.contains(&"null") && !schema.nullable {
+                self.invalid_type(path, &types.join(","), "null");
+            }
+            return;
+        }
+        let (data_type, data_format) = json_type(value);
+        let is_float_int = data_type == "number"
+            && value.as_f64().is_some_and(is_json_integer)
+            && types.contains(&"integer");
+        let is_int_float = data_type == "integer" && types.contains(&"number");
+        let stringish = value.is_string() || value.is_array();
+        if !stringish
+            && !format.is_empty()
+            && !(types.contains(&data_type)
+                || data_format == format
+                || is_float_int
+                || is_int_float)
+        {
+            self.invalid_type(path, format, data_format);
+            return;
+        }
+        if !(types.contains(&"number") || types.contains(&"integer"))
+            && !format.is_empty()
+            && stringish
+        {
+            return;
+        }
+        if !(types.contains(&data_type) || is_float_int || is_int_float) {
+            self.invalid_type(path, &types.join(","), data_type);
+        }
+    }
+
+    /// Validates against a sub-schema at the same place, collecting its errors apart.
+    fn sub(schema: &Schema, value: &Value, path: &str, old: Option<&Value>) -> Vec<FieldError> {
+        let mut sub = OpenApi::new();
+        sub.validate(schema, value, path, old);
+        sub.errors
+    }
+
+    fn check_junctions(&mut self, schema: &Schema, value: &Value, path: &str, old: Option<&Value>) {
+        if !schema.any_of.is_empty() {
+            let mut best: Option<Vec<FieldError>> = None;
+            let mut succeeded = false;
+            for alternative in &schema.any_of {
+                let errors = Self::sub(alternative, value, path, old);
+                if errors.is_empty() {
+                    succeeded = true;
+                    best = None;
+                    break;
+                }
+                // Upstream keeps the failure that passed the most checks; fewest errors is
+                // the closest measure available here.
+                if best.as_ref().is_none_or(|b| errors.len() < b.len()) {
+                    best = Some(errors);
+                }
+            }
+            if !succeeded {
+                self.errors.push(root_error(format!(
+                    "{} must validate at least one schema (anyOf)",
+                    go_quote(path)
+                )));
+            }
+            self.errors.extend(best.unwrap_or_default());
+        }
+        if !schema.one_of.is_empty() {
+            let mut best: Option<Vec<FieldError>> = None;
+            let mut validated = 0;
+            for alternative in &schema.one_of {
+                let errors = Self::sub(alternative, value, path, old);
+                if errors.is_empty() {
+                    validated += 1;
+                    best = None;
+                    continue;
+                }
+                if validated == 0 && best.as_ref().is_none_or(|b| errors.len() < b.len()) {
+                    best = Some(errors);
+                }
+            }
+            if validated != 1 {
+                let found = if validated == 0 {
+                    "Found none valid".to_string()
+                } else {
+                    format!("Found {validated} valid alternatives")
+                };
+                self.errors.push(root_error(format!(
+                    "{} must validate one and only one schema (oneOf). {found}",
+                    go_quote(path)
+                )));
+                self.errors.extend(best.unwrap_or_default());
+            }
+        }
+        if !schema.all_of.is_empty() {
+            let mut validated = 0;
+            for part in &schema.all_of {
+                let errors = Self::sub(part, value, path, old);
+                if errors.is_empty() {
+                    validated += 1;
+                }
+                self.errors.extend(errors);
+            }
+            if validated != schema.all_of.len() {
+                let none = if validated == 0 {
+                    ". None validated"
+                } else {
+                    ""
+                };
+                self.errors.push(root_error(format!(
+                    "{} must validate all the schemas (allOf){none}",
+                    go_quote(path)
+                )));
+            }
+        }
+        if let Some(not) = &schema.not {
+            if Self::sub(not, value, path, old).is_empty() {
+                self.errors.push(root_error(format!(
+                    "{} must not validate the schema (not)",
+                    go_quote(path)
+                )));
+            }
+        }
+    }
+
+    fn check_string(&mut self, schema: &Schema, data: &str, path: &str) {
+        let length = data.chars().count() as i64;
+        if let Some(max) = schema.max_length {
+            if length > max {
+                self.errors
+                    .push(FieldError::too_long(openapi_field(path), max));
+                return;
+            }
+        }
+        if let Some(min) = schema.min_length {
+            if length < min {
+                self.errors.push(FieldError::invalid(
+                    openapi_field(path),
+                    data,
+                    format!("{path} in body should be at least {min} chars long"),
+                ));
+                return;
+            }
+        }
+        if let Some(pattern) = &schema.pattern {
+            let (matches, shown) = match &pattern.regex {
+                Ok(regex) => (regex.is_match(data), pattern.source.clone()),
+                Err(error) => (
+                    false,
+                    format!("{}, but pattern is invalid: {error}", pattern.source),
+                ),
+            };
+            if !matches {
+                self.errors.push(FieldError::invalid(
+                    openapi_field(path),
+                    data,
+                    format!("{path} in body should match '{shown}'"),
+                ));
+            }
+        }
+    }
+
+    fn check_format(&mut self, schema: &Schema, data: &str, path: &str) {
+        let Some(format) = schema.validation_format() else {
+            return;
+        };
+        if !super::format::is_supported(format) || super::format::is_valid(format, data) {
+            return;
+        }
+        self.errors.push(FieldError::new(
+            ErrorType::TypeInvalid,
+            openapi_field(path),
+            Some(Value::String(data.to_string())),
+            format!(
+                "{path} in body must be of type {format}: {}",
+                go_quote(data)
+            ),
+        ));
+    }
+
+    fn check_number(&mut self, schema: &Schema, value: &Value, path: &str) {
+        let (type_name, format) = match schema.types().as_slice() {
+            ["integer"] => (
+                "integer",
+                schema
+                    .validation_format()
+                    .filter(|f| matches!(*f, "int32" | "int64")),
+            ),
+            ["number"] => (
+                "number",
+                schema
+                    .validation_format()
+                    .filter(|f| matches!(*f, "float" | "double")),
+            ),
+            _ => ("", None),
+        };
+        let format = format.unwrap_or("");
+        let float = value.as_f64().unwrap_or(0.0);
+        // The value itself must fit the format (`IsValueValidAgainstRange`).
+        if !in_range(float, as_int(value).is_some(), type_name, format) {
+            let described = if format.is_empty() {
+                format!("{type_name} (default format)")
+            } else {
+                format!("{type_name} with format {format}")
+            };
+            self.errors.push(root_error(format!(
+                "Checked value must be of type {described} in {path}"
+            )));
+        }
+        let field = openapi_field(path);
+        let int = as_int(value);
+        if let Some(factor) = schema.multiple_of {
+            // Integers are checked as integers when the factor fits the type, as upstream
+            // does (`MultipleOfNativeType`); everything else as floats.
+            let (factor_value, shown, positive, multiple) =
+                match (int, in_range(factor, false, type_name, format)) {
+                    (Some(data), true) => {
+                        let factor = factor as i64;
+                        let multiple = factor > 0 && data % factor == 0;
+                        (
+                            Value::from(factor),
+                            factor.to_string(),
+                            factor > 0,
+                            multiple,
+                        )
+                    }
+                    _ => {
+                        let quotient = if factor < 1.0 {
+                            1.0 / factor * float
+                        } else {
+                            float / factor
+                        };
+                        let multiple = factor > 0.0 && is_json_integer(quotient);
+                        (
+                            Value::from(factor),
+                            go_float(factor),
+                            factor > 0.0,
+                            multiple,
+                        )
+                    }
+                };
+            if !positive {
+                self.errors.push(FieldError::invalid(
+                    field.clone(),
+                    factor_value,
+                    format!("factor MultipleOf declared for {path} must be positive: {shown}"),
+                ));
+            } else if !multiple {
+                self.errors.push(FieldError::invalid(
+                    field.clone(),
+                    value.clone(),
+                    format!("{path} in body should be a multiple of {shown}"),
+                ));
+            }
+        }
+        let bounds = [
+            (schema.minimum, schema.exclusive_minimum, false),
+            (schema.maximum, schema.exclusive_maximum, true),
+        ];
+        for (bound, exclusive, upper) in bounds {
+            let Some(bound) = bound else {
+                continue;
+            };
+            // As for multipleOf: integers against the bound cut to an integer, if it fits.
+            let (ordering, shown) = match (int, in_range(bound, false, type_name, format)) {
+                (Some(data), true) => (data.cmp(&(bound as i64)), (bound as i64).to_string()),
+                _ => (
+                    float
+                        .partial_cmp(&bound)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                    go_float(bound),
+                ),
+            };
+            let beyond = if upper {
+                ordering == std::cmp::Ordering::Greater
+            } else {
+                ordering == std::cmp::Ordering::Less
+            };
+            let fails = beyond || (exclusive && ordering == std::cmp::Ordering::Equal);
+            if fails {
+                let relation = match (upper, exclusive) {
+                    (false, true) => "greater than",
+                    (false, false) => "greater than or equal to",
+                    (true, true) => "less than",
+                    (true, false) => "less than or equal to",
+                };
+                self.errors.push(FieldError::invalid(
+                    field.clone(),
+                    value.clone(),
+                    format!("{path} in body should be {relation} {shown}"),
+                ));
+            }
+        }
+    }
+
+    fn check_array(&mut self, schema: &Schema, items: &[Value], path: &str, old: Option<&Value>) {
+        if let Some(item_schema) = schema.items.as_deref() {
+            for (index, item) in items.iter().enumerate() {
+                let item_old = correlate_item(schema, old, item);
+                self.validate(item_schema, item, &format!("{path}[{index}]"), item_old);
+            }
+        }
+        let size = items.len() as i64;
+        if let Some(min) = schema.min_items {
+            if size < min {
+                self.errors.push(FieldError::invalid(
+                    openapi_field(path),
+                    size,
+                    format!("{path} in body should have at least {min} items"),
+                ));
+            }
+        }
+        if let Some(max) = schema.max_items {
+            if size > max {
+                self.errors
+                    .push(FieldError::too_many(openapi_field(path), size, max));
+            }
+        }
+        if schema.unique_items {
+            let duplicated = items
+                .iter()
+                .enumerate()
+                .any(|(i, item)| items[..i].contains(item));
+            if duplicated {
+                self.errors.push(FieldError::invalid(
+                    openapi_field(path),
+                    "",
+                    format!("{path} in body shouldn't contain duplicates"),
+                ));
+            }
+        }
+    }
+
+    fn check_enum(&mut self, schema: &Schema, value: &Value, path: &str) {
+        let Some(allowed) = &schema.enumeration else {
+            return;
+        };
+        if allowed.is_empty() || allowed.iter().any(|a| enum_matches(value, a)) {
+            return;
+        }
+        let supported: Vec<String> = allowed
+            .iter()
+            .map(|a| match a {
+                Value::String(s) => s.clone(),
+                other => super::field::go_json(other),
+            })
+            .collect();
+        self.errors.push(FieldError::not_supported(
+            openapi_field(path),
+            value.clone(),
+            &supported,
+        ));
+    }
+
+    fn check_object(
+        &mut self,
+        schema: &Schema,
+        map: &Map<String, Value>,
+        path: &str,
+        old: Option<&Value>,
+    ) {
+        let count = map.len() as i64;
+        if let Some(min) = schema.min_properties {
+            if count < min {
+                self.errors.push(FieldError::invalid(
+                    openapi_field(path),
+                    count,
+                    format!("{path} in body should have at least {min} properties"),
+                ));
+            }
+        }
+        if let Some(max) = schema.max_properties {
+            if count > max {
+                self.errors
+                    .push(FieldError::too_many(openapi_field(path), count, max));
+            }
+        }
+        match &schema.additional_properties {
+            Some(Additional::Allows(false)) => {
+                for key in map.keys() {
+                    if !schema.properties.contains_key(key) {
+                        self.errors.push(FieldError::invalid(
+                            openapi_field(path),
+                            key.as_str(),
+                            format!("{path}.{key} in body is a forbidden property"),
+                        ));
+                    }
+                }
+            }
+            Some(Additional::Schema(additional)) => {
+                for (key, child) in map {
+                    if !schema.properties.contains_key(key) {
+                        self.validate(
+                            additional,
+                            child,
+                            &format!("{path}.{key}"),
+                            correlate_field(old, key),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (name, property) in &schema.properties {
+            if let Some(child) = map.get(name) {
+                // The root's type fields are always checked (upstream does not ratchet them).
+                let type_meta = path.is_empty() && matches!(name.as_str(), "apiVersion" | "kind");
+                let child_old = if type_meta {
+                    None
+                } else {
+                    correlate_field(old, name)
+                };
+                self.validate(property, child, &child_name(path, name), child_old);
+            }
+        }
+        for name in &schema.required {
+            if !map.contains_key(name) {
+                self.errors.push(FieldError::required(
+                    openapi_field(&format!("{path}.{name}")),
+                    "",
+                ));
+            }
+        }
+    }
+}
+
+/// Whether a number (the value, or a bound when `is_int` is false and it came from the
+/// schema) fits the type and format, as kube-openapi's `IsValueValidAgainstRange` decides.
+fn in_range(value: f64, is_int: bool, type_name: &str, format: &str) -> bool {
+    match type_name {
+        "integer" => {
+            if !is_int && !is_json_integer(value) {
+                return false;
+            }
+            match format {
+                "int32" => value >= f64::from(i32::MIN) && value <= f64::from(i32::MAX),
+                _ => true,
+            }
+        }
+        _ => match format {
+            "float" => value.abs() <= f64::from(f32::MAX),
+            _ => true,
+        },
+    }
+}
+
+/// Enum membership as Go's reflection decides it: equal values, numbers converted to the
+/// enum value's type first.
+fn enum_matches(value: &Value, allowed: &Value) -> bool {
+    match (value, allowed) {
+        (Value::Number(v), Value::Number(a)) => match (v.as_i64(), a.as_i64()) {
+            (Some(v), Some(a)) => v == a,
+            (None, Some(a)) => v.as_f64().is_some_and(|v| v as i64 == a),
+            (Some(v), None) => a.as_f64() == Some(v as f64),
+            (None, None) => v.as_f64() == a.as_f64(),
+        },
+        (Value::Null, _) => false,
+        (v, a) => v == a,
+    }
+}
+
+/// `x-kubernetes-list-type` set and map uniqueness, with apimachinery field paths.
+pub fn list_errors(schema: &Schema, object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Value::Object(map) = object {
+        list_map_fields(schema, map, &Path::root(), &mut errors);
+    }
+    errors
+}
+
+fn list_map_fields(
+    schema: &Schema,
+    map: &Map<String, Value>,
+    path: &Path,
+    errors: &mut Vec<FieldError>,
+) {
+    if let Some(additional) = schema.additional_schema() {
+        for (key, child) in map {
+            list_value(additional, child, &path.key(key), errors);
+        }
+    }
+    for (key, child) in map {
+        if let Some(property) = schema.properties.get(key) {
+            list_value(property, child, &path.child(key), errors);
+        }
+    }
+}
+
+fn list_value(schema: &Schema, value: &Value, path: &Path, errors: &mut Vec<FieldError>) {
+    match value {
+        Value::Array(items) => {
+            match schema.list_type.as_deref() {
+                Some("set") => {
+                    for index in second_occurrences(items) {
+                        errors.push(FieldError::new(
+                            ErrorType::Duplicate,
+                            path.index(index).render(),
+                            Some(items[index].clone()),
+                            "",
+                        ));
+                    }
+                }
+                Some("map") => list_map_errors(schema, items, path, errors),
+                _ => {}
+            }
+            if let Some(item_schema) = schema.items.as_deref() {
+                for (index, item) in items.iter().enumerate() {
+                    list_value(item_schema, item, &path.index(index), errors);
+                }
+            }
+        }
+        Value::Object(map) => list_map_fields(schema, map, path, errors),
+        _ => {}
+    }
+}
+
+/// The indices of values seen for the second time (a third occurrence is not reported).
+fn second_occurrences(values: &[Value]) -> Vec<usize> {
+    let mut seen: Vec<(&Value, usize)> = Vec::new();
+    let mut repeated = Vec::new();
+    for (index, value) in values.iter().enumerate() {
+        match seen.iter_mut().find(|(v, _)| set_equal(v, value)) {
+            Some((_, times)) => {
+                if *times == 1 {
+                    repeated.push(index);
+                }
+                *times += 1;
+            }
+            None => seen.push((value, 1)),
+        }
+    }
+    repeated
+}
+
+/// Set equality as upstream computes it: scalars by value and Go type (an integer never
+/// equals a float), compound values by their JSON.
+fn set_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x.is_i64() == y.is_i64() && x.as_f64() == y.as_f64() && x.as_i64() == y.as_i64()
+        }
+        _ => a == b,
+    }
+}
+
+fn list_map_errors(schema: &Schema, items: &[Value], path: &Path, errors: &mut Vec<FieldError>) {
+    for (index, item) in items.iter().enumerate() {
+        if !item.is_object() && !item.is_null() {
+            errors.push(FieldError::invalid(
+                path.index(index).render(),
+                item.clone(),
+                "must be an object for an array of list-type map",
+            ));
+            return;
+        }
+    }
+    if items.len() <= 1 {
+        return;
+    }
+    // A missing key (or a null item) is a value of its own, equal only to another missing one.
+    let keys: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            let mut key = Map::new();
+            if let Some(item) = item.as_object() {
+                for name in &schema.list_map_keys {
+                    if let Some(value) = item.get(name) {
+                        key.insert(name.clone(), value.clone());
+                    }
+                }
+            }
+            Value::Object(key)
+        })
+        .collect();
+    for index in second_occurrences(&keys) {
+        errors.push(FieldError::new(
+            ErrorType::Duplicate,
+            path.index(index).render(),
+            Some(keys[index].clone()),
+            "",
+        ));
+    }
+}
+
+/// The type and metadata checks of embedded resources (`x-kubernetes-embedded-resource`).
+pub fn embedded_errors(schema: &Schema, object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    embedded_walk(Some(schema), object, &Path::root(), &mut errors);
+    errors
+}
+
+fn embedded_walk(
+    schema: Option<&Schema>,
+    value: &Value,
+    path: &Path,
+    errors: &mut Vec<FieldError>,
+) {
+    let Some(schema) = schema else {
+        return;
+    };
+    match value {
+        Value::Object(map) => {
+            if schema.embedded_resource {
+                check_embedded_resource(map, path, errors);
+            }
+            for (key, child) in map {
+                if let Some(property) = schema.properties.get(key) {
+                    embedded_walk(Some(property), child, &path.child(key), errors);
+                } else if let Some(additional) = schema.additional_schema() {
+                    embedded_walk(Some(additional), child, &path.key(key), errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                embedded_walk(schema.items.as_deref(), item, &path.index(index), errors);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_embedded_resource(map: &Map<String, Value>, path: &Path, errors: &mut Vec<FieldError>) {
+    for field in ["apiVersion", "kind"] {
+        if !map.contains_key(field) {
+            errors.push(FieldError::required(path.child(field).render(), ""));
+        }
+    }
+    if let Some(api_version) = map.get("apiVersion") {
+        let field = path.child("apiVersion").render();
+        match api_version.as_str() {
+            None => errors.push(FieldError::invalid(
+                field,
+                api_version.clone(),
+                "must be a string",
+            )),
+            Some("") => errors.push(FieldError::invalid(field, "", "must not be empty")),
+            Some(s) if s.matches('/').count() > 1 => errors.push(FieldError::invalid(
+                field,
+                s,
+                format!("unexpected GroupVersion string: {s}"),
+            )),
+            Some(_) => {}
+        }
+    }
+    if let Some(kind) = map.get("kind") {
+        let field = path.child("kind").render();
+        match kind.as_str() {
+            None => errors.push(FieldError::invalid(field, kind.clone(), "must be a string")),
+            Some("") => errors.push(FieldError::invalid(field, "", "must not be empty")),
+            Some(s) => {
+                if let Err(messages) = names::is_dns1035_label(&s.to_lowercase()) {
+                    errors.push(FieldError::invalid(
+                        field,
+                        s,
+                        format!(
+                            "may have mixed case, but should otherwise match: {}",
+                            messages.join(",")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(metadata) = map.get("metadata") {
+        check_embedded_metadata(metadata, &path.child("metadata"), errors);
+    }
+}
+
+/// The parts of ObjectMeta validation that apply to an embedded resource's metadata: names
+/// as path segments, the namespace, label and annotation syntax.
+fn check_embedded_metadata(metadata: &Value, path: &Path, errors: &mut Vec<FieldError>) {
+    let Some(map) = metadata.as_object() else {
+        if !metadata.is_null() {
+            errors.push(FieldError::invalid(
+                path.render(),
+                metadata.clone(),
+                "must be an object",
+            ));
+        }
+        return;
+    };
+    let string_field = |name: &str| map.get(name).and_then(Value::as_str).unwrap_or("");
+    let generate_name = string_field("generateName");
+    if !generate_name.is_empty() {
+        if let Err(messages) = names::validate_path_segment_name(generate_name, true) {
+            for message in messages {
+                errors.push(FieldError::invalid(
+                    path.child("generateName").render(),
+                    generate_name,
+                    message,
+                ));
+            }
+        }
+    }
+    let name = string_field("name");
+    if !name.is_empty() {
+        if let Err(messages) = names::validate_path_segment_name(name, false) {
+            for message in messages {
+                errors.push(FieldError::invalid(
+                    path.child("name").render(),
+                    name,
+                    message,
+                ));
+            }
+        }
+    }
+    let namespace = string_field("namespace");
+    if !namespace.is_empty() {
+        if let Err(messages) = names::is_dns1123_label(namespace) {
+            for message in messages {
+                errors.push(FieldError::invalid(
+                    path.child("namespace").render(),
+                    namespace,
+                    message,
+                ));
+            }
+        }
+    }
+    if let Some(labels) = map.get("labels").and_then(Value::as_object) {
+        for (key, value) in labels {
+            if let Err(messages) = names::is_qualified_name(key) {
+                for message in messages {
+                    errors.push(FieldError::invalid(
+                        path.child("labels").render(),
+                        key.as_str(),
+                        message,
+                    ));
+                }
+            }
+            if let Some(value) = value.as_str() {
+                if let Err(messages) = names::is_valid_label_value(value) {
+                    for message in messages {
+                        errors.push(FieldError::invalid(
+                            path.child("labels").render(),
+                            value,
+                            message,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(annotations) = map.get("annotations").and_then(Value::as_object) {
+        for key in annotations.keys() {
+            if let Err(messages) = names::is_qualified_name(&key.to_lowercase()) {
+                for message in messages {
+                    errors.push(FieldError::invalid(
+                        path.child("annotations").render(),
+                        key.as_str(),
+                        message,
+                    ));
+                }
+            }
+        }
+    }
+}
