@@ -47,13 +47,6 @@ fn entry<'a>(object: &'a Value, manager: &str, operation: &str) -> Option<&'a Va
         .find(|e| e["manager"] == manager && e["operation"] == operation)
 }
 
-fn resource_version(object: &Value) -> String {
-    object["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
 fn api_error(error: kube::Error) -> Box<kube::core::Status> {
     match error {
         kube::Error::Api(status) => status,
