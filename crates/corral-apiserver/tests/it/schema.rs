@@ -1,6 +1,8 @@
 //! CRD schemas enforced on custom resources: validation with every cause in one 422,
 //! defaults on write and on read, unknown fields per `fieldValidation`, and CEL rules.
 
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, ApiResource, DynamicObject, WatchEvent, WatchParams};
 use serde_json::{Value, json};
 
 use crate::support::{Raw, TestServer};
@@ -185,6 +187,10 @@ async fn a_bad_object_gets_one_invalid_status_naming_every_field(server: TestSer
 
 async fn defaults_apply_on_create_and_on_read_of_older_objects(server: TestServer) {
     create_gizmo_crd(&server, gizmo_schema()).await;
+    let before = server.get_json(GIZMOS).await["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let raw = server
         .post_json(GIZMOS, &gizmo("g1", json!({"cluster": "c1"})))
         .await;
@@ -201,6 +207,24 @@ async fn defaults_apply_on_create_and_on_read_of_older_objects(server: TestServe
     assert_eq!(read["spec"]["mode"], "Safe", "defaulted on read: {read}");
     let listed = server.get_json(GIZMOS).await;
     assert_eq!(listed["items"][0]["spec"]["mode"], "Safe");
+    // Watch events replayed from before the change carry the default too.
+    let resource = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Gizmo".into(),
+        plural: "gizmos".into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(server.client.clone(), "default", &resource);
+    let mut events = api
+        .watch(&WatchParams::default().timeout(5), &before)
+        .await
+        .unwrap()
+        .boxed();
+    match events.try_next().await.unwrap() {
+        Some(WatchEvent::Added(object)) => assert_eq!(object.data["spec"]["mode"], "Safe"),
+        other => panic!("expected ADDED g1, got {other:?}"),
+    }
 
     // An update that changes nothing else passes, and stores the default.
     let raw = put_json(&server, &format!("{GIZMOS}/g1"), &read).await;
