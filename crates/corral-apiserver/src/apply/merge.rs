@@ -70,7 +70,19 @@ fn node<'v, 'a>(
     let shape = schema.shape(value);
     let items = match (&shape, value) {
         (Shape::Leaf, _) => return Ok(Node::Leaf(value)),
-        (Shape::Map(schema), Value::Object(map)) => return Ok(Node::Map(map, *schema)),
+        (Shape::Map(schema), Value::Object(map)) => {
+            if strict {
+                if let Some(unknown) = map.keys().find(|key| !schema.allows(key)) {
+                    let mut path = path.to_vec();
+                    path.push(PathElement::Field(unknown.clone()));
+                    return Err(TypeError {
+                        path: path_string(&path),
+                        message: "field not declared in schema".into(),
+                    });
+                }
+            }
+            return Ok(Node::Map(map, *schema));
+        }
         (Shape::Set | Shape::Keyed { .. }, Value::Array(items)) => items,
         _ => return Ok(Node::Leaf(value)),
     };

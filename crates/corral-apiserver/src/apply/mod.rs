@@ -460,12 +460,8 @@ fn apply_to(
         Ok(result) => result,
         Err(ApplyError::Conflicts(conflicts)) => return Err(conflict_error(&conflicts)),
         Err(ApplyError::Invalid(error)) => {
-            let name = object::name(config)
-                .or(current.and_then(object::name))
-                .unwrap_or("");
-            let namespace = object::namespace(config)
-                .or(current.and_then(object::namespace))
-                .unwrap_or("");
+            let name = object::name(config).unwrap_or("");
+            let namespace = object::namespace(config).unwrap_or("");
             return Err(ApiError::bad_request(format!(
                 "failed to create typed patch object ({namespace}/{name}; {api_version}, Kind={}): {error}",
                 resource.kind

@@ -115,10 +115,42 @@ impl<'a> Schema<'a> {
                 if let Some(property) = node.get("properties").and_then(|p| p.get(name)) {
                     return (Schema::Node(property), true);
                 }
+                if is_embedded_resource(node) && matches!(name, "apiVersion" | "kind" | "metadata")
+                {
+                    return Schema::Root(node).field(name);
+                }
                 match node.get("additionalProperties") {
                     Some(additional @ Value::Object(_)) => (Schema::Node(additional), false),
                     _ => (Schema::Deduced, false),
                 }
+            }
+        }
+    }
+
+    /// Whether a map may hold `name`. A structural schema declares its fields (kube-apiserver
+    /// refuses an apply configuration with others: "field not declared in schema") unless it
+    /// preserves unknown fields or describes a map with `additionalProperties`.
+    pub fn allows(self, name: &str) -> bool {
+        match self {
+            Schema::Deduced => true,
+            Schema::Root(node) => {
+                matches!(name, "apiVersion" | "kind" | "metadata")
+                    || Schema::Node(node).allows(name)
+            }
+            Schema::Node(node) => {
+                let declared = node
+                    .get("properties")
+                    .is_some_and(|p| p.get(name).is_some());
+                let open = node.get("x-kubernetes-preserve-unknown-fields")
+                    == Some(&Value::Bool(true))
+                    || matches!(
+                        node.get("additionalProperties"),
+                        Some(Value::Object(_) | Value::Bool(true))
+                    );
+                let untyped = node.get("type").is_none() && node.get("properties").is_none();
+                let embedded = is_embedded_resource(node)
+                    && matches!(name, "apiVersion" | "kind" | "metadata");
+                declared || open || untyped || embedded
             }
         }
     }
@@ -141,6 +173,10 @@ impl<'a> Schema<'a> {
             _ => None,
         }
     }
+}
+
+fn is_embedded_resource(node: &Value) -> bool {
+    node.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true))
 }
 
 fn declared_type(node: &Value) -> Option<&str> {

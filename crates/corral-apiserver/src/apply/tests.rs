@@ -156,6 +156,16 @@ fn field_set_of_a_configuration_follows_the_schema() {
         merge::field_set(&missing_keys, Schema::Root(&schema_without_default), true).unwrap_err();
     assert_eq!(error.path, ".spec.ports");
     assert!(error.message.contains("omits all key fields"), "{error}");
+    let unknown = widget(json!({"bogus": 1, "extra": {"anything": 1}}));
+    let error = merge::field_set(&unknown, schema, true).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        ".spec.bogus: field not declared in schema"
+    );
+    assert!(
+        merge::field_set(&unknown, schema, false).is_ok(),
+        "live objects are read leniently"
+    );
     let duplicates = widget(json!({"tags": ["a", "a"]}));
     let error = merge::field_set(&duplicates, schema, true).unwrap_err();
     assert!(error.message.contains("duplicate entries"), "{error}");

@@ -397,6 +397,19 @@ async fn list_map_items_merge_by_key(server: TestServer) {
     assert_eq!(raw.status, 400, "{}", String::from_utf8_lossy(&raw.body));
     let message = raw.json()["message"].as_str().unwrap().to_string();
     assert!(message.contains(".spec.ports: element 0"), "{message}");
+
+    // So are fields the schema does not declare, as in kube-apiserver.
+    let raw = raw_apply(
+        &server,
+        &format!("{path}?fieldManager=a"),
+        &gadget(json!({"bogus": true})),
+    )
+    .await;
+    assert_eq!(raw.status, 400, "{}", String::from_utf8_lossy(&raw.body));
+    assert_eq!(
+        raw.json()["message"],
+        "failed to create typed patch object (/g1; example.com/v1, Kind=Gadget): .spec.bogus: field not declared in schema"
+    );
 }
 
 async fn status_apply_does_not_conflict_with_spec(server: TestServer) {
