@@ -1,1 +1,3 @@
 //! The machine set controller.
+
+pub mod deletion_order;
