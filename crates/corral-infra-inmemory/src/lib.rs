@@ -1,0 +1,5 @@
+//! The in-memory infrastructure provider.
+
+pub mod api;
+
+pub use api::crds;

@@ -1,0 +1,97 @@
+//! The CRDs checked in under `crates/corral-infra-inmemory/crds/` are the generated ones.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::{env, fs};
+
+/// Set to regenerate the checked-in CRDs instead of checking them.
+const UPDATE: &str = "CORRAL_UPDATE_CRDS";
+
+fn render() -> BTreeMap<String, String> {
+    super::generated_crds()
+        .into_iter()
+        .map(|(file, crd)| {
+            (
+                file,
+                format!("---\n{}", serde_yaml::to_string(&crd).unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn checked_in_crds_are_up_to_date() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
+    let expected = render();
+    let present: Vec<String> = fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+
+    if env::var_os(UPDATE).is_some() {
+        fs::create_dir_all(&dir).unwrap();
+        for file in present.iter().filter(|file| !expected.contains_key(*file)) {
+            fs::remove_file(dir.join(file)).unwrap();
+        }
+        for (file, content) in &expected {
+            fs::write(dir.join(file), content).unwrap();
+        }
+        return;
+    }
+
+    let mut stale: Vec<&str> = expected
+        .iter()
+        .filter(|(file, content)| {
+            fs::read_to_string(dir.join(file)).ok().as_ref() != Some(*content)
+        })
+        .map(|(file, _)| file.as_str())
+        .collect();
+    stale.extend(
+        present
+            .iter()
+            .filter(|file| !expected.contains_key(*file))
+            .map(String::as_str),
+    );
+    assert!(
+        stale.is_empty(),
+        "the CRDs in crates/corral-infra-inmemory/crds differ from the ones the Rust types \
+         generate: {}\nregenerate them with `{UPDATE}=1 cargo test -p corral-infra-inmemory` \
+         and commit the result",
+        stale.join(", ")
+    );
+}
+
+#[test]
+fn crds_are_structural_and_carry_the_provider_labels() {
+    for (file, crd) in super::generated_crds() {
+        let versions = crd["spec"]["versions"].as_array().unwrap();
+        assert_eq!(versions.len(), 1, "{file}");
+        assert_eq!(versions[0]["served"], true, "{file}");
+        assert_eq!(versions[0]["storage"], true, "{file}");
+        let schema = super::schema_of(&crd, "v1beta2");
+        assert_eq!(schema["type"], "object", "{file}");
+        let text = schema.to_string();
+        for forbidden in ["$ref", "\"nullable\"", "\"title\"", "\"anyOf\":[{},{}]"] {
+            assert!(!text.contains(forbidden), "{file} contains {forbidden}");
+        }
+        // The contract label is how core finds the API version of a referenced Dev* kind
+        // (upstream `contract.GetLatestContractAndAPIVersionFromContract`).
+        let labels = &crd["metadata"]["labels"];
+        assert_eq!(labels["cluster.x-k8s.io/v1beta2"], "v1beta2", "{file}");
+        assert_eq!(labels["clusterctl.cluster.x-k8s.io"], "", "{file}");
+        assert_eq!(
+            labels["cluster.x-k8s.io/provider"], "infrastructure-in-memory",
+            "{file}"
+        );
+        let labels: BTreeMap<String, String> = serde_json::from_value(labels.clone()).unwrap();
+        let (contract, version) =
+            corral_api::contract::ContractVersion::from_crd_labels(&labels).unwrap();
+        assert_eq!(
+            (contract, version.as_str()),
+            (corral_api::contract::ContractVersion::V1Beta2, "v1beta2")
+        );
+    }
+}

@@ -1,0 +1,48 @@
+//! corral-infra-inmemory's integration tests: the checked-in CRDs and their comparison with
+//! upstream's, manifests written for upstream's in-memory backend against a real API server, the
+//! simulated cloud, and the controllers against a management plane.
+
+mod crds;
+mod upstream;
+
+use serde_json::Value;
+
+/// The generated CRDs as JSON, each with the file name upstream gives it
+/// (`<group>_<plural>.yaml`).
+fn generated_crds() -> Vec<(String, Value)> {
+    corral_infra_inmemory::crds()
+        .into_iter()
+        .map(|crd| {
+            let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
+            (file, normalize_numbers(serde_json::to_value(crd).unwrap()))
+        })
+        .collect()
+}
+
+/// The `openAPIV3Schema` of a CRD's version.
+fn schema_of<'a>(crd: &'a Value, version: &str) -> &'a Value {
+    let versions = crd["spec"]["versions"].as_array().unwrap();
+    let version = versions.iter().find(|v| v["name"] == version).unwrap();
+    &version["schema"]["openAPIV3Schema"]
+}
+
+/// Turns floats without a fraction into integers. Kubernetes' Go types hold `minimum` and
+/// `maximum` as floats, so a CRD object carries `0.0` where upstream's YAML says `0`.
+fn normalize_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(number) => match number.as_f64() {
+            Some(float) if number.is_f64() && float.fract() == 0.0 && float.abs() < 1e15 => {
+                Value::from(float as i64)
+            }
+            _ => Value::Number(number),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(normalize_numbers).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (key, normalize_numbers(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
