@@ -69,11 +69,11 @@ impl Pruner {
 
     /// `embedded`: the node is a resource, so its apiVersion, kind and metadata stay.
     fn prune(&mut self, value: &mut Value, schema: Option<&Schema>, embedded: bool) {
-        if let Some(schema) = schema {
-            if schema.preserve_unknown_fields {
-                self.skip_prune(value, schema, embedded);
-                return;
-            }
+        if let Some(schema) = schema
+            && schema.preserve_unknown_fields
+        {
+            self.skip_prune(value, schema, embedded);
+            return;
         }
         match value {
             Value::Object(map) => {
@@ -291,10 +291,10 @@ fn prune_embedded_metadata(
     };
     match value {
         Value::Object(map) => {
-            if schema.embedded_resource {
-                if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-                    prune_object_meta(metadata, &path.child("metadata").render(), unknown);
-                }
+            if schema.embedded_resource
+                && let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                prune_object_meta(metadata, &path.child("metadata").render(), unknown);
             }
             for (key, child) in map.iter_mut() {
                 if let Some(property) = schema.properties.get(key) {

@@ -232,7 +232,7 @@ fn is_isbn10(value: &str) -> bool {
             (i as u32 + 1) * digit
         })
         .sum();
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(value: &str) -> bool {

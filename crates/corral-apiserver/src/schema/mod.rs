@@ -127,11 +127,11 @@ pub fn admit(request: &Request<'_>, object: &mut Value) -> Result<Vec<String>, A
         set_api_version(object, api_version);
     }
     let storage_version = resource.storage_version();
-    if storage_version != target.version {
-        if let Some(storage_schema) = schema_of(resource, storage_version) {
-            coerce::prune(object, &storage_schema.root, false);
-            coerce::prune_nulls(object, Some(&storage_schema.root));
-        }
+    if storage_version != target.version
+        && let Some(storage_schema) = schema_of(resource, storage_version)
+    {
+        coerce::prune(object, &storage_schema.root, false);
+        coerce::prune_nulls(object, Some(&storage_schema.root));
     }
     Ok(warnings)
 }
@@ -204,11 +204,11 @@ pub fn on_read(resource: &ResourceInfo, version: &str, object: &mut Value) {
         coerce::prune_nulls(object, Some(&schema.root));
         coerce::default(object, &schema.root);
     }
-    if version != storage_version {
-        if let Some(schema) = schema_of(resource, version).filter(|s| s.affects_reads) {
-            coerce::prune(object, &schema.root, false);
-            coerce::prune_nulls(object, Some(&schema.root));
-        }
+    if version != storage_version
+        && let Some(schema) = schema_of(resource, version).filter(|s| s.affects_reads)
+    {
+        coerce::prune(object, &schema.root, false);
+        coerce::prune_nulls(object, Some(&schema.root));
     }
 }
 

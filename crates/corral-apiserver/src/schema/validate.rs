@@ -152,24 +152,19 @@ impl OpenApi {
             && value.as_f64().is_some_and(is_json_integer)
             && types.contains(&"integer");
         let is_int_float = data_type == "integer" && types.contains(&"number");
+        let type_matches = types.contains(&data_type) || is_float_int || is_int_float;
+        let numeric = types.contains(&"number") || types.contains(&"integer");
+        // Strings and arrays skip the format comparison; a formatted non-numeric type accepts
+        // them whatever its type (kube-openapi's order of checks, quirks included).
         let stringish = value.is_string() || value.is_array();
-        if !stringish
-            && !format.is_empty()
-            && !(types.contains(&data_type)
-                || data_format == format
-                || is_float_int
-                || is_int_float)
-        {
+        if !stringish && !format.is_empty() && !type_matches && data_format != format {
             self.invalid_type(path, format, data_format);
             return;
         }
-        if !(types.contains(&"number") || types.contains(&"integer"))
-            && !format.is_empty()
-            && stringish
-        {
+        if stringish && !format.is_empty() && !numeric {
             return;
         }
-        if !(types.contains(&data_type) || is_float_int || is_int_float) {
+        if !type_matches {
             self.invalid_type(path, &types.join(","), data_type);
         }
     }
@@ -254,34 +249,34 @@ impl OpenApi {
                 )));
             }
         }
-        if let Some(not) = &schema.not {
-            if Self::sub(not, value, path, old).is_empty() {
-                self.errors.push(root_error(format!(
-                    "{} must not validate the schema (not)",
-                    go_quote(path)
-                )));
-            }
+        if let Some(not) = &schema.not
+            && Self::sub(not, value, path, old).is_empty()
+        {
+            self.errors.push(root_error(format!(
+                "{} must not validate the schema (not)",
+                go_quote(path)
+            )));
         }
     }
 
     fn check_string(&mut self, schema: &Schema, data: &str, path: &str) {
         let length = data.chars().count() as i64;
-        if let Some(max) = schema.max_length {
-            if length > max {
-                self.errors
-                    .push(FieldError::too_long(openapi_field(path), max));
-                return;
-            }
+        if let Some(max) = schema.max_length
+            && length > max
+        {
+            self.errors
+                .push(FieldError::too_long(openapi_field(path), max));
+            return;
         }
-        if let Some(min) = schema.min_length {
-            if length < min {
-                self.errors.push(FieldError::invalid(
-                    openapi_field(path),
-                    data,
-                    format!("{path} in body should be at least {min} chars long"),
-                ));
-                return;
-            }
+        if let Some(min) = schema.min_length
+            && length < min
+        {
+            self.errors.push(FieldError::invalid(
+                openapi_field(path),
+                data,
+                format!("{path} in body should be at least {min} chars long"),
+            ));
+            return;
         }
         if let Some(pattern) = &schema.pattern {
             let (matches, shown) = match &pattern.regex {
@@ -442,20 +437,20 @@ impl OpenApi {
             }
         }
         let size = items.len() as i64;
-        if let Some(min) = schema.min_items {
-            if size < min {
-                self.errors.push(FieldError::invalid(
-                    openapi_field(path),
-                    size,
-                    format!("{path} in body should have at least {min} items"),
-                ));
-            }
+        if let Some(min) = schema.min_items
+            && size < min
+        {
+            self.errors.push(FieldError::invalid(
+                openapi_field(path),
+                size,
+                format!("{path} in body should have at least {min} items"),
+            ));
         }
-        if let Some(max) = schema.max_items {
-            if size > max {
-                self.errors
-                    .push(FieldError::too_many(openapi_field(path), size, max));
-            }
+        if let Some(max) = schema.max_items
+            && size > max
+        {
+            self.errors
+                .push(FieldError::too_many(openapi_field(path), size, max));
         }
         if schema.unique_items {
             let duplicated = items
@@ -501,20 +496,20 @@ impl OpenApi {
         old: Option<&Value>,
     ) {
         let count = map.len() as i64;
-        if let Some(min) = schema.min_properties {
-            if count < min {
-                self.errors.push(FieldError::invalid(
-                    openapi_field(path),
-                    count,
-                    format!("{path} in body should have at least {min} properties"),
-                ));
-            }
+        if let Some(min) = schema.min_properties
+            && count < min
+        {
+            self.errors.push(FieldError::invalid(
+                openapi_field(path),
+                count,
+                format!("{path} in body should have at least {min} properties"),
+            ));
         }
-        if let Some(max) = schema.max_properties {
-            if count > max {
-                self.errors
-                    .push(FieldError::too_many(openapi_field(path), count, max));
-            }
+        if let Some(max) = schema.max_properties
+            && count > max
+        {
+            self.errors
+                .push(FieldError::too_many(openapi_field(path), count, max));
         }
         match &schema.additional_properties {
             Some(Additional::Allows(false)) => {
@@ -823,39 +818,39 @@ fn check_embedded_metadata(metadata: &Value, path: &Path, errors: &mut Vec<Field
     };
     let string_field = |name: &str| map.get(name).and_then(Value::as_str).unwrap_or("");
     let generate_name = string_field("generateName");
-    if !generate_name.is_empty() {
-        if let Err(messages) = names::validate_path_segment_name(generate_name, true) {
-            for message in messages {
-                errors.push(FieldError::invalid(
-                    path.child("generateName").render(),
-                    generate_name,
-                    message,
-                ));
-            }
+    if !generate_name.is_empty()
+        && let Err(messages) = names::validate_path_segment_name(generate_name, true)
+    {
+        for message in messages {
+            errors.push(FieldError::invalid(
+                path.child("generateName").render(),
+                generate_name,
+                message,
+            ));
         }
     }
     let name = string_field("name");
-    if !name.is_empty() {
-        if let Err(messages) = names::validate_path_segment_name(name, false) {
-            for message in messages {
-                errors.push(FieldError::invalid(
-                    path.child("name").render(),
-                    name,
-                    message,
-                ));
-            }
+    if !name.is_empty()
+        && let Err(messages) = names::validate_path_segment_name(name, false)
+    {
+        for message in messages {
+            errors.push(FieldError::invalid(
+                path.child("name").render(),
+                name,
+                message,
+            ));
         }
     }
     let namespace = string_field("namespace");
-    if !namespace.is_empty() {
-        if let Err(messages) = names::is_dns1123_label(namespace) {
-            for message in messages {
-                errors.push(FieldError::invalid(
-                    path.child("namespace").render(),
-                    namespace,
-                    message,
-                ));
-            }
+    if !namespace.is_empty()
+        && let Err(messages) = names::is_dns1123_label(namespace)
+    {
+        for message in messages {
+            errors.push(FieldError::invalid(
+                path.child("namespace").render(),
+                namespace,
+                message,
+            ));
         }
     }
     if let Some(labels) = map.get("labels").and_then(Value::as_object) {
@@ -869,15 +864,15 @@ fn check_embedded_metadata(metadata: &Value, path: &Path, errors: &mut Vec<Field
                     ));
                 }
             }
-            if let Some(value) = value.as_str() {
-                if let Err(messages) = names::is_valid_label_value(value) {
-                    for message in messages {
-                        errors.push(FieldError::invalid(
-                            path.child("labels").render(),
-                            value,
-                            message,
-                        ));
-                    }
+            if let Some(value) = value.as_str()
+                && let Err(messages) = names::is_valid_label_value(value)
+            {
+                for message in messages {
+                    errors.push(FieldError::invalid(
+                        path.child("labels").render(),
+                        value,
+                        message,
+                    ));
                 }
             }
         }
