@@ -818,6 +818,9 @@ pub async fn update(
             return Ok(respond(&current));
         }
         if query.dry_run {
+            // As in kube-apiserver, a dry-run update answers with the stored resourceVersion
+            // (`kubectl diff --server-side` shows no resourceVersion change).
+            object::set_resource_version(&mut new, kv.mod_revision);
             target.to_request_version(&mut new);
             return Ok(respond(&new));
         }

@@ -135,6 +135,27 @@ async fn apply_creates_then_merges(server: TestServer) {
     assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
     assert_eq!(raw.json()["spec"], json!({"color": "red", "size": 2}));
 
+    // A dry run shows the result with the stored resourceVersion and stores nothing (what
+    // `kubectl diff --server-side` relies on).
+    let stored = raw.json();
+    let body = widget(json!({"color": "blue", "size": 2})).to_string();
+    let raw = raw_apply(
+        &server,
+        &format!("{WIDGETS}/w1?fieldManager=mgr&dryRun=All"),
+        &body,
+    )
+    .await;
+    assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
+    assert_eq!(raw.json()["spec"]["color"], "blue");
+    assert_eq!(
+        raw.json()["metadata"]["resourceVersion"],
+        stored["metadata"]["resourceVersion"]
+    );
+    assert_eq!(
+        server.get_json(&format!("{WIDGETS}/w1")).await["spec"]["color"],
+        "red"
+    );
+
     // kube-rs' Patch::Apply works the same way, creating and updating.
     let api = widgets(&server);
     let mut other = widget(json!({"color": "green"}));
