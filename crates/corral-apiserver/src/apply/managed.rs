@@ -255,10 +255,10 @@ impl Managed {
             );
             match first_of_version.get(&entry.api_version) {
                 Some(first) => {
-                    if !self.entries.contains_key(&bucket) {
-                        if let Some(first_entry) = self.entries.remove(first) {
-                            self.entries.insert(bucket.clone(), first_entry);
-                        }
+                    if !self.entries.contains_key(&bucket)
+                        && let Some(first_entry) = self.entries.remove(first)
+                    {
+                        self.entries.insert(bucket.clone(), first_entry);
                     }
                     self.entries.remove(&id);
                     let merged = self.entries.get_mut(&bucket).expect("bucket exists");

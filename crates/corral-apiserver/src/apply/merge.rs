@@ -71,15 +71,13 @@ fn node<'v, 'a>(
     let items = match (&shape, value) {
         (Shape::Leaf, _) => return Ok(Node::Leaf(value)),
         (Shape::Map(schema), Value::Object(map)) => {
-            if strict {
-                if let Some(unknown) = map.keys().find(|key| !schema.allows(key)) {
-                    let mut path = path.to_vec();
-                    path.push(PathElement::Field(unknown.clone()));
-                    return Err(TypeError {
-                        path: path_string(&path),
-                        message: "field not declared in schema".into(),
-                    });
-                }
+            if strict && let Some(unknown) = map.keys().find(|key| !schema.allows(key)) {
+                let mut path = path.to_vec();
+                path.push(PathElement::Field(unknown.clone()));
+                return Err(TypeError {
+                    path: path_string(&path),
+                    message: "field not declared in schema".into(),
+                });
             }
             return Ok(Node::Map(map, *schema));
         }
@@ -313,19 +311,19 @@ fn compare_values(
         (Some(a), Some(b)) if a != b => {
             // A value that changed kind (a map became a string): what was below it is gone,
             // what is below it now is new.
-            if let Some(old_node) = &old_node {
-                if !matches!(old_node, Node::Leaf(_)) {
-                    let mut gone = Comparison::default();
-                    compare_children(Some(old_node), None, path, &mut gone);
-                    out.removed = out.removed.union(&gone.removed);
-                }
+            if let Some(old_node) = &old_node
+                && !matches!(old_node, Node::Leaf(_))
+            {
+                let mut gone = Comparison::default();
+                compare_children(Some(old_node), None, path, &mut gone);
+                out.removed = out.removed.union(&gone.removed);
             }
-            if let Some(new_node) = &new_node {
-                if !matches!(new_node, Node::Leaf(_)) {
-                    let mut fresh = Comparison::default();
-                    compare_children(None, Some(new_node), path, &mut fresh);
-                    out.added = out.added.union(&fresh.added);
-                }
+            if let Some(new_node) = &new_node
+                && !matches!(new_node, Node::Leaf(_))
+            {
+                let mut fresh = Comparison::default();
+                compare_children(None, Some(new_node), path, &mut fresh);
+                out.added = out.added.union(&fresh.added);
             }
             out.modified.insert(path);
         }

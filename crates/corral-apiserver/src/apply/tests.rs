@@ -363,7 +363,7 @@ fn update_takes_what_it_changes_from_everyone() {
     );
     let new = widget(json!({"color": "green"}));
     let managed = managed::record_update(managed, &live, &new, &cx, &updater("m2"));
-    assert!(managed.entries.get(&applier("a")).is_none());
+    assert!(!managed.entries.contains_key(&applier("a")));
     let entry = &managed.entries[&updater("m2")];
     assert_eq!(
         entry.fields.to_fields_v1(),
