@@ -1,0 +1,178 @@
+//! Deleting a Cluster in order (upstream `reconcileDelete` in
+//! `core/reconcilers/cluster/cluster_controller.go`): the workers first (MachineDeployments,
+//! MachineSets and Machines the Cluster owns directly; their owners delete the rest), then the
+//! control plane, then the infrastructure cluster, and the finalizer last. Each step waits for
+//! the previous one's objects to be gone; their deletions bring the next reconcile.
+
+use corral_api::conditions::cluster::reason as cluster_reason;
+use corral_api::conditions::reason;
+use corral_api::{Machine, MachineDeployment, MachineSet};
+use kube::api::{Api, DeleteParams};
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+
+use super::status::{Observed, is_owned_by_cluster, list_to_string};
+use super::{ClusterController, Error, Scope};
+
+/// What is still in the way of a step, for the Deleting condition's message.
+pub fn describe_remaining(kind: &str, names: &[String]) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let plural = if names.len() == 1 { "" } else { "s" };
+    Some(format!(
+        "* {kind}{plural}: {}",
+        list_to_string(&names, 3, names.len())
+    ))
+}
+
+pub(super) async fn reconcile_delete(
+    controller: &ClusterController,
+    scope: &mut Scope,
+) -> Result<(), Error> {
+    scope.deleting = Some((reason::DELETING.to_owned(), "Deletion started".to_owned()));
+    let ctx = &controller.ctx;
+    let client = ctx.client().clone();
+    let namespace = scope.key.namespace.clone();
+    let cluster_name = scope.key.name.clone();
+
+    // Workers: delete what the Cluster owns directly, control plane Machines last.
+    let descendants = scope.descendants.clone();
+    let owned = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        is_owned_by_cluster(meta, &cluster_name) && meta.deletion_timestamp.is_none()
+    };
+    for md in descendants.machine_deployments.iter().filter(|o| owned(&o.metadata)) {
+        delete_descendant::<MachineDeployment>(&client, &namespace, &md.name_any(), "MachineDeployment").await?;
+    }
+    for ms in descendants.machine_sets.iter().filter(|o| owned(&o.metadata)) {
+        delete_descendant::<MachineSet>(&client, &namespace, &ms.name_any(), "MachineSet").await?;
+    }
+    let mut machines: Vec<&Machine> = descendants.worker_machines.iter().collect();
+    if scope.cluster.spec.control_plane_ref.is_none() {
+        machines.extend(&descendants.control_plane_machines);
+    }
+    for machine in machines.iter().filter(|m| owned(&m.metadata)) {
+        delete_descendant::<Machine>(&client, &namespace, &machine.name_any(), "Machine").await?;
+    }
+
+    let mut remaining = Vec::new();
+    let names = |objects: &mut dyn Iterator<Item = String>| objects.collect::<Vec<_>>();
+    remaining.extend(describe_remaining(
+        "MachineDeployment",
+        &names(&mut descendants.machine_deployments.iter().map(ResourceExt::name_any)),
+    ));
+    remaining.extend(describe_remaining(
+        "MachineSet",
+        &names(&mut descendants.machine_sets.iter().map(ResourceExt::name_any)),
+    ));
+    remaining.extend(describe_remaining(
+        "Worker Machine",
+        &names(&mut descendants.worker_machines.iter().map(ResourceExt::name_any)),
+    ));
+    if scope.cluster.spec.control_plane_ref.is_none() {
+        remaining.extend(describe_remaining(
+            "Control plane Machine",
+            &names(&mut descendants.control_plane_machines.iter().map(ResourceExt::name_any)),
+        ));
+    }
+    if !remaining.is_empty() {
+        tracing::info!("Waiting for worker Machines to be deleted");
+        scope.deleting = Some((
+            cluster_reason::WAITING_FOR_WORKERS_DELETION.to_owned(),
+            remaining.join("\n"),
+        ));
+        return Ok(());
+    }
+
+    // The control plane.
+    if let Some(reference) = scope.cluster.spec.control_plane_ref.clone() {
+        match ctx.external().delete(&reference, &namespace).await {
+            Ok(true) => scope.control_plane_observed = Some(Observed::NotFound),
+            // A kind no API serves has no objects left to wait for.
+            Err(error) if error.is_kind_not_installed() => {
+                scope.control_plane_observed = Some(Observed::NotFound)
+            }
+            Ok(false) => {
+                scope.deleting = Some((
+                    cluster_reason::WAITING_FOR_CONTROL_PLANE_DELETION.to_owned(),
+                    format!("Waiting for {} to be deleted", reference.kind),
+                ));
+                return Ok(());
+            }
+            Err(source) => {
+                return Err(Error::DeleteControlPlane {
+                    kind: reference.kind,
+                    name: reference.name,
+                    source,
+                });
+            }
+        }
+    }
+
+    // The infrastructure cluster.
+    if let Some(reference) = scope.cluster.spec.infrastructure_ref.clone() {
+        match ctx.external().delete(&reference, &namespace).await {
+            Ok(true) => scope.infra_observed = Some(Observed::NotFound),
+            Err(error) if error.is_kind_not_installed() => {
+                scope.infra_observed = Some(Observed::NotFound)
+            }
+            Ok(false) => {
+                scope.deleting = Some((
+                    cluster_reason::WAITING_FOR_INFRASTRUCTURE_DELETION.to_owned(),
+                    format!("Waiting for {} to be deleted", reference.kind),
+                ));
+                return Ok(());
+            }
+            Err(source) => {
+                return Err(Error::DeleteInfrastructure {
+                    kind: reference.kind,
+                    name: reference.name,
+                    source,
+                });
+            }
+        }
+    }
+
+    scope.deleting = Some((reason::DELETION_COMPLETED.to_owned(), "Deletion completed".to_owned()));
+    scope
+        .cluster
+        .finalizers_mut()
+        .retain(|f| f != corral_api::finalizers::CLUSTER);
+    ctx.cluster_cache().forget(&scope.key);
+    controller
+        .external
+        .forget(&ObjectRef::from_obj(scope.before.as_ref()));
+    scope.event(
+        EventType::Normal,
+        "Deleted",
+        format!("Cluster {} has been deleted", scope.key.name),
+    );
+    Ok(())
+}
+
+async fn delete_descendant<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    kind: &'static str,
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    tracing::info!("Deleting {kind} {namespace}/{name}");
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(source) => Err(Error::DeleteDescendant {
+            kind,
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}

@@ -1,0 +1,651 @@
+//! Connections to workload clusters (upstream `controllers/clustercache`): one
+//! `kube::Client` per Cluster, built from its `<cluster>-kubeconfig` Secret (data key `value`),
+//! shared by the controllers, health-probed, and rebuilt when the Secret changes.
+//!
+//! A cluster is tracked from the first time a controller asks for it ([`ClusterCache::client`])
+//! until [`ClusterCache::forget`]. Each tracked cluster has its own task, which connects,
+//! probes the API server every [`ClusterCacheConfig::probe_interval`] (each probe bounded by
+//! [`ClusterCacheConfig::probe_timeout`]), drops the connection after
+//! [`ClusterCacheConfig::failure_threshold`] failures in a row and tries again; so a cluster
+//! that cannot be reached never holds up another, nor a reconcile: callers get
+//! [`Error::NotConnected`] at once and turn it into a condition.
+//!
+//! While connected, the task also keeps a cache of the cluster's Nodes (a reflector), which
+//! answers [`ClusterCache::node_by_provider_id`] without a request, and tells subscribers
+//! ([`ClusterCache::subscribe_nodes`]) about every Node change, so that Machines waiting for
+//! their Node are reconciled when it appears. Connection changes go to
+//! [`ClusterCache::subscribe_connections`].
+//!
+//! [`ClusterCache::run`] watches kubeconfig Secrets (those labelled
+//! `cluster.x-k8s.io/cluster-name`, as the contract requires) to rebuild a connection when its
+//! Secret changes, or to connect at once when it appears.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::{Node, Secret};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use tokio::sync::Notify;
+
+use crate::runtime::Shutdown;
+use crate::runtime::triggers::AbortOnDrop;
+
+/// The suffix of a Cluster's kubeconfig Secret: `<cluster>-kubeconfig`.
+pub const KUBECONFIG_SECRET_SUFFIX: &str = "-kubeconfig";
+
+/// The data key of the kubeconfig in its Secret.
+pub const KUBECONFIG_DATA_KEY: &str = "value";
+
+/// How workload clusters are reached and checked (upstream ClusterCache options).
+#[derive(Clone, Debug)]
+pub struct ClusterCacheConfig {
+    /// How often a connected cluster is probed, and a disconnected one retried.
+    pub probe_interval: Duration,
+    /// How long a probe, or a connection attempt, may take.
+    pub probe_timeout: Duration,
+    /// Failed probes in a row after which the connection is dropped.
+    pub failure_threshold: u32,
+}
+
+impl Default for ClusterCacheConfig {
+    fn default() -> Self {
+        ClusterCacheConfig {
+            probe_interval: Duration::from_secs(10),
+            probe_timeout: Duration::from_secs(5),
+            failure_threshold: 5,
+        }
+    }
+}
+
+/// A Cluster: namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClusterKey {
+    /// The Cluster's namespace.
+    pub namespace: String,
+    /// The Cluster's name.
+    pub name: String,
+}
+
+impl ClusterKey {
+    /// The key of a Cluster.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        ClusterKey {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for ClusterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// How probing a workload cluster has gone (upstream `HealthCheckingState`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HealthCheckingState {
+    /// When the cluster was last probed or connected to.
+    pub last_probe_time: Option<Timestamp>,
+    /// When a probe last succeeded.
+    pub last_probe_success_time: Option<Timestamp>,
+    /// Failed probes or connection attempts since the last success.
+    pub consecutive_failures: u32,
+}
+
+/// A change of a Node of a workload cluster.
+#[derive(Clone, Debug)]
+pub struct NodeEvent {
+    /// The cluster.
+    pub cluster: ClusterKey,
+    /// The Node as it now is (or was, when deleted).
+    pub node: Node,
+}
+
+/// A failure to reach a workload cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kubeconfig Secret could not be read.
+    #[error("cannot read the kubeconfig Secret {namespace}/{name}")]
+    GetKubeconfigSecret {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// The kubeconfig Secret does not exist (yet).
+    #[error("the kubeconfig Secret {namespace}/{name} does not exist")]
+    FindKubeconfigSecret {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+    },
+    /// The kubeconfig Secret has no usable `value`.
+    #[error("the kubeconfig Secret {namespace}/{name} has no UTF-8 data key value")]
+    ReadKubeconfigSecret {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+    },
+    /// The kubeconfig does not parse.
+    #[error("the kubeconfig in Secret {namespace}/{name} is not valid")]
+    ParseKubeconfig {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+        /// What is wrong.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// No client could be built from the kubeconfig.
+    #[error("cannot build a client from the kubeconfig in Secret {namespace}/{name}")]
+    BuildClient {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The workload cluster's API server did not answer a probe.
+    #[error("the API server of workload cluster {cluster} did not answer")]
+    Probe {
+        /// The cluster.
+        cluster: ClusterKey,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// The workload cluster's API server did not answer in time.
+    #[error("the API server of workload cluster {cluster} did not answer within {timeout:?}")]
+    ProbeTimeout {
+        /// The cluster.
+        cluster: ClusterKey,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// The workload cluster is not connected; the last attempt failed as `reason` says.
+    #[error("workload cluster {cluster} is not connected: {reason}")]
+    NotConnected {
+        /// The cluster.
+        cluster: ClusterKey,
+        /// Why the last connection attempt or probe failed.
+        reason: String,
+    },
+    /// The Node cache of the workload cluster did not fill in time.
+    #[error("the Nodes of workload cluster {cluster} could not be listed within {timeout:?}")]
+    ListNodes {
+        /// The cluster.
+        cluster: ClusterKey,
+        /// The limit.
+        timeout: Duration,
+    },
+}
+
+/// Clients for workload clusters; cheap to clone.
+#[derive(Clone)]
+pub struct ClusterCache {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    config: ClusterCacheConfig,
+    clusters: Mutex<HashMap<ClusterKey, Arc<Tracked>>>,
+    node_subscribers: Mutex<Vec<mpsc::UnboundedSender<NodeEvent>>>,
+    connection_subscribers: Mutex<Vec<mpsc::UnboundedSender<ClusterKey>>>,
+}
+
+/// A tracked cluster.
+struct Tracked {
+    key: ClusterKey,
+    state: Mutex<State>,
+    /// Serializes connection attempts, so that callers wait for the one under way.
+    connecting: tokio::sync::Mutex<()>,
+    /// Wakes the cluster's task: its Secret changed.
+    wake: Notify,
+    task: Mutex<Option<AbortOnDrop>>,
+}
+
+#[derive(Default)]
+struct State {
+    connection: Option<Connection>,
+    health: HealthCheckingState,
+    last_error: Option<String>,
+    attempted: bool,
+    /// The Secret changed since the connection was built.
+    stale: bool,
+}
+
+struct Connection {
+    client: Client,
+    nodes: Store<Node>,
+    secret_version: String,
+    _node_watch: AbortOnDrop,
+}
+
+impl ClusterCache {
+    /// A cache reading kubeconfig Secrets through `client`.
+    pub fn new(client: Client, config: ClusterCacheConfig) -> Self {
+        ClusterCache {
+            inner: Arc::new(Inner {
+                client,
+                config,
+                clusters: Mutex::new(HashMap::new()),
+                node_subscribers: Mutex::new(Vec::new()),
+                connection_subscribers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Node changes of every connected cluster.
+    pub fn subscribe_nodes(&self) -> mpsc::UnboundedReceiver<NodeEvent> {
+        let (sender, receiver) = mpsc::unbounded();
+        self.inner
+            .node_subscribers
+            .lock()
+            .expect("subscribers lock")
+            .push(sender);
+        receiver
+    }
+
+    /// Clusters whose connection came up or went down.
+    pub fn subscribe_connections(&self) -> mpsc::UnboundedReceiver<ClusterKey> {
+        let (sender, receiver) = mpsc::unbounded();
+        self.inner
+            .connection_subscribers
+            .lock()
+            .expect("subscribers lock")
+            .push(sender);
+        receiver
+    }
+
+    /// A client for the workload cluster. The first call for a cluster connects (within the
+    /// probe timeout); later calls answer at once, with [`Error::NotConnected`] while the
+    /// cluster cannot be reached.
+    pub async fn client(&self, cluster: &ClusterKey) -> Result<Client, Error> {
+        let tracked = self.track(cluster);
+        if let Some(client) = tracked.connected_client() {
+            return Ok(client);
+        }
+        if !tracked.state.lock().expect("state lock").attempted {
+            self.inner.connect(&tracked, true).await;
+            if let Some(client) = tracked.connected_client() {
+                return Ok(client);
+            }
+        }
+        Err(tracked.not_connected())
+    }
+
+    /// The Node whose `spec.providerID` is `provider_id`, from the cluster's Node cache.
+    pub async fn node_by_provider_id(
+        &self,
+        cluster: &ClusterKey,
+        provider_id: &str,
+    ) -> Result<Option<Arc<Node>>, Error> {
+        let nodes = self.nodes(cluster).await?;
+        Ok(nodes.state().into_iter().find(|node| {
+            node.spec
+                .as_ref()
+                .and_then(|spec| spec.provider_id.as_deref())
+                == Some(provider_id)
+        }))
+    }
+
+    /// The Node named `name`, from the cluster's Node cache.
+    pub async fn node(&self, cluster: &ClusterKey, name: &str) -> Result<Option<Arc<Node>>, Error> {
+        let nodes = self.nodes(cluster).await?;
+        Ok(nodes.get(&reflector::ObjectRef::new(name)))
+    }
+
+    async fn nodes(&self, cluster: &ClusterKey) -> Result<Store<Node>, Error> {
+        self.client(cluster).await?;
+        let tracked = self.track(cluster);
+        let store = {
+            let state = tracked.state.lock().expect("state lock");
+            match &state.connection {
+                Some(connection) => connection.nodes.clone(),
+                None => return Err(tracked.not_connected()),
+            }
+        };
+        let timeout = self.inner.config.probe_timeout;
+        match tokio::time::timeout(timeout, store.wait_until_ready()).await {
+            Ok(Ok(())) => Ok(store),
+            _ => Err(Error::ListNodes {
+                cluster: cluster.clone(),
+                timeout,
+            }),
+        }
+    }
+
+    /// How probing the cluster has gone; the default when it is not tracked.
+    pub fn health_checking_state(&self, cluster: &ClusterKey) -> HealthCheckingState {
+        let clusters = self.inner.clusters.lock().expect("clusters lock");
+        clusters
+            .get(cluster)
+            .map(|tracked| tracked.state.lock().expect("state lock").health.clone())
+            .unwrap_or_default()
+    }
+
+    /// Stops tracking a cluster (it was deleted) and drops its connection.
+    pub fn forget(&self, cluster: &ClusterKey) {
+        let removed = self
+            .inner
+            .clusters
+            .lock()
+            .expect("clusters lock")
+            .remove(cluster);
+        if let Some(tracked) = removed {
+            tracked.task.lock().expect("task lock").take();
+            tracked.state.lock().expect("state lock").connection = None;
+        }
+    }
+
+    /// Starts tracking a cluster, connecting in the background, unless already tracked (the
+    /// Cluster controller does so once the Cluster's infrastructure is provisioned, as
+    /// upstream's ClusterCache does).
+    pub fn track_cluster(&self, cluster: &ClusterKey) {
+        self.track(cluster);
+    }
+
+    fn track(&self, cluster: &ClusterKey) -> Arc<Tracked> {
+        let mut clusters = self.inner.clusters.lock().expect("clusters lock");
+        if let Some(tracked) = clusters.get(cluster) {
+            return tracked.clone();
+        }
+        let tracked = Arc::new(Tracked {
+            key: cluster.clone(),
+            state: Mutex::new(State::default()),
+            connecting: tokio::sync::Mutex::new(()),
+            wake: Notify::new(),
+            task: Mutex::new(None),
+        });
+        let inner = self.inner.clone();
+        let weak = Arc::downgrade(&tracked);
+        let task = tokio::spawn(async move {
+            // Holding the cluster while waiting is fine: `forget` aborts this task.
+            loop {
+                let Some(tracked) = weak.upgrade() else { return };
+                inner.check(&tracked).await;
+                let notified = tracked.wake.notified();
+                tokio::select! {
+                    _ = tokio::time::sleep(inner.config.probe_interval) => {}
+                    _ = notified => {}
+                }
+            }
+        });
+        *tracked.task.lock().expect("task lock") = Some(AbortOnDrop(task));
+        clusters.insert(cluster.clone(), tracked.clone());
+        tracked
+    }
+
+    /// Watches kubeconfig Secrets until `shutdown`, to rebuild connections when they change.
+    pub async fn run(self, shutdown: Shutdown) {
+        let secrets: Api<Secret> = Api::all(self.inner.client.clone());
+        let config = watcher::Config::default().labels(corral_api::labels::CLUSTER_NAME);
+        let mut events = watcher(secrets, config)
+            .default_backoff()
+            .applied_objects()
+            .take_until(shutdown)
+            .boxed();
+        while let Some(event) = events.next().await {
+            let secret = match event {
+                Ok(secret) => secret,
+                Err(error) => {
+                    tracing::debug!(%error, "Kubeconfig Secret watch failed, retrying");
+                    continue;
+                }
+            };
+            let Some(cluster) = secret.name_any().strip_suffix(KUBECONFIG_SECRET_SUFFIX).map(str::to_owned) else {
+                continue;
+            };
+            let key = ClusterKey::new(&secret.namespace().unwrap_or_default(), &cluster);
+            let tracked = self.inner.clusters.lock().expect("clusters lock").get(&key).cloned();
+            let Some(tracked) = tracked else { continue };
+            let changed = {
+                let mut state = tracked.state.lock().expect("state lock");
+                let version = secret.resource_version().unwrap_or_default();
+                match &state.connection {
+                    Some(connection) if connection.secret_version == version => false,
+                    Some(_) => {
+                        state.stale = true;
+                        true
+                    }
+                    None => true,
+                }
+            };
+            if changed {
+                tracing::info!(cluster = %key, "Kubeconfig Secret changed, reconnecting to the workload cluster");
+                tracked.wake.notify_one();
+            }
+        }
+    }
+}
+
+impl Tracked {
+    fn connected_client(&self) -> Option<Client> {
+        let state = self.state.lock().expect("state lock");
+        state.connection.as_ref().map(|c| c.client.clone())
+    }
+
+    fn not_connected(&self) -> Error {
+        let state = self.state.lock().expect("state lock");
+        Error::NotConnected {
+            cluster: self.key.clone(),
+            reason: state
+                .last_error
+                .clone()
+                .unwrap_or_else(|| "no connection attempted yet".to_owned()),
+        }
+    }
+}
+
+impl Inner {
+    /// One round of the cluster's task: probe when connected, connect otherwise.
+    async fn check(&self, tracked: &Arc<Tracked>) {
+        let (client, stale) = {
+            let state = tracked.state.lock().expect("state lock");
+            (state.connection.as_ref().map(|c| c.client.clone()), state.stale)
+        };
+        match client {
+            Some(_) if stale => {
+                tracked.state.lock().expect("state lock").connection = None;
+                self.connect(tracked, false).await;
+            }
+            Some(client) => {
+                let result = self.probe(&tracked.key, &client).await;
+                let dropped = {
+                    let mut state = tracked.state.lock().expect("state lock");
+                    record_probe(&mut state, &result, self.config.failure_threshold)
+                };
+                if dropped {
+                    tracing::info!(cluster = %tracked.key, "Disconnected from the workload cluster after failed probes");
+                    self.notify_connection(&tracked.key);
+                }
+            }
+            None => self.connect(tracked, false).await,
+        }
+    }
+
+    /// Builds a connection from the kubeconfig Secret and probes it; with `first_only`, only
+    /// if no attempt was made yet (a caller waiting for the first one).
+    async fn connect(&self, tracked: &Arc<Tracked>, first_only: bool) {
+        let _attempt = tracked.connecting.lock().await;
+        {
+            let state = tracked.state.lock().expect("state lock");
+            if (state.connection.is_some() && !state.stale) || (first_only && state.attempted) {
+                return;
+            }
+        }
+        let result = self.build_connection(&tracked.key).await;
+        let connected = {
+            let mut state = tracked.state.lock().expect("state lock");
+            state.attempted = true;
+            state.stale = false;
+            state.health.last_probe_time = Some(Timestamp::now());
+            match result {
+                Ok((client, secret_version)) => {
+                    state.health.last_probe_success_time = state.health.last_probe_time;
+                    state.health.consecutive_failures = 0;
+                    state.last_error = None;
+                    let (nodes, node_watch) = self.watch_nodes(&tracked.key, client.clone());
+                    state.connection = Some(Connection {
+                        client,
+                        nodes,
+                        secret_version,
+                        _node_watch: node_watch,
+                    });
+                    true
+                }
+                Err(error) => {
+                    state.health.consecutive_failures += 1;
+                    state.last_error = Some(crate::runtime::error_chain(&error));
+                    state.connection = None;
+                    false
+                }
+            }
+        };
+        if connected {
+            tracing::info!(cluster = %tracked.key, "Connected to the workload cluster");
+            self.notify_connection(&tracked.key);
+        }
+    }
+
+    async fn build_connection(&self, cluster: &ClusterKey) -> Result<(Client, String), Error> {
+        let name = format!("{}{KUBECONFIG_SECRET_SUFFIX}", cluster.name);
+        let namespace = cluster.namespace.clone();
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &namespace);
+        let secret = secrets
+            .get_opt(&name)
+            .await
+            .map_err(|source| Error::GetKubeconfigSecret {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                source,
+            })?
+            .ok_or_else(|| Error::FindKubeconfigSecret {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            })?;
+        let text = secret
+            .data
+            .as_ref()
+            .and_then(|data| data.get(KUBECONFIG_DATA_KEY))
+            .and_then(|value| String::from_utf8(value.0.clone()).ok())
+            .ok_or_else(|| Error::ReadKubeconfigSecret {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            })?;
+        let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|source| Error::ParseKubeconfig {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source,
+        })?;
+        let build_error = |source: Box<dyn std::error::Error + Send + Sync>| Error::BuildClient {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source,
+        };
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|source| build_error(Box::new(source)))?;
+        config.connect_timeout = Some(self.config.probe_timeout);
+        let client = Client::try_from(config).map_err(|source| build_error(Box::new(source)))?;
+        self.probe(cluster, &client).await?;
+        Ok((client, secret.resource_version().unwrap_or_default()))
+    }
+
+    async fn probe(&self, cluster: &ClusterKey, client: &Client) -> Result<(), Error> {
+        let timeout = self.config.probe_timeout;
+        match tokio::time::timeout(timeout, client.apiserver_version()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(source)) => Err(Error::Probe {
+                cluster: cluster.clone(),
+                source,
+            }),
+            Err(_) => Err(Error::ProbeTimeout {
+                cluster: cluster.clone(),
+                timeout,
+            }),
+        }
+    }
+
+    fn watch_nodes(&self, cluster: &ClusterKey, client: Client) -> (Store<Node>, AbortOnDrop) {
+        let (store, writer) = reflector::store();
+        let nodes: Api<Node> = Api::all(client);
+        let subscribers: Vec<_> = self
+            .node_subscribers
+            .lock()
+            .expect("subscribers lock")
+            .clone();
+        let cluster = cluster.clone();
+        let task = tokio::spawn(async move {
+            let mut events = watcher(nodes, watcher::Config::default())
+                .default_backoff()
+                .reflect(writer)
+                .touched_objects()
+                .boxed();
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(node) => {
+                        for subscriber in &subscribers {
+                            let _ = subscriber.unbounded_send(NodeEvent {
+                                cluster: cluster.clone(),
+                                node: node.clone(),
+                            });
+                        }
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, cluster = %cluster, "Node watch failed, retrying");
+                    }
+                }
+            }
+        });
+        (store, AbortOnDrop(task))
+    }
+
+    fn notify_connection(&self, cluster: &ClusterKey) {
+        let mut subscribers = self.connection_subscribers.lock().expect("subscribers lock");
+        subscribers.retain(|subscriber| subscriber.unbounded_send(cluster.clone()).is_ok());
+    }
+}
+
+/// Records a probe of a connected cluster; returns whether the connection is dropped
+/// (`threshold` failures in a row).
+fn record_probe(state: &mut State, result: &Result<(), Error>, threshold: u32) -> bool {
+    let now = Timestamp::now();
+    state.health.last_probe_time = Some(now);
+    match result {
+        Ok(()) => {
+            state.health.last_probe_success_time = Some(now);
+            state.health.consecutive_failures = 0;
+            false
+        }
+        Err(error) => {
+            state.health.consecutive_failures += 1;
+            state.last_error = Some(crate::runtime::error_chain(error));
+            if state.health.consecutive_failures >= threshold {
+                state.connection = None;
+                true
+            } else {
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! v1beta2 conditions as upstream's `util/conditions` handles them: setting a condition (the
+//! transition time moves only when the status does), the order conditions are kept in, and the
+//! three ways of deriving one condition from others: mirror (one condition of a provider
+//! object), summary (several conditions of one object) and aggregate (one condition of many
+//! objects), with upstream's merge strategy (issues first, then unknown, then info).
+//!
+//! Everything here is pure; controllers compute conditions on a copy of the status and write it
+//! only when it changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use corral_api::ConditionStatus;
+use corral_api::contract::ProviderCondition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+
+#[cfg(test)]
+mod tests;
+
+/// The reason a condition missing from a summary or aggregate is given (upstream
+/// `NotYetReportedReason`).
+pub const NOT_YET_REPORTED: &str = "NotYetReported";
+
+/// The reason a provider condition without one is given (upstream `NoReasonReported`).
+pub const NO_REASON_REPORTED: &str = "NoReasonReported";
+
+/// The current time at the precision conditions are stored with, so that what is computed
+/// equals what is read back.
+pub fn now() -> Time {
+    let now = Timestamp::now();
+    Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
+}
+
+/// A condition to set: [`set`] fills in the transition time and the observed generation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewCondition {
+    /// The condition type.
+    pub type_: String,
+    /// The status.
+    pub status: ConditionStatus,
+    /// The reason, in CamelCase.
+    pub reason: String,
+    /// A message for people; may be empty.
+    pub message: String,
+    /// A transition time to keep, for mirrored conditions; `None` means now, if the status
+    /// changes.
+    pub last_transition_time: Option<Time>,
+}
+
+impl NewCondition {
+    /// A condition with an empty message.
+    pub fn new(type_: &str, status: ConditionStatus, reason: &str) -> Self {
+        NewCondition {
+            type_: type_.to_owned(),
+            status,
+            reason: reason.to_owned(),
+            message: String::new(),
+            last_transition_time: None,
+        }
+    }
+
+    /// The same condition with a message.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Whether the status is True.
+    pub fn is_true(&self) -> bool {
+        self.status == ConditionStatus::True
+    }
+}
+
+/// True or False.
+pub fn bool_status(value: bool) -> ConditionStatus {
+    if value {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
+    }
+}
+
+/// The condition of the given type.
+pub fn get<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|condition| condition.type_ == type_)
+}
+
+/// Whether the condition of the given type exists and is True.
+pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
+    get(conditions, type_).is_some_and(|condition| condition.status == "True")
+}
+
+/// Sets a condition, as upstream's `conditions.Set`: the transition time changes only when the
+/// status does (to the given one for mirrored conditions, else `now`); the observed generation
+/// is the object's. Conditions stay in upstream's order.
+pub fn set(
+    conditions: &mut Vec<Condition>,
+    new: NewCondition,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    let status = new.status.as_str().to_owned();
+    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
+        Some(existing) => {
+            if existing.status != status {
+                existing.last_transition_time = new.last_transition_time.unwrap_or(now.clone());
+                existing.status = status;
+            }
+            existing.reason = new.reason;
+            existing.message = new.message;
+            existing.observed_generation = generation;
+        }
+        None => conditions.push(Condition {
+            type_: new.type_,
+            status,
+            reason: new.reason,
+            message: new.message,
+            observed_generation: generation,
+            last_transition_time: new.last_transition_time.unwrap_or(now.clone()),
+        }),
+    }
+    sort(conditions);
+}
+
+/// Removes the condition of the given type.
+pub fn remove(conditions: &mut Vec<Condition>, type_: &str) {
+    conditions.retain(|condition| condition.type_ != type_);
+}
+
+/// Upstream's condition order (`util/conditions/sort.go`): Available and Ready first, then the
+/// others by kind of information, gates, and Paused and Deleting last.
+const ORDER: &[&str] = &[
+    "Available",
+    "Ready",
+    "UpToDate",
+    "RemoteConnectionProbe",
+    "BootstrapConfigReady",
+    "InfrastructureReady",
+    "ControlPlaneInitialized",
+    "ControlPlaneAvailable",
+    "WorkersAvailable",
+    "CertificatesAvailable",
+    "Initialized",
+    "EtcdClusterHealthy",
+    "ControlPlaneComponentsHealthy",
+    "NodeHealthy",
+    "NodeReady",
+    "EtcdPodHealthy",
+    "EtcdMemberHealthy",
+    "APIServerPodHealthy",
+    "ControllerManagerPodHealthy",
+    "SchedulerPodHealthy",
+    "HealthCheckSucceeded",
+    "OwnerRemediated",
+    "TopologyReconciled",
+    "Updating",
+    "RollingOut",
+    "Remediating",
+    "ScalingDown",
+    "ScalingUp",
+    "MachinesReady",
+    "ControlPlaneMachinesReady",
+    "WorkerMachinesReady",
+    "MachinesUpToDate",
+    "ControlPlaneMachinesUpToDate",
+    "WorkerMachinesUpToDate",
+    // Readiness and availability gates, and any other condition, go here.
+    "",
+    "Paused",
+    "Deleting",
+];
+
+fn rank(type_: &str) -> usize {
+    ORDER
+        .iter()
+        .position(|known| *known == type_)
+        .unwrap_or_else(|| ORDER.iter().position(|known| known.is_empty()).unwrap_or(0))
+}
+
+fn sort(conditions: &mut [Condition]) {
+    conditions.sort_by(|a, b| {
+        rank(&a.type_)
+            .cmp(&rank(&b.type_))
+            .then_with(|| a.type_.cmp(&b.type_))
+    });
+}
+
+/// How a condition counts when merging: an issue, unknown, or information.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    /// A positive condition that is False or a negative one that is True.
+    Issue,
+    /// An Unknown condition.
+    Unknown,
+    /// A positive condition that is True or a negative one that is False.
+    Info,
+}
+
+/// Upstream's `GetDefaultMergePriorityFunc`: the priority of a condition given the types with
+/// negative polarity (good when False).
+pub fn default_priority(condition: &Condition, negative_types: &[&str]) -> Priority {
+    let negative = negative_types.contains(&condition.type_.as_str());
+    match (condition.status.as_str(), negative) {
+        ("True", false) | ("False", true) => Priority::Info,
+        ("True", true) | ("False", false) => Priority::Issue,
+        _ => Priority::Unknown,
+    }
+}
+
+/// The three reasons a merged condition can get, by the priority of the conditions that decide
+/// it (upstream `GetDefaultComputeMergeReasonFunc`).
+#[derive(Clone, Copy, Debug)]
+pub struct Reasons<'a> {
+    /// When some condition is an issue.
+    pub issue: &'a str,
+    /// When none is an issue and some is Unknown.
+    pub unknown: &'a str,
+    /// When all are fine.
+    pub info: &'a str,
+}
+
+/// Upstream's default reasons when a merge has no specific ones.
+pub const DEFAULT_REASONS: Reasons<'static> = Reasons {
+    issue: "IssuesReported",
+    unknown: "UnknownReported",
+    info: "InfoReported",
+};
+
+/// How conditions merge into one (upstream `defaultMergeStrategy`).
+pub struct MergeStrategy<'a> {
+    /// The priority of each condition.
+    pub priority: Box<dyn Fn(&Condition) -> Priority + 'a>,
+    /// Whether the merged condition is good when True (False for RollingOut, ScalingUp, ...).
+    pub target_positive: bool,
+    /// The reasons of the merged condition.
+    pub reasons: Reasons<'a>,
+}
+
+impl<'a> MergeStrategy<'a> {
+    /// The default strategy: default priorities with the given negative types, a positive
+    /// target, and the given reasons.
+    pub fn new(negative_types: &'a [&'a str], reasons: Reasons<'a>) -> Self {
+        MergeStrategy {
+            priority: Box::new(move |condition| default_priority(condition, negative_types)),
+            target_positive: true,
+            reasons,
+        }
+    }
+}
+
+/// A condition with the object it comes from, for messages.
+#[derive(Clone, Debug)]
+pub struct SourceCondition {
+    /// The kind of the object, such as `Machine`.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Whether it is a control plane Machine, whose messages come first.
+    pub control_plane_machine: bool,
+    /// The condition.
+    pub condition: Condition,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Summary,
+    Aggregate,
+}
+
+fn merge(
+    operation: Operation,
+    mut conditions: Vec<SourceCondition>,
+    order: &[String],
+    strategy: &MergeStrategy<'_>,
+) -> (ConditionStatus, String, String) {
+    // By the order of relevance given, then oldest transition first.
+    let position = |type_: &str| order.iter().position(|t| t == type_).unwrap_or(0);
+    conditions.sort_by(|a, b| {
+        position(&a.condition.type_)
+            .cmp(&position(&b.condition.type_))
+            .then_with(|| {
+                a.condition
+                    .last_transition_time
+                    .cmp(&b.condition.last_transition_time)
+            })
+    });
+    let mut issues = Vec::new();
+    let mut unknowns = Vec::new();
+    let mut infos = Vec::new();
+    for condition in &conditions {
+        match (strategy.priority)(&condition.condition) {
+            Priority::Issue => issues.push(condition.clone()),
+            Priority::Unknown => unknowns.push(condition.clone()),
+            Priority::Info => infos.push(condition.clone()),
+        }
+    }
+    let status = if !issues.is_empty() {
+        bool_status(!strategy.target_positive)
+    } else if !unknowns.is_empty() {
+        ConditionStatus::Unknown
+    } else {
+        bool_status(strategy.target_positive)
+    };
+    let reason = if !issues.is_empty() {
+        strategy.reasons.issue
+    } else if !unknowns.is_empty() {
+        strategy.reasons.unknown
+    } else {
+        strategy.reasons.info
+    };
+    let message = match operation {
+        Operation::Summary => {
+            let healthy = issues.is_empty() && unknowns.is_empty();
+            let mut messages = Vec::new();
+            for condition in &conditions {
+                let priority = (strategy.priority)(&condition.condition);
+                if priority == Priority::Info && (!healthy || condition.condition.message.is_empty())
+                {
+                    // Information is dropped while there are issues, and when it says nothing.
+                    continue;
+                }
+                let text = if condition.condition.message.is_empty() {
+                    format!(" {}", condition.condition.reason)
+                } else {
+                    indent_if_multiline(&condition.condition.message)
+                };
+                messages.push(format!("* {}:{}", condition.condition.type_, text));
+            }
+            messages.join("\n")
+        }
+        Operation::Aggregate => {
+            let mut budget = 3;
+            let messages = if !issues.is_empty() || !unknowns.is_empty() {
+                let mut relevant = issues.clone();
+                relevant.extend(unknowns.iter().cloned());
+                aggregate_messages(&relevant, &mut budget, false, strategy)
+            } else {
+                aggregate_messages(&infos, &mut budget, true, strategy)
+            };
+            messages.join("\n")
+        }
+    };
+    (status, reason.to_owned(), message)
+}
+
+/// Messages of an aggregate: per kind, the three most relevant messages with up to three of
+/// the objects reporting each, then how many other objects report something (upstream
+/// `aggregateMessages`).
+fn aggregate_messages(
+    conditions: &[SourceCondition],
+    budget: &mut usize,
+    drop_empty: bool,
+    strategy: &MergeStrategy<'_>,
+) -> Vec<String> {
+    struct Entry {
+        objects: Vec<String>,
+        priority: Priority,
+        first: bool,
+    }
+    let mut by_kind: BTreeMap<&str, BTreeMap<&str, Entry>> = BTreeMap::new();
+    let mut control_plane_machines = BTreeSet::new();
+    for condition in conditions {
+        if drop_empty && condition.condition.message.is_empty() {
+            continue;
+        }
+        let priority = (strategy.priority)(&condition.condition);
+        let entry = by_kind
+            .entry(&condition.kind)
+            .or_default()
+            .entry(&condition.condition.message)
+            .or_insert(Entry {
+                objects: Vec::new(),
+                priority,
+                first: false,
+            });
+        entry.objects.push(condition.name.clone());
+        entry.priority = entry.priority.min(priority);
+        if condition.control_plane_machine {
+            entry.first = true;
+            control_plane_machines.insert(condition.name.clone());
+        }
+    }
+    let mut messages = Vec::new();
+    for (kind, entries) in by_kind {
+        let plural = format!("{kind}s");
+        let mut entries: Vec<(&str, Entry)> = entries.into_iter().collect();
+        entries.sort_by(|(_, a), (_, b)| {
+            b.first
+                .cmp(&a.first)
+                .then(a.priority.cmp(&b.priority))
+                .then(b.objects.len().cmp(&a.objects.len()))
+                .then_with(|| a.objects.join(",").cmp(&b.objects.join(",")))
+        });
+        let mut others: BTreeMap<Priority, usize> = BTreeMap::new();
+        for (message, mut entry) in entries {
+            if *budget == 0 {
+                *others.entry(entry.priority).or_default() += entry.objects.len();
+                continue;
+            }
+            entry.objects.sort_by(|a, b| {
+                control_plane_machines
+                    .contains(b)
+                    .cmp(&control_plane_machines.contains(a))
+                    .then_with(|| a.cmp(b))
+            });
+            let head = match entry.objects.len() {
+                1 => format!("* {kind} {}:", entry.objects[0]),
+                2 | 3 => format!("* {plural} {}:", entry.objects.join(", ")),
+                more => format!(
+                    "* {plural} {}, ... ({} more):",
+                    entry.objects[..3].join(", "),
+                    more - 3
+                ),
+            };
+            messages.push(format!("{head}{}", indent_if_multiline(message)));
+            *budget -= 1;
+        }
+        for (priority, count) in others {
+            let what = match priority {
+                Priority::Issue => "with other issues",
+                Priority::Unknown => "with status unknown",
+                Priority::Info => "with additional info",
+            };
+            let noun = if count == 1 { kind } else { plural.as_str() };
+            messages.push(format!("And {count} {noun} {what}"));
+        }
+    }
+    messages
+}
+
+/// A message as it follows `* Type:`: on the same line, or indented below it when it has
+/// several lines or starts with a bullet (upstream `indentIfMultiline`).
+fn indent_if_multiline(message: &str) -> String {
+    let is_bullet = |line: &str| line.trim_start().starts_with("* ");
+    if !message.contains('\n') && !is_bullet(message) {
+        return format!(" {message}");
+    }
+    let lines: Vec<&str> = message.split('\n').collect();
+    let some_without_bullet = lines.iter().any(|line| !is_bullet(line));
+    let indented: Vec<String> = lines
+        .iter()
+        .map(|line| {
+            let prefix = match (some_without_bullet, is_bullet(line)) {
+                (false, _) => "  ",
+                (true, false) => "  * ",
+                (true, true) => "    ",
+            };
+            format!("{prefix}{line}")
+        })
+        .collect();
+    format!("\n{}", indented.join("\n"))
+}
+
+/// What a summary summarizes (upstream `NewSummaryCondition` options).
+pub struct SummaryOptions<'a> {
+    /// The condition types, in order of relevance.
+    pub for_types: Vec<String>,
+    /// Types not counted as Unknown when missing.
+    pub ignore_if_missing: &'a [&'a str],
+    /// Conditions to use instead of the object's of the same type.
+    pub overrides: Vec<Condition>,
+    /// How to merge.
+    pub strategy: MergeStrategy<'a>,
+}
+
+/// A condition summarizing several conditions of one object; missing conditions count as
+/// Unknown `NotYetReported` unless ignored (upstream `NewSummaryCondition`).
+pub fn summary(
+    kind: &str,
+    name: &str,
+    conditions: &[Condition],
+    target_type: &str,
+    options: SummaryOptions<'_>,
+) -> NewCondition {
+    let source = |condition: Condition| SourceCondition {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+        control_plane_machine: false,
+        condition,
+    };
+    let mut in_scope = Vec::new();
+    for type_ in &options.for_types {
+        let found = options
+            .overrides
+            .iter()
+            .find(|c| &c.type_ == type_)
+            .or_else(|| get(conditions, type_));
+        match found {
+            Some(condition) => in_scope.push(source(condition.clone())),
+            None if options.ignore_if_missing.contains(&type_.as_str()) => {}
+            None => in_scope.push(source(Condition {
+                type_: type_.clone(),
+                status: "Unknown".into(),
+                reason: NOT_YET_REPORTED.into(),
+                message: "Condition not yet reported".into(),
+                last_transition_time: Time(Timestamp::UNIX_EPOCH),
+                observed_generation: None,
+            })),
+        }
+    }
+    let (status, reason, message) = merge(
+        Operation::Summary,
+        in_scope,
+        &options.for_types,
+        &options.strategy,
+    );
+    NewCondition::new(target_type, status, &reason).message(message)
+}
+
+/// One object's conditions, for [`aggregate`].
+pub struct AggregateSource<'a> {
+    /// The kind of the object.
+    pub kind: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Whether it is a control plane Machine.
+    pub control_plane_machine: bool,
+    /// Its conditions.
+    pub conditions: &'a [Condition],
+}
+
+/// A condition aggregating the condition of one type across objects; an object without it
+/// counts as Unknown `NotYetReported` (upstream `NewAggregateCondition`). `None` when there are
+/// no objects.
+pub fn aggregate(
+    sources: &[AggregateSource<'_>],
+    source_type: &str,
+    target_type: &str,
+    strategy: &MergeStrategy<'_>,
+) -> Option<NewCondition> {
+    if sources.is_empty() {
+        return None;
+    }
+    let conditions = sources
+        .iter()
+        .map(|source| SourceCondition {
+            kind: source.kind.to_owned(),
+            name: source.name.to_owned(),
+            control_plane_machine: source.control_plane_machine,
+            condition: get(source.conditions, source_type)
+                .cloned()
+                .unwrap_or_else(|| Condition {
+                    type_: source_type.to_owned(),
+                    status: "Unknown".into(),
+                    reason: NOT_YET_REPORTED.into(),
+                    message: format!("Condition {source_type} not yet reported"),
+                    last_transition_time: Time(Timestamp::UNIX_EPOCH),
+                    observed_generation: None,
+                }),
+        })
+        .collect();
+    let (status, reason, message) = merge(
+        Operation::Aggregate,
+        conditions,
+        &[source_type.to_owned()],
+        strategy,
+    );
+    Some(NewCondition::new(target_type, status, &reason).message(message))
+}
+
+/// A provider condition that cannot be mirrored.
+#[derive(Debug, thiserror::Error)]
+#[error("condition {type_} has an invalid status {status:?}")]
+pub struct InvalidCondition {
+    type_: String,
+    status: String,
+}
+
+/// Mirrors a provider object's condition under another type, keeping its transition time; when
+/// the provider does not report it, the fallback, or Unknown `NotYetReported` (upstream
+/// `NewMirrorConditionFromUnstructured`). A reason-less condition (v1beta1 providers) gets
+/// [`NO_REASON_REPORTED`].
+pub fn mirror(
+    source: Option<&ProviderCondition>,
+    source_type: &str,
+    target_type: &str,
+    fallback: Option<NewCondition>,
+) -> Result<NewCondition, InvalidCondition> {
+    let Some(source) = source else {
+        return Ok(fallback.unwrap_or_else(|| {
+            NewCondition::new(target_type, ConditionStatus::Unknown, NOT_YET_REPORTED)
+                .message(format!("Condition {source_type} not yet reported"))
+        }));
+    };
+    let status = match source.status.as_str() {
+        "True" => ConditionStatus::True,
+        "False" => ConditionStatus::False,
+        "Unknown" => ConditionStatus::Unknown,
+        other => {
+            return Err(InvalidCondition {
+                type_: source.type_.clone(),
+                status: other.to_owned(),
+            });
+        }
+    };
+    let reason = source
+        .reason
+        .clone()
+        .filter(|reason| !reason.is_empty())
+        .unwrap_or_else(|| NO_REASON_REPORTED.to_owned());
+    Ok(NewCondition {
+        type_: target_type.to_owned(),
+        status,
+        reason,
+        message: source.message.clone().unwrap_or_default(),
+        last_transition_time: source.last_transition_time.clone(),
+    })
+}

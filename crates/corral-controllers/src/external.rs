@@ -1,0 +1,623 @@
+//! Provider objects (infrastructure, bootstrap, control plane, and their templates), read and
+//! written as unstructured [`DynamicObject`]s from a [`ContractVersionedObjectReference`]
+//! (upstream `controllers/external`).
+//!
+//! A reference names an API group, a kind and a name, in the referrer's namespace, but no
+//! version. [`ExternalObjects::resolve`] finds the resource (its plural) by API discovery and
+//! the version to use from the contract label on the kind's CRD
+//! (`cluster.x-k8s.io/v1beta2: v1beta2`), as upstream's `GetObjectFromContractVersionedRef`
+//! does; resolutions are cached for [`KIND_CACHE_TTL`]. A kind no API serves is
+//! [`Error::FindKind`], which callers turn into a condition that names it.
+//!
+//! Controllers read fields through the contract views of [`corral_api::contract`]
+//! ([`ExternalObject::infrastructure_cluster`] and friends), never through provider types.
+//! Writes are merge patches with the read resourceVersion as precondition, sent only when
+//! something changed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use corral_api::annotations::{TEMPLATE_CLONED_FROM_GROUP_KIND, TEMPLATE_CLONED_FROM_NAME};
+use corral_api::contract::{
+    BootstrapConfig, ContractError, ContractVersion, ControlPlane, InfrastructureCluster,
+    InfrastructureMachine, ProviderCondition,
+};
+use corral_api::labels::CLUSTER_NAME;
+use corral_api::ContractVersionedObjectReference;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::discovery;
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::runtime::patch::{Part, patch_if_changed};
+
+#[cfg(test)]
+mod tests;
+
+/// How long a resolved kind is reused before discovery runs again (so that a provider upgrade
+/// that moves its CRD to a new contract version is picked up).
+pub const KIND_CACHE_TTL: Duration = Duration::from_secs(60);
+
+/// A provider kind as resolved: where it is served and which contract it implements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedKind {
+    /// The group, version (from the contract label), kind and plural.
+    pub resource: ApiResource,
+    /// The contract the kind implements.
+    pub contract: ContractVersion,
+}
+
+/// A provider object as read.
+#[derive(Clone, Debug)]
+pub struct ExternalObject {
+    /// The object.
+    pub object: DynamicObject,
+    /// Its kind.
+    pub kind: ResolvedKind,
+}
+
+impl ExternalObject {
+    /// The object as an infrastructure cluster.
+    pub fn infrastructure_cluster(&self) -> InfrastructureCluster<&Value> {
+        InfrastructureCluster::new(&self.object.data, self.kind.contract)
+    }
+
+    /// The object as an infrastructure machine.
+    pub fn infrastructure_machine(&self) -> InfrastructureMachine<&Value> {
+        InfrastructureMachine::new(&self.object.data, self.kind.contract)
+    }
+
+    /// The object as a bootstrap config.
+    pub fn bootstrap_config(&self) -> BootstrapConfig<&Value> {
+        BootstrapConfig::new(&self.object.data, self.kind.contract)
+    }
+
+    /// The object as a control plane.
+    pub fn control_plane(&self) -> ControlPlane<&Value> {
+        ControlPlane::new(&self.object.data, self.kind.contract)
+    }
+
+    /// Whether the object is being deleted.
+    pub fn is_deleting(&self) -> bool {
+        self.object.metadata.deletion_timestamp.is_some()
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> String {
+        self.object.name_any()
+    }
+
+    /// The object's `status.conditions` that have a type and a status, as conditions; for
+    /// aggregating them. Missing reasons read as [`crate::conditions::NO_REASON_REPORTED`].
+    pub fn conditions(&self) -> Vec<Condition> {
+        let Some(list) = self
+            .object
+            .data
+            .get("status")
+            .and_then(|status| status.get("conditions"))
+            .and_then(Value::as_array)
+        else {
+            return Vec::new();
+        };
+        list.iter()
+            .filter_map(|item| serde_json::from_value::<ProviderCondition>(item.clone()).ok())
+            .map(|condition| Condition {
+                type_: condition.type_,
+                status: condition.status,
+                reason: condition
+                    .reason
+                    .filter(|reason| !reason.is_empty())
+                    .unwrap_or_else(|| crate::conditions::NO_REASON_REPORTED.to_owned()),
+                message: condition.message.unwrap_or_default(),
+                last_transition_time: condition
+                    .last_transition_time
+                    .unwrap_or(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
+                observed_generation: condition.observed_generation,
+            })
+            .collect()
+    }
+}
+
+/// A failed operation on a provider object.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No API serves the kind: its provider is not installed (or not yet).
+    #[error(
+        "{kind}.{group} is not installed: the API server does not serve this kind; install its provider"
+    )]
+    FindKind {
+        /// The API group.
+        group: String,
+        /// The kind.
+        kind: String,
+    },
+    /// API discovery failed.
+    #[error("cannot discover the API group {group}")]
+    DiscoverGroup {
+        /// The API group.
+        group: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// The kind's CRD could not be read.
+    #[error("cannot read the CRD {name}")]
+    GetCrd {
+        /// The CRD's name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// The kind's CRD has no usable contract label.
+    #[error("cannot tell which contract {kind}.{group} implements from its CRD {name}")]
+    ReadContractVersion {
+        /// The API group.
+        group: String,
+        /// The kind.
+        kind: String,
+        /// The CRD's name.
+        name: String,
+        /// What is wrong.
+        #[source]
+        source: ContractError,
+    },
+    /// The contract label names a version the API server does not serve.
+    #[error(
+        "the CRD {name} says version {version} of {kind} implements the contract, but that version is not served"
+    )]
+    FindVersion {
+        /// The kind.
+        kind: String,
+        /// The CRD's name.
+        name: String,
+        /// The version from the label.
+        version: String,
+    },
+    /// Reading the object failed.
+    #[error("cannot get {kind} {namespace}/{name}")]
+    Get {
+        /// The kind.
+        kind: String,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing the object failed.
+    #[error("cannot patch {kind} {namespace}/{name}")]
+    Patch {
+        /// The kind.
+        kind: String,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// Deleting the object failed.
+    #[error("cannot delete {kind} {namespace}/{name}")]
+    Delete {
+        /// The kind.
+        kind: String,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// Another object already controls the object.
+    #[error("cannot take ownership of {kind} {namespace}/{name}: it is controlled by {owner}")]
+    SetControllerReference {
+        /// The kind.
+        kind: String,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+        /// The controller, as `Kind name`.
+        owner: String,
+    },
+    /// A template's kind does not end in `Template`.
+    #[error("{kind} is not a template kind: its name does not end in Template")]
+    TemplateKind {
+        /// The kind.
+        kind: String,
+    },
+    /// A template has no `spec.template`.
+    #[error("{kind} {namespace}/{name} has no spec.template")]
+    ReadTemplate {
+        /// The kind.
+        kind: String,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+    },
+    /// A template does not exist.
+    #[error("{kind} {namespace}/{name} does not exist")]
+    FindTemplate {
+        /// The kind.
+        kind: String,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+    },
+    /// Creating an object from a template failed.
+    #[error("cannot create {kind} {namespace}/{name}")]
+    CreateFromTemplate {
+        /// The kind.
+        kind: String,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl Error {
+    /// Whether the kind is not installed: the reference names a kind no API serves.
+    pub fn is_kind_not_installed(&self) -> bool {
+        matches!(self, Error::FindKind { .. })
+    }
+
+    /// Whether a create failed because an object of that name exists.
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, Error::CreateFromTemplate { source: kube::Error::Api(status), .. } if status.is_already_exists())
+    }
+
+    /// Whether a write lost a race with another writer.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Patch { source: kube::Error::Api(status), .. } if status.is_conflict())
+    }
+}
+
+/// Reads and writes provider objects; resolves and caches their kinds.
+pub struct ExternalObjects {
+    client: Client,
+    kinds: RwLock<HashMap<(String, String), (ResolvedKind, Instant)>>,
+}
+
+impl ExternalObjects {
+    /// Provider objects through `client`.
+    pub fn new(client: Client) -> Self {
+        ExternalObjects {
+            client,
+            kinds: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Where a kind is served and which contract it implements.
+    pub async fn resolve(&self, group: &str, kind: &str) -> Result<ResolvedKind, Error> {
+        let key = (group.to_owned(), kind.to_owned());
+        if let Some((resolved, at)) = self.kinds.read().expect("kinds lock").get(&key) {
+            if at.elapsed() < KIND_CACHE_TTL {
+                return Ok(resolved.clone());
+            }
+        }
+        let resolved = self.discover(group, kind).await?;
+        self.kinds
+            .write()
+            .expect("kinds lock")
+            .insert(key, (resolved.clone(), Instant::now()));
+        Ok(resolved)
+    }
+
+    async fn discover(&self, group: &str, kind: &str) -> Result<ResolvedKind, Error> {
+        let find_kind = || Error::FindKind {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+        };
+        let api_group = match discovery::group(&self.client, group).await {
+            Ok(api_group) => api_group,
+            Err(kube::Error::Discovery(_)) => return Err(find_kind()),
+            Err(kube::Error::Api(status)) if status.is_not_found() => return Err(find_kind()),
+            Err(source) => {
+                return Err(Error::DiscoverGroup {
+                    group: group.to_owned(),
+                    source,
+                });
+            }
+        };
+        let versions: Vec<String> = api_group.versions().map(str::to_owned).collect();
+        let plural = versions
+            .iter()
+            .flat_map(|version| api_group.versioned_resources(version))
+            .find(|(resource, _)| resource.kind == kind)
+            .map(|(resource, _)| resource.plural)
+            .ok_or_else(find_kind)?;
+        let crd_name = format!("{plural}.{group}");
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let crd = crds.get(&crd_name).await.map_err(|source| Error::GetCrd {
+            name: crd_name.clone(),
+            source,
+        })?;
+        let (contract, version) =
+            ContractVersion::from_crd_labels(crd.labels()).map_err(|source| {
+                Error::ReadContractVersion {
+                    group: group.to_owned(),
+                    kind: kind.to_owned(),
+                    name: crd_name.clone(),
+                    source,
+                }
+            })?;
+        let resource = api_group
+            .versioned_resources(&version)
+            .into_iter()
+            .map(|(resource, _)| resource)
+            .find(|resource| resource.kind == kind)
+            .ok_or_else(|| Error::FindVersion {
+                kind: kind.to_owned(),
+                name: crd_name.clone(),
+                version: version.clone(),
+            })?;
+        Ok(ResolvedKind { resource, contract })
+    }
+
+    fn api(&self, kind: &ResolvedKind, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, &kind.resource)
+    }
+
+    /// Reads the object a reference names, in `namespace`; `None` when it does not exist.
+    pub async fn get(
+        &self,
+        reference: &ContractVersionedObjectReference,
+        namespace: &str,
+    ) -> Result<Option<ExternalObject>, Error> {
+        let kind = self.resolve(&reference.api_group, &reference.kind).await?;
+        let object = self
+            .api(&kind, namespace)
+            .get_opt(&reference.name)
+            .await
+            .map_err(|source| Error::Get {
+                kind: reference.kind.clone(),
+                namespace: namespace.to_owned(),
+                name: reference.name.clone(),
+                source,
+            })?;
+        Ok(object.map(|object| ExternalObject { object, kind }))
+    }
+
+    /// Writes the object's metadata and spec from `after` when they differ from `before`.
+    pub async fn patch(&self, before: &ExternalObject, after: &DynamicObject) -> Result<(), Error> {
+        let namespace = before.object.namespace().unwrap_or_default();
+        patch_if_changed(
+            &self.api(&before.kind, &namespace),
+            &before.object,
+            after,
+            Part::Main,
+        )
+        .await
+        .map_err(|source| Error::Patch {
+            kind: before.kind.resource.kind.clone(),
+            namespace,
+            name: before.name(),
+            source,
+        })?;
+        Ok(())
+    }
+
+    /// Makes `owner` an owner of the object and labels it with its cluster's name, writing only
+    /// when that changes anything (upstream `ensureOwnerRefAndLabel`,
+    /// `ensureExternalOwnershipAndWatch`). Owners whose `(group, kind)` is in `drop_owners` are
+    /// removed first: the MachineSet or control plane that created an object for a Machine
+    /// hands it over to the Machine. Fails when `owner` should be the controller and another
+    /// object already is.
+    pub async fn ensure_owner_and_cluster_label(
+        &self,
+        object: &mut ExternalObject,
+        owner: OwnerReference,
+        cluster_name: &str,
+        drop_owners: &[(&str, &str)],
+    ) -> Result<(), Error> {
+        let mut after = object.object.clone();
+        let mut owners = after.metadata.owner_references.take().unwrap_or_default();
+        owners.retain(|existing| {
+            !drop_owners.iter().any(|(group, kind)| {
+                existing.kind == *kind && api_group_of(&existing.api_version) == *group
+            })
+        });
+        let same_owner = |existing: &OwnerReference| {
+            existing.kind == owner.kind
+                && api_group_of(&existing.api_version) == api_group_of(&owner.api_version)
+                && existing.name == owner.name
+        };
+        if owner.controller == Some(true) {
+            if let Some(other) = owners
+                .iter()
+                .find(|existing| existing.controller == Some(true) && !same_owner(existing))
+            {
+                return Err(Error::SetControllerReference {
+                    kind: object.kind.resource.kind.clone(),
+                    namespace: object.object.namespace().unwrap_or_default(),
+                    name: object.name(),
+                    owner: format!("{} {}", other.kind, other.name),
+                });
+            }
+        }
+        match owners.iter_mut().find(|existing| same_owner(existing)) {
+            Some(existing) => *existing = owner,
+            None => owners.push(owner),
+        }
+        after.metadata.owner_references = Some(owners);
+        after
+            .labels_mut()
+            .insert(CLUSTER_NAME.to_owned(), cluster_name.to_owned());
+        self.patch(object, &after).await?;
+        object.object = after;
+        Ok(())
+    }
+
+    /// Deletes the object a reference names unless it is already being deleted; returns
+    /// whether it is gone.
+    pub async fn delete(
+        &self,
+        reference: &ContractVersionedObjectReference,
+        namespace: &str,
+    ) -> Result<bool, Error> {
+        let Some(object) = self.get(reference, namespace).await? else {
+            return Ok(true);
+        };
+        if object.is_deleting() {
+            return Ok(false);
+        }
+        tracing::info!(kind = %reference.kind, name = %reference.name, "Deleting {} {namespace}/{}", reference.kind, reference.name);
+        let delete = self
+            .api(&object.kind, namespace)
+            .delete(&reference.name, &DeleteParams::background())
+            .await;
+        match delete {
+            Ok(_) => Ok(false),
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(true),
+            Err(source) => Err(Error::Delete {
+                kind: reference.kind.clone(),
+                namespace: namespace.to_owned(),
+                name: reference.name.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Creates an object from a template (`<Kind>Template`, whose `spec.template` holds the
+    /// new object's metadata and spec), as upstream's `external.CreateFromTemplate`: the new
+    /// object is a `<Kind>` of the same group, in the template's namespace, named as asked,
+    /// labelled with the template's labels, `labels` and the cluster name, annotated with the
+    /// template's annotations, `annotations` and where it was cloned from, and owned by
+    /// `owner`. Returns a reference to it.
+    pub async fn create_from_template(
+        &self,
+        request: &CreateFromTemplate<'_>,
+    ) -> Result<ContractVersionedObjectReference, Error> {
+        let template_ref = request.template;
+        let kind = template_ref
+            .kind
+            .strip_suffix("Template")
+            .filter(|kind| !kind.is_empty())
+            .ok_or_else(|| Error::TemplateKind {
+                kind: template_ref.kind.clone(),
+            })?;
+        let template = self
+            .get(template_ref, request.namespace)
+            .await?
+            .ok_or_else(|| Error::FindTemplate {
+                kind: template_ref.kind.clone(),
+                namespace: request.namespace.to_owned(),
+                name: template_ref.name.clone(),
+            })?;
+        let object = generate_from_template(&template, kind, request).ok_or_else(|| {
+            Error::ReadTemplate {
+                kind: template_ref.kind.clone(),
+                namespace: request.namespace.to_owned(),
+                name: template_ref.name.clone(),
+            }
+        })?;
+        let target = self.resolve(&template_ref.api_group, kind).await?;
+        let mut object = object;
+        object.types = Some(kube::api::TypeMeta {
+            api_version: target.resource.api_version.clone(),
+            kind: target.resource.kind.clone(),
+        });
+        self.api(&target, request.namespace)
+            .create(&PostParams::default(), &object)
+            .await
+            .map_err(|source| Error::CreateFromTemplate {
+                kind: kind.to_owned(),
+                namespace: request.namespace.to_owned(),
+                name: request.name.clone(),
+                source,
+            })?;
+        Ok(ContractVersionedObjectReference {
+            api_group: template_ref.api_group.clone(),
+            kind: kind.to_owned(),
+            name: request.name.clone(),
+        })
+    }
+}
+
+/// What [`ExternalObjects::create_from_template`] creates.
+#[derive(Clone, Debug)]
+pub struct CreateFromTemplate<'a> {
+    /// The template (its kind ends in `Template`).
+    pub template: &'a ContractVersionedObjectReference,
+    /// The namespace of the template and of the new object.
+    pub namespace: &'a str,
+    /// The new object's name (MachineSets name it like the Machine).
+    pub name: String,
+    /// The Cluster the new object belongs to.
+    pub cluster_name: &'a str,
+    /// Labels besides the template's (they win over the template's).
+    pub labels: BTreeMap<String, String>,
+    /// Annotations besides the template's (they win over the template's).
+    pub annotations: BTreeMap<String, String>,
+    /// The owner to set.
+    pub owner: Option<OwnerReference>,
+}
+
+/// The object a template generates (upstream `external.GenerateTemplate`); `None` when the
+/// template has no `spec.template`. Types are left for the caller.
+pub fn generate_from_template(
+    template: &ExternalObject,
+    kind: &str,
+    request: &CreateFromTemplate<'_>,
+) -> Option<DynamicObject> {
+    let inner = template.object.data.get("spec")?.get("template")?;
+    let string_map = |value: Option<&Value>| -> BTreeMap<String, String> {
+        value
+            .and_then(Value::as_object)
+            .map(|map| {
+                map.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let metadata = inner.get("metadata");
+    let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
+    labels.extend(request.labels.clone());
+    labels.insert(CLUSTER_NAME.to_owned(), request.cluster_name.to_owned());
+    let mut annotations = string_map(metadata.and_then(|m| m.get("annotations")));
+    annotations.extend(request.annotations.clone());
+    annotations.insert(
+        TEMPLATE_CLONED_FROM_NAME.to_owned(),
+        request.template.name.clone(),
+    );
+    annotations.insert(
+        TEMPLATE_CLONED_FROM_GROUP_KIND.to_owned(),
+        format!("{}.{}", request.template.kind, request.template.api_group),
+    );
+    let spec = inner.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let mut object = DynamicObject {
+        types: None,
+        metadata: Default::default(),
+        data: json!({ "spec": spec }),
+    };
+    object.metadata.name = Some(request.name.clone());
+    object.metadata.namespace = Some(request.namespace.to_owned());
+    object.metadata.labels = Some(labels);
+    object.metadata.annotations = Some(annotations);
+    object.metadata.owner_references = request.owner.clone().map(|owner| vec![owner]);
+    let _ = (kind, template);
+    Some(object)
+}
+
+/// The API group of an `apiVersion` (`group/version`, or `version` for the core group).
+pub fn api_group_of(api_version: &str) -> &str {
+    match api_version.split_once('/') {
+        Some((group, _)) => group,
+        None => "",
+    }
+}

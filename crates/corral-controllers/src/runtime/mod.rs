@@ -1,0 +1,363 @@
+//! What every controller shares: the [`Context`] (management-plane client, event recorder,
+//! provider-object resolver, workload-cluster cache, configuration), the runner that feeds a
+//! reconciler from watches with an exponential-backoff error policy and one tracing span per
+//! reconcile, and [`run`], which starts every controller until shutdown.
+//!
+//! # Guarantees
+//!
+//! - A reconciler is never called twice at once for the same object (kube-runtime's applier),
+//!   and up to [`Config::concurrency`] objects of one kind are reconciled at once, each in its
+//!   own task.
+//! - A failed reconcile is retried after [`Config::backoff_initial`], doubling with each failure
+//!   in a row up to [`Config::backoff_max`]; a successful one resets the count.
+//! - Reconcilers return `Action::await_change()` when they wait on something that produces a
+//!   watch event, and a delayed requeue only for what does not (a timeout, a grace period).
+//!   Writes happen only when something changed ([`patch`]), so a reconcile of an unchanged
+//!   object causes no write and no new event: controllers do not feed themselves.
+//!
+//! # Adding a controller
+//!
+//! A controller module exposes `pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown)`
+//! that builds its queue (its own objects through a reflector, plus mapped watches) and calls
+//! [`run_controller`]; [`run`] starts it.
+
+pub mod backoff;
+pub mod patch;
+pub mod triggers;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, ListParams};
+use kube::runtime::controller::{self, Action, ReconcileRequest};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::runtime::utils::CancelableJoinHandle;
+use kube::runtime::{applier, watcher};
+use kube::{Client, Resource, ResourceExt};
+use tracing::Instrument;
+
+use crate::cluster_cache::{ClusterCache, ClusterCacheConfig};
+use crate::external::ExternalObjects;
+
+pub use backoff::Backoff;
+
+/// The name controllers report events under (`reportingController`).
+pub const REPORTING_CONTROLLER: &str = "corral";
+
+/// Settings shared by the controllers.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How many objects of one kind are reconciled at once (upstream's `--*-concurrency`
+    /// flags, default 10).
+    pub concurrency: u16,
+    /// The wait before retrying a failed reconcile.
+    pub backoff_initial: Duration,
+    /// The longest wait between retries of a reconcile that keeps failing.
+    pub backoff_max: Duration,
+    /// How long a workload cluster may fail its health probes before the Cluster's
+    /// RemoteConnectionProbe condition goes False (upstream `--remote-connection-grace-period`,
+    /// 50 s).
+    pub remote_connection_grace_period: Duration,
+    /// How long a workload cluster may be unreachable before the conditions read from it (a
+    /// Machine's NodeReady, NodeHealthy) go Unknown (upstream `--remote-conditions-grace-period`,
+    /// 5 min).
+    pub remote_conditions_grace_period: Duration,
+    /// Connections to workload clusters.
+    pub cluster_cache: ClusterCacheConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            concurrency: 10,
+            backoff_initial: Duration::from_millis(5),
+            backoff_max: Duration::from_secs(300),
+            remote_connection_grace_period: Duration::from_secs(50),
+            remote_conditions_grace_period: Duration::from_secs(300),
+            cluster_cache: ClusterCacheConfig::default(),
+        }
+    }
+}
+
+/// What the controllers share.
+pub struct Context {
+    client: Client,
+    config: Config,
+    recorder: Recorder,
+    external: ExternalObjects,
+    cluster_cache: ClusterCache,
+}
+
+impl Context {
+    /// A context over the management plane `client`.
+    pub fn new(client: Client, config: Config) -> Arc<Context> {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: REPORTING_CONTROLLER.into(),
+                instance: None,
+            },
+        );
+        Arc::new(Context {
+            external: ExternalObjects::new(client.clone()),
+            cluster_cache: ClusterCache::new(client.clone(), config.cluster_cache.clone()),
+            recorder,
+            client,
+            config,
+        })
+    }
+
+    /// The management plane client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// An event recorder reporting as [`REPORTING_CONTROLLER`].
+    pub fn recorder(&self) -> Recorder {
+        self.recorder.clone()
+    }
+
+    /// Reads and writes provider objects.
+    pub fn external(&self) -> &ExternalObjects {
+        &self.external
+    }
+
+    /// Clients for workload clusters.
+    pub fn cluster_cache(&self) -> &ClusterCache {
+        &self.cluster_cache
+    }
+
+    /// Publishes an event about `object`. A failure is logged, never returned: an event is
+    /// a courtesy, and the condition it accompanies is what counts.
+    pub async fn publish_event<K>(
+        &self,
+        object: &K,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) where
+        K: Resource<DynamicType = ()>,
+    {
+        let reference: ObjectReference = object.object_ref(&());
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &reference).await {
+            tracing::warn!(%error, reason, "Failed to publish event");
+        }
+    }
+}
+
+/// A future that resolves when the controllers should stop; cheap to clone.
+pub type Shutdown = Shared<BoxFuture<'static, ()>>;
+
+/// Objects that belong to a Cluster, for the span of their reconciles.
+pub trait ClusterObject {
+    /// The name of the Cluster the object belongs to.
+    fn cluster_name(&self) -> &str;
+}
+
+impl ClusterObject for corral_api::Cluster {
+    fn cluster_name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+impl ClusterObject for corral_api::Machine {
+    fn cluster_name(&self) -> &str {
+        &self.spec.cluster_name
+    }
+}
+
+impl ClusterObject for corral_api::MachineSet {
+    fn cluster_name(&self) -> &str {
+        &self.spec.cluster_name
+    }
+}
+
+impl ClusterObject for corral_api::MachineDeployment {
+    fn cluster_name(&self) -> &str {
+        &self.spec.cluster_name
+    }
+}
+
+impl ClusterObject for corral_api::MachineHealthCheck {
+    fn cluster_name(&self) -> &str {
+        &self.spec.cluster_name
+    }
+}
+
+/// `namespace/name`, for logs and backoff keys.
+pub fn object_key<K: Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.meta().namespace.as_deref().unwrap_or_default(),
+        object.meta().name.as_deref().unwrap_or_default()
+    )
+}
+
+/// A stream of requests for a controller's queue.
+pub type Queue<K> = Pin<Box<dyn Stream<Item = Result<ReconcileRequest<K>, watcher::Error>> + Send>>;
+
+/// Runs a reconciler over `queue` until it ends (shutdown ends it): each reconcile in its own
+/// task inside a span with the object and its cluster, failures retried with `backoff`.
+pub async fn run_controller<K, C, E, F, Fut>(
+    name: &'static str,
+    context: Arc<C>,
+    config: &Config,
+    store: Store<K>,
+    queue: Queue<K>,
+    shutdown: Shutdown,
+    reconcile: F,
+) where
+    K: Resource<DynamicType = ()> + ClusterObject + Clone + Send + Sync + std::fmt::Debug + 'static,
+    C: Send + Sync + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+    F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+{
+    let backoff = Arc::new(Backoff::new(config.backoff_initial, config.backoff_max));
+    let reconcile_backoff = backoff.clone();
+    let reconciler = move |object: Arc<K>, context: Arc<C>| {
+        let key = object_key(object.as_ref());
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = name,
+            object = %key,
+            cluster = %object.cluster_name(),
+        );
+        let backoff = reconcile_backoff.clone();
+        let future = reconcile(object, context);
+        CancelableJoinHandle::spawn(
+            async move {
+                let result = future.await;
+                if result.is_ok() {
+                    backoff.succeed(&key);
+                }
+                result
+            }
+            .instrument(span),
+            &tokio::runtime::Handle::current(),
+        )
+    };
+    let error_policy = move |object: Arc<K>, error: &E, _: Arc<C>| {
+        let key = object_key(object.as_ref());
+        let delay = backoff.fail(&key);
+        tracing::warn!(
+            controller = name,
+            object = %key,
+            cluster = %object.cluster_name(),
+            error = %error_chain(error),
+            retry_in = ?delay,
+            "Reconcile failed"
+        );
+        Action::requeue(delay)
+    };
+    let settings = controller::Config::default().concurrency(config.concurrency);
+    applier(
+        reconciler,
+        error_policy,
+        context,
+        store,
+        queue.take_until(shutdown),
+        settings,
+    )
+    .for_each(|result| async move {
+        match result {
+            Ok(_) | Err(controller::Error::ReconcilerFailed(..)) => {}
+            // A request for an object deleted since: nothing to do.
+            Err(controller::Error::ObjectNotFound(_)) => {}
+            Err(error) => tracing::warn!(controller = name, %error, "Controller queue error"),
+        }
+    })
+    .await;
+}
+
+/// An error with its sources, `: `-separated, for a log line or a condition message.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some errors repeat their source in their own message; say it once.
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Why the controllers could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The management plane does not serve the Cluster API kinds.
+    #[error(
+        "the management plane does not serve cluster.x-k8s.io/v1beta2 Clusters; install the Cluster API CRDs first"
+    )]
+    CheckCrds(#[source] kube::Error),
+}
+
+/// Starts every controller and runs them until `shutdown` resolves, then lets the reconciles
+/// under way finish. Fails at once when the management plane does not serve the Cluster API
+/// kinds.
+pub async fn run(
+    client: Client,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let clusters: Api<corral_api::Cluster> = Api::all(client.clone());
+    clusters
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .map_err(RunError::CheckCrds)?;
+    let context = Context::new(client, config);
+    let shutdown: Shutdown = shutdown.boxed().shared();
+    let cache = context.cluster_cache().clone().run(shutdown.clone());
+    let clusters = crate::cluster::run(context.clone(), shutdown.clone());
+    let machines = crate::machine::run(context.clone(), shutdown.clone());
+    tracing::info!("Controllers started");
+    futures::join!(cache, clusters, machines);
+    tracing::info!("Controllers stopped");
+    Ok(())
+}
+
+/// The requeue to ask for: the sooner of two waits, `None` meaning no timed requeue.
+pub fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The action for an optional timed requeue.
+pub fn action(requeue_after: Option<Duration>) -> Action {
+    match requeue_after {
+        Some(delay) => Action::requeue(delay),
+        None => Action::await_change(),
+    }
+}
+
+/// Whether `object` carries the `cluster.x-k8s.io/paused` annotation.
+pub fn has_paused_annotation<K: Resource>(object: &K) -> bool {
+    object
+        .annotations()
+        .contains_key(corral_api::annotations::PAUSED)
+}
