@@ -562,6 +562,19 @@ async fn updates_record_their_manager(server: TestServer) {
     let object = server.get_json(&format!("{WIDGETS}/w1")).await;
     assert!(entry(&object, "kubectl", "Update").is_some(), "{object}");
 
+    // kube-rs sends no User-Agent: its writes without a fieldManager are "unknown"'s.
+    let mut other = widget(json!({"color": "red"}));
+    other["metadata"]["name"] = json!("w2");
+    let w2 = api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(other).unwrap(),
+        )
+        .await
+        .unwrap();
+    let w2 = serde_json::to_value(&w2).unwrap();
+    assert!(entry(&w2, "unknown", "Update").is_some(), "{w2}");
+
     // A request's managedFields replace the stored ones; `[{}]` clears them.
     let raw = server
         .raw(
