@@ -3,3 +3,4 @@
 pub mod api;
 
 pub use api::crds;
+pub mod cloud;

@@ -2,10 +2,37 @@
 //! upstream's, manifests written for upstream's in-memory backend against a real API server, the
 //! simulated cloud, and the controllers against a management plane.
 
+mod cloud;
 mod crds;
 mod upstream;
 
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
+
+/// How long a test waits for the simulation or the controllers: long enough for a loaded
+/// machine, short enough to fail a stuck test in reasonable time.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Polls `check` until it returns `Some`.
+async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    corral_testenv::eventually(PATIENCE, what, check).await
+}
+
+/// The status of a Node's Ready condition.
+fn node_ready(node: &Node) -> Option<String> {
+    let conditions = node.status.as_ref()?.conditions.as_ref()?;
+    let ready = conditions
+        .iter()
+        .find(|condition| condition.type_ == "Ready")?;
+    Some(ready.status.clone())
+}
 
 /// The generated CRDs as JSON, each with the file name upstream gives it
 /// (`<group>_<plural>.yaml`).
