@@ -356,37 +356,96 @@ pub fn prepare(crd: &mut Value, previous: Option<&Value>) {
     );
 }
 
-/// Deletes every stored instance of a resource whose CRD was deleted, in the background.
-pub fn delete_instances(
-    state: std::sync::Arc<crate::server::ApiState>,
-    resource: std::sync::Arc<ResourceInfo>,
-) {
+/// The finalizer that keeps a deleted CRD until its instances are gone (kube-apiserver's name).
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Deletes every stored instance of a resource. The resource is no longer served, so nobody
+/// could remove the instances' own finalizers: they are deleted from the store directly.
+pub async fn delete_instances(
+    store: &corral_store::DynStore,
+    prefix: &str,
+) -> Result<(), corral_store::Error> {
+    loop {
+        let page = store
+            .range(corral_store::RangeRequest {
+                prefix: prefix.to_string(),
+                limit: 500,
+                ..Default::default()
+            })
+            .await?;
+        if page.kvs.is_empty() {
+            return Ok(());
+        }
+        for kv in page.kvs {
+            // A concurrent write wins; the next pass sees the key again.
+            match store.delete(&kv.key, kv.mod_revision).await {
+                Ok(_)
+                | Err(
+                    corral_store::Error::Conflict { .. } | corral_store::Error::NotFound { .. },
+                ) => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
+
+/// Stops serving a deleted CRD's resource, deletes its instances, then removes the cleanup
+/// finalizer so that the CRD goes away (until then its name cannot be reused, so a new CRD
+/// never sees the old instances). Runs in the background; retried until done.
+pub fn start_cleanup(state: std::sync::Arc<crate::server::ApiState>, crd: serde_json::Value) {
+    let Some(resource) = resource_info(&crd) else {
+        return;
+    };
+    let Some(name) = crate::object::name(&crd).map(str::to_string) else {
+        return;
+    };
+    state.registry.remove(&resource.group, &resource.plural);
     let prefix = resource.key_prefix();
     state.hub.remove(&prefix);
     tokio::spawn(async move {
-        let store = &state.store;
+        let mut delay = std::time::Duration::from_millis(50);
         loop {
-            let page = match store
-                .range(corral_store::RangeRequest {
-                    prefix: prefix.clone(),
-                    limit: 500,
-                    ..Default::default()
-                })
-                .await
-            {
-                Ok(page) => page,
+            match cleanup_pass(&state, &prefix, &name).await {
+                Ok(()) => return,
                 Err(error) => {
-                    tracing::warn!(%error, prefix, "Listing instances of a deleted CRD failed");
-                    return;
+                    tracing::warn!(crd = name, %error, "Cleaning up a deleted CRD failed; retrying");
                 }
-            };
-            if page.kvs.is_empty() {
-                return;
             }
-            for kv in page.kvs {
-                // A concurrent write wins; the next pass sees it again.
-                let _ = store.delete(&kv.key, kv.mod_revision).await;
-            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(std::time::Duration::from_secs(5));
         }
     });
+}
+
+async fn cleanup_pass(
+    state: &crate::server::ApiState,
+    prefix: &str,
+    name: &str,
+) -> Result<(), crate::error::ApiError> {
+    delete_instances(&state.store, prefix).await?;
+    let target = crate::rest::Target {
+        resource: state
+            .registry
+            .get("apiextensions.k8s.io", "customresourcedefinitions")
+            .expect("CRDs are built in"),
+        version: "v1".into(),
+        namespace: None,
+        name: None,
+        subresource: None,
+    };
+    let finalize = crate::rest::Change::Patch(Box::new(|current: &serde_json::Value| {
+        let mut new = current.clone();
+        if let Some(list) = new
+            .pointer_mut("/metadata/finalizers")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            list.retain(|f| f != CLEANUP_FINALIZER);
+        }
+        Ok(new)
+    }));
+    match crate::rest::update(state, &target, name, &Default::default(), finalize).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.code == http::StatusCode::NOT_FOUND => Ok(()),
+        Err(error) => Err(error),
+    }
 }

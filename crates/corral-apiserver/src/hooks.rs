@@ -29,6 +29,13 @@ pub fn prepare_create(target: &Target, object: &mut Value) -> Result<(), ApiErro
         map.insert("status".into(), json!({"phase": "Active"}));
     } else if is_crds(target) {
         crd::prepare(object, None);
+        let metadata = object::metadata_mut(object);
+        let finalizers = metadata.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut() {
+            if !list.iter().any(|f| f == crd::CLEANUP_FINALIZER) {
+                list.push(json!(crd::CLEANUP_FINALIZER));
+            }
+        }
     } else if is(target, "", "secrets") {
         let map = object.as_object_mut().unwrap();
         let empty_type = map
@@ -180,6 +187,12 @@ pub fn prepare_delete(target: &Target, object: &mut Value) {
 pub async fn after_write(state: &ApiState, target: &Target, object: &Value) {
     if is_crds(target) {
         if object::deletion_timestamp(object).is_some() {
+            let cleaning_up = object::finalizers(object)
+                .iter()
+                .any(|f| f == crd::CLEANUP_FINALIZER);
+            if cleaning_up {
+                crd::start_cleanup(state.self_handle(), object.clone());
+            }
             return;
         }
         if let Some(resource) = crd::resource_info(object) {
@@ -198,8 +211,17 @@ pub async fn after_delete(state: &ApiState, target: &Target, object: &Value) {
         let group = object.pointer("/spec/group").and_then(Value::as_str);
         let plural = object.pointer("/spec/names/plural").and_then(Value::as_str);
         if let (Some(group), Some(plural)) = (group, plural) {
+            // Normally the cleanup finalizer has already emptied it; a CRD deleted without
+            // that finalizer (removed by hand) is cleaned up now.
             if let Some(resource) = state.registry.remove(group, plural) {
-                crd::delete_instances(state.self_handle(), resource);
+                let prefix = resource.key_prefix();
+                state.hub.remove(&prefix);
+                let store = state.store.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = crd::delete_instances(&store, &prefix).await {
+                        tracing::warn!(prefix, %error, "Deleting the instances of a deleted CRD failed");
+                    }
+                });
             }
         }
     }

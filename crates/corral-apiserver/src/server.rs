@@ -204,6 +204,9 @@ async fn load_crds(state: &ApiState) -> Result<(), ApiError> {
             if let Some(resource) = crd::resource_info(&crd) {
                 state.registry.insert(resource);
             }
+        } else {
+            // Deleted while the server was down: finish the cleanup.
+            crd::start_cleanup(state.self_handle(), crd);
         }
     }
     Ok(())
@@ -226,6 +229,21 @@ async fn follow_crds(state: &Arc<ApiState>) -> Result<(), ApiError> {
                 continue;
             };
             if deleted {
+                // The event may arrive after the CRD was created again (by this server, which
+                // registered it at once): only a CRD that is still gone stops being served.
+                let key = format!("{prefix}{}", object::name(&event.object).unwrap_or(""));
+                if matches!(state.store.get(&key, None).await, Ok(Some(_))) {
+                    continue;
+                }
+                if state
+                    .registry
+                    .remove(&resource.group, &resource.plural)
+                    .is_some()
+                {
+                    state.hub.remove(&resource.key_prefix());
+                }
+            } else if object::deletion_timestamp(&event.object).is_some() {
+                // Being deleted (by any server sharing the store): no longer served.
                 if state
                     .registry
                     .remove(&resource.group, &resource.plural)

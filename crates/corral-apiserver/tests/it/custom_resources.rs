@@ -148,17 +148,22 @@ async fn deleting_the_crd_stops_serving(server: TestServer) {
         )
         .await;
     assert_eq!(raw.status, 404);
+    // The CRD stays (with its cleanup finalizer) until its instances are gone, then goes.
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com";
+    crate::support::eventually(10, "the deleted CRD to go away", || async {
+        let raw = server.raw("GET", crd_path, None, Vec::new()).await;
+        (raw.status == 404).then_some(())
+    })
+    .await;
     // Re-created, the CRD starts empty: instances went with it.
     server.widget_crd().await;
-    crate::support::eventually(10, "old instances to be deleted", || async {
+    assert!(
         api.list(&ListParams::default())
             .await
             .unwrap()
             .items
             .is_empty()
-            .then_some(())
-    })
-    .await;
+    );
 }
 
 async fn cluster_scoped_custom_resources(server: TestServer) {
