@@ -1,6 +1,8 @@
 //! The in-memory infrastructure provider.
 
 pub mod api;
+pub mod cloud;
+mod controllers;
 
 pub use api::crds;
-pub mod cloud;
+pub use controllers::{Error, run};

@@ -3,6 +3,7 @@
 //! simulated cloud, and the controllers against a management plane.
 
 mod cloud;
+mod controllers;
 mod crds;
 mod upstream;
 

@@ -1,0 +1,233 @@
+//! The DevCluster controller: one simulated workload cluster per DevCluster (upstream
+//! `devcluster_controller.go` and `backends/inmemory/inmemorycluster_backend.go`).
+//!
+//! Once the Cluster owns the DevCluster, the controller makes sure the cloud runs the cluster's
+//! endpoint, records it in `spec.controlPlaneEndpoint` (only when empty, as upstream does),
+//! copies the failure domains into the status and marks the infrastructure provisioned. It also
+//! writes the `<cluster>-kubeconfig` Secret (see [`kubeconfig`]). Deleting the DevCluster stops
+//! the endpoint, with every VM still in it, before the finalizer goes.
+
+mod kubeconfig;
+
+use std::sync::Arc;
+
+use corral_api::Cluster;
+use futures::future::Shared;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use serde_json::json;
+
+use super::conditions::{self, Desired};
+use super::{Context, Error, error_policy, get_opt, owner_named, paused, set_finalizer};
+use crate::api::conditions::{PAUSED, READY, reasons};
+use crate::api::{DevCluster, DevClusterStatus, GROUP, finalizers};
+use crate::cloud::ClusterKey;
+
+pub(super) async fn run(
+    context: Arc<Context>,
+    shutdown: Shared<impl std::future::Future<Output = ()> + Send + 'static>,
+) {
+    let client = context.client.clone();
+    let dev_clusters: Api<DevCluster> = Api::all(client.clone());
+    let clusters: Api<Cluster> = Api::all(client);
+    let controller = Controller::new(dev_clusters, watcher::Config::default())
+        .watches(clusters, watcher::Config::default(), cluster_to_dev_cluster)
+        .graceful_shutdown_on(shutdown);
+    super::drain(controller.run(reconcile, error_policy, context)).await;
+}
+
+/// A Cluster's change concerns the DevCluster it references (upstream
+/// `util.ClusterToInfrastructureMapFunc`).
+fn cluster_to_dev_cluster(cluster: Cluster) -> Option<ObjectRef<DevCluster>> {
+    let reference = cluster.spec.infrastructure_ref.as_ref()?;
+    (reference.api_group == GROUP && reference.kind == "DevCluster")
+        .then(|| ObjectRef::new(&reference.name).within(&cluster.namespace().unwrap_or_default()))
+}
+
+#[tracing::instrument(skip_all, fields(dev_cluster = %dev_cluster.name_any(), namespace = dev_cluster.namespace(), cluster = tracing::field::Empty))]
+async fn reconcile(dev_cluster: Arc<DevCluster>, context: Arc<Context>) -> Result<Action, Error> {
+    let namespace = dev_cluster.namespace().unwrap_or_default();
+    let api: Api<DevCluster> = Api::namespaced(context.client.clone(), &namespace);
+    let deleting = dev_cluster.metadata.deletion_timestamp.is_some();
+
+    // The finalizer first, so that nothing is created in the cloud that a deletion could miss
+    // (upstream adds it before anything else too).
+    if !deleting
+        && !dev_cluster
+            .finalizers()
+            .iter()
+            .any(|f| f == finalizers::DEV_CLUSTER)
+    {
+        set_finalizer(&api, &dev_cluster, finalizers::DEV_CLUSTER, true).await?;
+        return Ok(Action::await_change());
+    }
+
+    let Some(cluster_name) = owner_named(dev_cluster.as_ref(), "Cluster") else {
+        if deleting {
+            // Nothing was created without an owner.
+            set_finalizer(&api, &dev_cluster, finalizers::DEV_CLUSTER, false).await?;
+        } else {
+            tracing::info!("Waiting for the Cluster controller to set the owner reference");
+        }
+        return Ok(Action::await_change());
+    };
+    let key = ClusterKey {
+        namespace: namespace.clone(),
+        name: cluster_name.clone(),
+    };
+    let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
+    let cluster = get_opt(&clusters, &cluster_name).await?;
+    let span = tracing::Span::current();
+    span.record("cluster", cluster_name.as_str());
+
+    let mut status = dev_cluster.status.clone().unwrap_or_default();
+    let generation = dev_cluster.metadata.generation;
+    if let Some(message) = paused(cluster.as_ref(), dev_cluster.as_ref(), "DevCluster") {
+        conditions::set(
+            &mut status.conditions,
+            &Desired::new(PAUSED, true, reasons::PAUSED).with_message(message),
+            generation,
+        );
+        patch_status(&api, &dev_cluster, &status).await?;
+        return Ok(Action::await_change());
+    }
+    conditions::set(
+        &mut status.conditions,
+        &Desired::new(PAUSED, false, reasons::NOT_PAUSED),
+        generation,
+    );
+
+    if deleting {
+        tracing::info!(cluster = %key, "Deleting simulated workload cluster");
+        context
+            .cloud
+            .delete_cluster(&key)
+            .await
+            .map_err(Error::Cloud)?;
+        set_finalizer(&api, &dev_cluster, finalizers::DEV_CLUSTER, false).await?;
+        return Ok(Action::await_change());
+    }
+    let Some(cluster) = cluster else {
+        tracing::info!(cluster = %key, "Waiting for the owner Cluster to exist");
+        return Ok(Action::await_change());
+    };
+
+    if dev_cluster.spec.backend.in_memory.is_none() {
+        // The schema refuses such objects; one stored before it did is reported, not acted on.
+        conditions::set(
+            &mut status.conditions,
+            &Desired::new(READY, false, reasons::NOT_READY).with_message(
+                "spec.backend.inMemory is not set; Corral's in-memory provider supports no other backend",
+            ),
+            generation,
+        );
+        patch_status(&api, &dev_cluster, &status).await?;
+        return Ok(Action::await_change());
+    }
+
+    // Recreate a lost endpoint where it was, so that the recorded endpoint stays true.
+    let recorded = &dev_cluster.spec.control_plane_endpoint;
+    let port = recorded
+        .port
+        .filter(|_| recorded.host.as_deref() == Some("127.0.0.1"))
+        .and_then(|port| u16::try_from(port).ok());
+    let endpoint = match context.cloud.ensure_cluster(&key, port).await {
+        Ok(endpoint) => endpoint,
+        Err(error) => {
+            let message = super::error_chain(&error);
+            conditions::set(
+                &mut status.conditions,
+                &Desired::new(READY, false, reasons::CLOUD_ERROR).with_message(message.clone()),
+                generation,
+            );
+            patch_status(&api, &dev_cluster, &status).await?;
+            context
+                .event(
+                    dev_cluster.as_ref(),
+                    EventType::Warning,
+                    reasons::CLOUD_ERROR,
+                    message,
+                )
+                .await;
+            return Err(Error::Cloud(error));
+        }
+    };
+
+    if !recorded.is_valid() {
+        tracing::info!(host = %endpoint.host, port = endpoint.port, "Setting the control plane endpoint");
+        let patch = json!({
+            "spec": { "controlPlaneEndpoint": { "host": endpoint.host, "port": endpoint.port } }
+        });
+        api.patch(
+            &dev_cluster.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|source| Error::Patch {
+            kind: "DevCluster".into(),
+            name: dev_cluster.name_any(),
+            source,
+        })?;
+    }
+
+    kubeconfig::ensure(&context, &cluster, &endpoint).await?;
+
+    let first_time = status.initialization.provisioned != Some(true);
+    status.initialization.provisioned = Some(true);
+    status.failure_domains = dev_cluster
+        .spec
+        .backend
+        .in_memory
+        .as_ref()
+        .map(|in_memory| in_memory.failure_domains.clone())
+        .unwrap_or_default();
+    conditions::set(
+        &mut status.conditions,
+        &Desired::new(READY, true, reasons::READY),
+        generation,
+    );
+    patch_status(&api, &dev_cluster, &status).await?;
+    if first_time {
+        context
+            .event(
+                dev_cluster.as_ref(),
+                EventType::Normal,
+                reasons::PROVISIONED,
+                format!(
+                    "Simulated workload cluster {key} answers at {}",
+                    endpoint.url()
+                ),
+            )
+            .await;
+    }
+    Ok(Action::await_change())
+}
+
+/// Writes the status when it changed.
+async fn patch_status(
+    api: &Api<DevCluster>,
+    dev_cluster: &DevCluster,
+    status: &DevClusterStatus,
+) -> Result<(), Error> {
+    if dev_cluster.status.as_ref() == Some(status) {
+        return Ok(());
+    }
+    let patch = json!({ "status": status });
+    api.patch_status(
+        &dev_cluster.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::Patch {
+        kind: "DevCluster".into(),
+        name: dev_cluster.name_any(),
+        source,
+    })
+}

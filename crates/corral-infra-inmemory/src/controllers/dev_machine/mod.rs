@@ -1,0 +1,427 @@
+//! The DevMachine controller: one simulated VM per DevMachine (upstream
+//! `devmachine_controller.go` and `backends/inmemory/inmemorymachine_backend.go`).
+//!
+//! Once a Machine owns the DevMachine, the controller waits, as upstream does, for the Cluster's
+//! infrastructure to be provisioned and for the Machine's bootstrap data
+//! (`spec.bootstrap.dataSecretName`; the data is not used, the wait keeps the order of a real
+//! provisioning). Then it makes sure the cloud runs the VM and reports its boot: the step
+//! conditions, and once the VM is up, `spec.providerID`, `status.addresses`,
+//! `status.failureDomain` (the Machine's) and `status.initialization.provisioned`. Deleting the
+//! DevMachine deletes the VM, and with it the Node, before the finalizer goes.
+
+mod status;
+
+use std::sync::Arc;
+
+use corral_api::{Cluster, Machine};
+use futures::future::Shared;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use serde_json::json;
+
+use self::status::Wait;
+use super::conditions::{self, Desired};
+use super::{Context, Error, error_policy, get_opt, owner_named, paused, set_finalizer};
+use crate::api::annotations::{FAIL_BOOT, NODE_NOT_READY};
+use crate::api::conditions::{
+    API_SERVER_PROVISIONED, ETCD_PROVISIONED, NODE_PROVISIONED, PAUSED, READY, VM_PROVISIONED,
+    reasons,
+};
+use crate::api::{
+    DevCluster, DevMachine, DevMachineStatus, GROUP, InMemoryMachineBackendSpec,
+    InvalidProvisioning, finalizers, provider_id,
+};
+use crate::cloud::{ClusterKey, Faults, StepTiming, StepTimings, VmKey, VmSpec};
+
+pub(super) async fn run(
+    context: Arc<Context>,
+    shutdown: Shared<impl std::future::Future<Output = ()> + Send + 'static>,
+) {
+    let client = context.client.clone();
+    let dev_machines: Api<DevMachine> = Api::all(client.clone());
+    let machines: Api<Machine> = Api::all(client.clone());
+    let clusters: Api<Cluster> = Api::all(client);
+    let controller = Controller::new(dev_machines, watcher::Config::default());
+    let store = controller.store();
+    let controller = controller
+        .watches(machines, watcher::Config::default(), machine_to_dev_machine)
+        .watches(clusters, watcher::Config::default(), move |cluster| {
+            cluster_to_dev_machines(&store, &cluster)
+        })
+        .graceful_shutdown_on(shutdown);
+    super::drain(controller.run(reconcile, error_policy, context)).await;
+}
+
+/// A Machine's change concerns its DevMachine (upstream `util.MachineToInfrastructureMapFunc`).
+fn machine_to_dev_machine(machine: Machine) -> Option<ObjectRef<DevMachine>> {
+    let reference = &machine.spec.infrastructure_ref;
+    (reference.api_group == GROUP && reference.kind == "DevMachine")
+        .then(|| ObjectRef::new(&reference.name).within(&machine.namespace().unwrap_or_default()))
+}
+
+/// A Cluster's change (paused, infrastructure provisioned) concerns the DevMachines labelled
+/// with its name (upstream `util.ClusterToTypedObjectsMapper`).
+fn cluster_to_dev_machines(
+    store: &Store<DevMachine>,
+    cluster: &Cluster,
+) -> Vec<ObjectRef<DevMachine>> {
+    let namespace = cluster.namespace();
+    let name = cluster.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|dev_machine| dev_machine.namespace() == namespace)
+        .filter(|dev_machine| {
+            dev_machine.labels().get(corral_api::labels::CLUSTER_NAME) == Some(&name)
+        })
+        .map(|dev_machine| ObjectRef::from_obj(dev_machine.as_ref()))
+        .collect()
+}
+
+#[tracing::instrument(skip_all, fields(dev_machine = %dev_machine.name_any(), namespace = dev_machine.namespace(), cluster = tracing::field::Empty))]
+async fn reconcile(dev_machine: Arc<DevMachine>, context: Arc<Context>) -> Result<Action, Error> {
+    let namespace = dev_machine.namespace().unwrap_or_default();
+    let name = dev_machine.name_any();
+    let api: Api<DevMachine> = Api::namespaced(context.client.clone(), &namespace);
+    let deleting = dev_machine.metadata.deletion_timestamp.is_some();
+
+    let machines: Api<Machine> = Api::namespaced(context.client.clone(), &namespace);
+    let machine = match owner_named(dev_machine.as_ref(), "Machine") {
+        Some(machine_name) => get_opt(&machines, &machine_name).await?,
+        None => None,
+    };
+    // The cluster: the Machine's label, then its spec; without a Machine, the DevMachine's own
+    // label, for the deletion of a DevMachine whose Machine is already gone.
+    let cluster_name = machine
+        .as_ref()
+        .and_then(|machine| {
+            machine
+                .labels()
+                .get(corral_api::labels::CLUSTER_NAME)
+                .cloned()
+                .or_else(|| Some(machine.spec.cluster_name.clone()))
+        })
+        .or_else(|| {
+            dev_machine
+                .labels()
+                .get(corral_api::labels::CLUSTER_NAME)
+                .cloned()
+        })
+        .filter(|name| !name.is_empty());
+    if let Some(cluster_name) = &cluster_name {
+        tracing::Span::current().record("cluster", cluster_name.as_str());
+    }
+    let key = cluster_name.as_ref().map(|cluster_name| VmKey {
+        cluster: ClusterKey {
+            namespace: namespace.clone(),
+            name: cluster_name.clone(),
+        },
+        name: name.clone(),
+    });
+
+    let Some(machine) = machine else {
+        if deleting {
+            if let Some(key) = &key {
+                delete_vm(&context, key).await?;
+            }
+            set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
+        } else {
+            tracing::info!("Waiting for the Machine controller to set the owner reference");
+        }
+        return Ok(Action::await_change());
+    };
+    let Some(key) = key else {
+        tracing::info!(
+            "The owner Machine names no cluster: it needs the cluster.x-k8s.io/cluster-name label or spec.clusterName"
+        );
+        return Ok(Action::await_change());
+    };
+    let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
+    let cluster = get_opt(&clusters, &key.cluster.name).await?;
+
+    // Only once the Machine owns the DevMachine, as upstream: before, there is nothing to clean.
+    if !deleting
+        && !dev_machine
+            .finalizers()
+            .iter()
+            .any(|f| f == finalizers::DEV_MACHINE)
+    {
+        set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, true).await?;
+        return Ok(Action::await_change());
+    }
+
+    let mut status = dev_machine.status.clone().unwrap_or_default();
+    let generation = dev_machine.metadata.generation;
+    if let Some(message) = paused(cluster.as_ref(), dev_machine.as_ref(), "DevMachine") {
+        conditions::set(
+            &mut status.conditions,
+            &Desired::new(PAUSED, true, reasons::PAUSED).with_message(message),
+            generation,
+        );
+        patch_status(&api, &dev_machine, &status).await?;
+        return Ok(Action::await_change());
+    }
+    conditions::set(
+        &mut status.conditions,
+        &Desired::new(PAUSED, false, reasons::NOT_PAUSED),
+        generation,
+    );
+
+    if deleting {
+        delete_vm(&context, &key).await?;
+        set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
+        return Ok(Action::await_change());
+    }
+
+    let Some(cluster) = cluster else {
+        tracing::info!(cluster = %key.cluster, "Waiting for the Cluster to exist");
+        return Ok(Action::await_change());
+    };
+    let Some(infrastructure) = cluster.spec.infrastructure_ref.as_ref() else {
+        tracing::info!("Waiting for the Cluster's infrastructureRef");
+        return Ok(Action::await_change());
+    };
+    let dev_clusters: Api<DevCluster> = Api::namespaced(context.client.clone(), &namespace);
+    if get_opt(&dev_clusters, &infrastructure.name)
+        .await?
+        .is_none()
+    {
+        tracing::info!(dev_cluster = %infrastructure.name, "Waiting for the DevCluster to exist");
+        return Ok(Action::await_change());
+    }
+
+    let control_plane = machine
+        .labels()
+        .contains_key(corral_api::labels::CONTROL_PLANE);
+    let Some(in_memory) = dev_machine.spec.backend.in_memory.as_ref() else {
+        // The schema refuses such objects; one stored before it did is reported, not acted on.
+        let ready = Desired::new(READY, false, reasons::NOT_READY).with_message(
+            "spec.backend.inMemory is not set; Corral's in-memory provider supports no other backend",
+        );
+        conditions::set(&mut status.conditions, &ready, generation);
+        patch_status(&api, &dev_machine, &status).await?;
+        return Ok(Action::await_change());
+    };
+    let timings = match compute_timings(in_memory) {
+        Ok(timings) => timings,
+        Err(InvalidProvisioning(message)) => {
+            let invalid = Desired::new(VM_PROVISIONED, false, reasons::INVALID_PROVISIONING)
+                .with_message(message.clone());
+            set_step_conditions(&mut status, &[invalid], generation);
+            patch_status(&api, &dev_machine, &status).await?;
+            context
+                .event(
+                    dev_machine.as_ref(),
+                    EventType::Warning,
+                    reasons::INVALID_PROVISIONING,
+                    message,
+                )
+                .await;
+            return Ok(Action::await_change());
+        }
+    };
+
+    // Wait as upstream's backend does; the Cluster and Machine watches bring the next reconcile.
+    let wait = if cluster
+        .status
+        .as_ref()
+        .and_then(|status| status.initialization.infrastructure_provisioned)
+        != Some(true)
+    {
+        Some(Wait::ClusterInfrastructure)
+    } else if machine.spec.bootstrap.data_secret_name.is_none() {
+        if !control_plane && !control_plane_initialized(&cluster) {
+            Some(Wait::ControlPlaneInitialized)
+        } else {
+            Some(Wait::BootstrapData)
+        }
+    } else {
+        None
+    };
+    if let Some(wait) = wait {
+        tracing::info!(?wait, "Waiting before creating the VM");
+        let waiting = status::compute_waiting_conditions(wait, control_plane);
+        set_step_conditions(&mut status, &waiting, generation);
+        patch_status(&api, &dev_machine, &status).await?;
+        return Ok(Action::await_change());
+    }
+
+    let spec = VmSpec {
+        control_plane,
+        version: machine.spec.version.clone(),
+        timings,
+        faults: Faults {
+            fail_boot: annotation_is_true(&dev_machine, FAIL_BOOT),
+            node_not_ready: annotation_is_true(&dev_machine, NODE_NOT_READY),
+        },
+    };
+    let vm = match context.cloud.ensure_vm(&key, &spec).await {
+        Ok(vm) => vm,
+        Err(error) => {
+            let message = super::error_chain(&error);
+            let failed =
+                Desired::new(VM_PROVISIONED, false, reasons::CLOUD_ERROR).with_message(message);
+            set_step_conditions(&mut status, &[failed], generation);
+            patch_status(&api, &dev_machine, &status).await?;
+            return Err(Error::Cloud(error));
+        }
+    };
+
+    let steps = status::compute_step_conditions(&vm);
+    let boot_failed_before = has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED);
+    set_step_conditions(&mut status, &steps, generation);
+    if has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED) && !boot_failed_before {
+        context
+            .event(
+                dev_machine.as_ref(),
+                EventType::Warning,
+                reasons::BOOT_FAILED,
+                format!("The simulated VM {name} does not boot: the DevMachine has the {FAIL_BOOT} annotation"),
+            )
+            .await;
+    }
+
+    if vm.vm.is_done() {
+        // The contract: providerID, then provisioned, which never goes back to false.
+        let provider_id = provider_id(&name);
+        if dev_machine.spec.provider_id.as_deref() != Some(provider_id.as_str()) {
+            tracing::info!(%provider_id, "Setting the providerID");
+            let patch = json!({ "spec": { "providerID": provider_id } });
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|source| Error::Patch {
+                    kind: "DevMachine".into(),
+                    name: name.clone(),
+                    source,
+                })?;
+        }
+        status.addresses = vm.addresses.clone();
+        status.failure_domain = machine.spec.failure_domain.clone();
+        if status.initialization.provisioned != Some(true) {
+            status.initialization.provisioned = Some(true);
+            context
+                .event(
+                    dev_machine.as_ref(),
+                    EventType::Normal,
+                    reasons::PROVISIONED,
+                    format!(
+                        "Simulated VM {name} is up in workload cluster {}",
+                        key.cluster
+                    ),
+                )
+                .await;
+        }
+    }
+    patch_status(&api, &dev_machine, &status).await?;
+
+    Ok(
+        match status::compute_requeue(&vm, k8s_openapi::jiff::Timestamp::now()) {
+            Some(after) => Action::requeue(after),
+            None => Action::await_change(),
+        },
+    )
+}
+
+async fn delete_vm(context: &Context, key: &VmKey) -> Result<(), Error> {
+    tracing::info!(vm = %key, "Deleting the simulated VM and its Node");
+    context.cloud.delete_vm(key).await.map_err(Error::Cloud)
+}
+
+/// Whether the Cluster's control plane is initialized (upstream checks the
+/// ControlPlaneInitialized condition; its status field says the same).
+fn control_plane_initialized(cluster: &Cluster) -> bool {
+    let Some(status) = cluster.status.as_ref() else {
+        return false;
+    };
+    status.initialization.control_plane_initialized == Some(true)
+        || status.conditions.iter().any(|condition| {
+            condition.type_ == corral_api::conditions::cluster::CONTROL_PLANE_INITIALIZED
+                && condition.status == "True"
+        })
+}
+
+fn annotation_is_true(dev_machine: &DevMachine, annotation: &str) -> bool {
+    dev_machine
+        .annotations()
+        .get(annotation)
+        .is_some_and(|value| value.eq_ignore_ascii_case("true"))
+}
+
+fn has_reason(status: &DevMachineStatus, type_: &str, reason: &str) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|condition| condition.type_ == type_ && condition.reason == reason)
+}
+
+/// The step timings of the in-memory backend; steps left out take no time.
+fn compute_timings(
+    in_memory: &InMemoryMachineBackendSpec,
+) -> Result<StepTimings, InvalidProvisioning> {
+    let timing = |step: &Option<crate::api::InMemoryStepSpec>, field: &str| match step
+        .as_ref()
+        .and_then(|step| step.provisioning.as_ref())
+    {
+        None => Ok(StepTiming::default()),
+        Some(settings) => settings
+            .parse()
+            .map(|(startup, jitter)| StepTiming { startup, jitter })
+            .map_err(|InvalidProvisioning(message)| {
+                InvalidProvisioning(format!(
+                    "spec.backend.inMemory.{field}.provisioning: {message}"
+                ))
+            }),
+    };
+    Ok(StepTimings {
+        vm: timing(&in_memory.vm, "vm")?,
+        node: timing(&in_memory.node, "node")?,
+        etcd: timing(&in_memory.etcd, "etcd")?,
+        api_server: timing(&in_memory.api_server, "apiServer")?,
+    })
+}
+
+/// Sets the step conditions given (the others keep their state; those of a control plane
+/// machine are not set on a worker) and the Ready summary of all of them.
+fn set_step_conditions(status: &mut DevMachineStatus, steps: &[Desired], generation: Option<i64>) {
+    for step in steps {
+        conditions::set(&mut status.conditions, step, generation);
+    }
+    let summary = conditions::summary(
+        &status.conditions,
+        &[
+            VM_PROVISIONED,
+            NODE_PROVISIONED,
+            ETCD_PROVISIONED,
+            API_SERVER_PROVISIONED,
+        ],
+    );
+    conditions::set(&mut status.conditions, &summary, generation);
+}
+
+/// Writes the status when it changed.
+async fn patch_status(
+    api: &Api<DevMachine>,
+    dev_machine: &DevMachine,
+    status: &DevMachineStatus,
+) -> Result<(), Error> {
+    if dev_machine.status.as_ref() == Some(status) {
+        return Ok(());
+    }
+    let patch = json!({ "status": status });
+    api.patch_status(
+        &dev_machine.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::Patch {
+        kind: "DevMachine".into(),
+        name: dev_machine.name_any(),
+        source,
+    })
+}

@@ -1,0 +1,236 @@
+//! The DevCluster and DevMachine controllers: kube-runtime reconcilers that reach the management
+//! plane only through `kube::Client` and the simulated cloud only through [`Cloud`].
+//!
+//! They follow upstream's dev provider (`test/infrastructure/docker/internal/controllers/
+//! {devcluster,devmachine}_controller.go` and `backends/inmemory/*_backend.go`): an object is
+//! reconciled once its owner (Cluster, Machine) is set, a finalizer guards what the cloud holds,
+//! a paused Cluster or object is left alone with a `Paused` condition, and the contract fields
+//! (`status.initialization.provisioned`, `spec.controlPlaneEndpoint`, `spec.providerID`,
+//! `status.addresses`, `status.failureDomain(s)`) are written as the simulation progresses.
+//! Reconcilers are level-triggered: each run reads the objects and the cloud and writes what
+//! should be, whatever triggered it.
+
+mod conditions;
+mod dev_cluster;
+mod dev_machine;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use crate::cloud::{Cloud, CloudError};
+
+/// The name the controllers report as, in Events.
+const CONTROLLER_NAME: &str = "corral-infra-inmemory";
+
+/// How long to wait before reconciling an object whose reconcile failed.
+const ERROR_REQUEUE: Duration = Duration::from_secs(2);
+
+/// Runs the DevCluster and DevMachine controllers until `shutdown` completes.
+///
+/// The CRDs of [`crate::crds`] and the `cluster.x-k8s.io` CRDs must be installed; until they
+/// are, the controllers' watches fail and retry.
+pub async fn run(
+    client: kube::Client,
+    cloud: Arc<dyn Cloud>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let context = Arc::new(Context {
+        client: client.clone(),
+        cloud,
+        recorder: Recorder::new(client, Reporter::from(CONTROLLER_NAME)),
+    });
+    let shutdown = shutdown.shared();
+    futures::join!(
+        dev_cluster::run(context.clone(), shutdown.clone()),
+        dev_machine::run(context, shutdown),
+    );
+}
+
+/// What every reconcile shares.
+pub(crate) struct Context {
+    pub client: kube::Client,
+    pub cloud: Arc<dyn Cloud>,
+    pub recorder: Recorder,
+}
+
+impl Context {
+    /// Publishes an Event about `object`. Events are for people; failing to publish one does not
+    /// fail the reconcile.
+    pub async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        object: &K,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
+            tracing::warn!(%error, reason, "Publishing an Event failed");
+        }
+    }
+}
+
+/// A failed reconcile. Each variant names the operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {kind} {name}")]
+    Get {
+        kind: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot patch {kind} {name}")]
+    Patch {
+        kind: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot write the kubeconfig Secret {name}")]
+    WriteKubeconfig {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("the simulated cloud failed")]
+    Cloud(#[source] CloudError),
+}
+
+/// Logs a failed reconcile and tries again shortly; the reconcile has already set a condition
+/// where a person should see the failure.
+fn error_policy<K: ResourceExt>(
+    object: Arc<K>,
+    error: &Error,
+    _: Arc<Context>,
+) -> kube::runtime::controller::Action {
+    tracing::warn!(
+        object = %format!("{}/{}", object.namespace().unwrap_or_default(), object.name_any()),
+        error = %error_chain(error),
+        "Reconcile failed"
+    );
+    kube::runtime::controller::Action::requeue(ERROR_REQUEUE)
+}
+
+/// An error and its sources, as one line.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Logs the outcome of each reconcile of a controller's stream.
+async fn drain<T: std::fmt::Debug, E: std::fmt::Display>(
+    stream: impl futures::Stream<Item = Result<T, E>>,
+) {
+    stream
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "Controller event");
+            }
+        })
+        .await;
+}
+
+/// Adds or removes `finalizer` with a merge patch conditional on the object's resourceVersion,
+/// so that a concurrent change of the finalizers is not lost (the patch then fails and the
+/// reconcile runs again).
+async fn set_finalizer<K>(
+    api: &Api<K>,
+    object: &K,
+    finalizer: &str,
+    present: bool,
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut finalizers = object.finalizers().to_vec();
+    let has = finalizers.iter().any(|existing| existing == finalizer);
+    if has == present {
+        return Ok(());
+    }
+    if present {
+        finalizers.push(finalizer.to_string());
+    } else {
+        finalizers.retain(|existing| existing != finalizer);
+    }
+    let patch = json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": object.resource_version(),
+        }
+    });
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::Patch {
+        kind: K::kind(&()).to_string(),
+        name: object.name_any(),
+        source,
+    })
+}
+
+/// Whether reconciliation is paused, by the Cluster's `spec.paused` or the object's
+/// `cluster.x-k8s.io/paused` annotation, and the message upstream's `util/paused` writes.
+fn paused(
+    cluster: Option<&corral_api::Cluster>,
+    object: &impl ResourceExt,
+    kind: &str,
+) -> Option<String> {
+    let mut reasons = Vec::new();
+    if cluster.is_some_and(|cluster| cluster.spec.paused == Some(true)) {
+        reasons.push("Cluster spec.paused is set to true".to_string());
+    }
+    if object
+        .annotations()
+        .contains_key(corral_api::annotations::PAUSED)
+    {
+        reasons.push(format!("{kind} has the cluster.x-k8s.io/paused annotation"));
+    }
+    (!reasons.is_empty()).then(|| reasons.join(", "))
+}
+
+/// The owner reference of the given kind in the `cluster.x-k8s.io` group, by name.
+fn owner_named(object: &impl ResourceExt, kind: &str) -> Option<String> {
+    object
+        .owner_references()
+        .iter()
+        .find(|owner| {
+            owner.kind == kind && owner.api_version.split('/').next() == Some(corral_api::GROUP)
+        })
+        .map(|owner| owner.name.clone())
+}
+
+/// Reads an object that may not exist.
+async fn get_opt<K>(api: &Api<K>, name: &str) -> Result<Option<K>, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.get_opt(name).await.map_err(|source| Error::Get {
+        kind: K::kind(&()).to_string(),
+        name: name.to_string(),
+        source,
+    })
+}

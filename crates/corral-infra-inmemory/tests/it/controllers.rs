@@ -1,0 +1,750 @@
+//! The DevCluster and DevMachine controllers against a real management plane (a Corral API
+//! server with the core and Dev* CRDs), with the in-process cloud.
+//!
+//! The core controllers are not running: each test plays their part where the provider
+//! depends on it (owner references, the Cluster's `infrastructureProvisioned`, the Machine's
+//! bootstrap data), so these tests exercise the provider's side of the contract only.
+
+use std::sync::Arc;
+
+use corral_infra_inmemory::api::{DevCluster, DevMachine};
+use corral_infra_inmemory::cloud::{Cloud, InProcessCloud};
+use corral_testenv::TestEnv;
+use k8s_openapi::api::core::v1::{Node, Pod, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+
+use super::{eventually, node_ready};
+
+const NAMESPACE: &str = "default";
+
+/// A management plane with the CRDs installed and the provider's controllers running.
+struct Plane {
+    env: TestEnv,
+    cloud: Arc<InProcessCloud>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Plane {
+    async fn start() -> Plane {
+        let env = TestEnv::start().await;
+        let crds: Vec<Value> = corral_api::crds()
+            .into_iter()
+            .map(|crd| serde_json::to_value(crd).unwrap())
+            .chain(
+                corral_infra_inmemory::crds()
+                    .into_iter()
+                    .map(|crd| serde_json::to_value(crd).unwrap()),
+            )
+            .collect();
+        env.install_crds(&crds).await;
+        let cloud = Arc::new(InProcessCloud::new());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(corral_infra_inmemory::run(
+            env.client.clone(),
+            cloud.clone(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Plane {
+            env,
+            cloud,
+            _stop: stop,
+        }
+    }
+
+    fn api(&self, kind: &str) -> Api<DynamicObject> {
+        let (group, version, plural) = match kind {
+            "Cluster" => ("cluster.x-k8s.io", "v1beta2", "clusters"),
+            "Machine" => ("cluster.x-k8s.io", "v1beta2", "machines"),
+            "DevCluster" => ("infrastructure.cluster.x-k8s.io", "v1beta2", "devclusters"),
+            "DevMachine" => ("infrastructure.cluster.x-k8s.io", "v1beta2", "devmachines"),
+            other => panic!("no API for {other}"),
+        };
+        let resource = kube::api::ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: format!("{group}/{version}"),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        Api::namespaced_with(self.env.client.clone(), NAMESPACE, &resource)
+    }
+
+    async fn create(&self, object: Value) -> DynamicObject {
+        let kind = object["kind"].as_str().unwrap().to_string();
+        let object: DynamicObject = serde_json::from_value(object).unwrap();
+        self.api(&kind)
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|error| panic!("creating a {kind}: {error}"))
+    }
+
+    async fn patch(&self, kind: &str, name: &str, patch: Value) {
+        self.api(kind)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+
+    async fn patch_status(&self, kind: &str, name: &str, patch: Value) {
+        self.api(kind)
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+
+    fn dev_clusters(&self) -> Api<DevCluster> {
+        Api::namespaced(self.env.client.clone(), NAMESPACE)
+    }
+
+    fn dev_machines(&self) -> Api<DevMachine> {
+        Api::namespaced(self.env.client.clone(), NAMESPACE)
+    }
+
+    /// A Cluster and its DevCluster, owned by it as the Cluster controller would make it.
+    async fn cluster(&self, name: &str, in_memory: Value) {
+        let cluster = self
+            .create(json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta2",
+                "kind": "Cluster",
+                "metadata": { "name": name },
+                "spec": {
+                    "infrastructureRef": {
+                        "apiGroup": "infrastructure.cluster.x-k8s.io",
+                        "kind": "DevCluster",
+                        "name": name,
+                    },
+                },
+            }))
+            .await;
+        self.create(json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+            "kind": "DevCluster",
+            "metadata": {
+                "name": name,
+                "labels": { "cluster.x-k8s.io/cluster-name": name },
+                "ownerReferences": [owner(&cluster, "Cluster")],
+            },
+            "spec": { "backend": { "inMemory": in_memory } },
+        }))
+        .await;
+    }
+
+    /// Waits for the DevCluster to be provisioned, then marks the Cluster's infrastructure
+    /// provisioned, as the Cluster controller would.
+    async fn provisioned_cluster(&self, name: &str) -> DevCluster {
+        let dev_cluster = eventually("the DevCluster to be provisioned", || async {
+            let dev_cluster = self.dev_clusters().get(name).await.unwrap();
+            let provisioned = dev_cluster.status.as_ref()?.initialization.provisioned;
+            (provisioned == Some(true)).then_some(dev_cluster)
+        })
+        .await;
+        self.patch_status(
+            "Cluster",
+            name,
+            json!({ "status": { "initialization": { "infrastructureProvisioned": true } } }),
+        )
+        .await;
+        dev_cluster
+    }
+
+    /// A Machine of the cluster and its DevMachine, owned by it as the Machine controller would
+    /// make it.
+    async fn machine(&self, cluster: &str, name: &str, options: MachineOptions) {
+        let mut labels = json!({ "cluster.x-k8s.io/cluster-name": cluster });
+        if options.control_plane {
+            labels["cluster.x-k8s.io/control-plane"] = json!("");
+        }
+        let mut bootstrap = json!({ "dataSecretName": format!("{name}-bootstrap") });
+        if !options.bootstrap_data {
+            bootstrap = json!({
+                "configRef": {
+                    "apiGroup": "bootstrap.cluster.x-k8s.io",
+                    "kind": "KubeadmConfig",
+                    "name": name,
+                },
+            });
+        }
+        let mut spec = json!({
+            "clusterName": cluster,
+            "version": "v1.36.0",
+            "bootstrap": bootstrap,
+            "infrastructureRef": {
+                "apiGroup": "infrastructure.cluster.x-k8s.io",
+                "kind": "DevMachine",
+                "name": name,
+            },
+        });
+        if let Some(failure_domain) = &options.failure_domain {
+            spec["failureDomain"] = json!(failure_domain);
+        }
+        let machine = self
+            .create(json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta2",
+                "kind": "Machine",
+                "metadata": { "name": name, "labels": labels },
+                "spec": spec,
+            }))
+            .await;
+        self.create(json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+            "kind": "DevMachine",
+            "metadata": {
+                "name": name,
+                "labels": { "cluster.x-k8s.io/cluster-name": cluster },
+                "annotations": options.annotations,
+                "ownerReferences": [owner(&machine, "Machine")],
+            },
+            "spec": { "backend": { "inMemory": options.in_memory } },
+        }))
+        .await;
+    }
+
+    /// A client for the workload cluster, from its kubeconfig Secret.
+    async fn workload_client(&self, cluster: &str) -> kube::Client {
+        let secrets: Api<Secret> = Api::namespaced(self.env.client.clone(), NAMESPACE);
+        let name = format!("{cluster}-kubeconfig");
+        let secret = eventually("the kubeconfig Secret", || async {
+            secrets.get_opt(&name).await.unwrap()
+        })
+        .await;
+        let value = &secret.data.unwrap()["value"].0;
+        let kubeconfig = Kubeconfig::from_yaml(std::str::from_utf8(value).unwrap()).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+struct MachineOptions {
+    control_plane: bool,
+    bootstrap_data: bool,
+    failure_domain: Option<String>,
+    annotations: Value,
+    in_memory: Value,
+}
+
+impl Default for MachineOptions {
+    fn default() -> Self {
+        MachineOptions {
+            control_plane: false,
+            bootstrap_data: true,
+            failure_domain: None,
+            annotations: json!({}),
+            in_memory: json!({}),
+        }
+    }
+}
+
+fn owner(object: &DynamicObject, kind: &str) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": kind,
+        "name": object.metadata.name,
+        "uid": object.metadata.uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+/// The (status, reason) of a condition.
+fn condition(
+    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    type_: &str,
+) -> Option<(String, String)> {
+    conditions
+        .iter()
+        .find(|condition| condition.type_ == type_)
+        .map(|condition| (condition.status.clone(), condition.reason.clone()))
+}
+
+fn machine_condition(dev_machine: &DevMachine, type_: &str) -> Option<(String, String)> {
+    condition(&dev_machine.status.as_ref()?.conditions, type_)
+}
+
+fn is(status: &str, reason: &str) -> Option<(String, String)> {
+    Some((status.to_string(), reason.to_string()))
+}
+
+#[tokio::test]
+async fn a_dev_cluster_gets_a_simulated_endpoint_and_a_kubeconfig_secret_that_reaches_it() {
+    let plane = Plane::start().await;
+    plane
+        .cluster(
+            "dev",
+            json!({ "failureDomains": [{ "name": "zone-a", "controlPlane": true }, { "name": "zone-b" }] }),
+        )
+        .await;
+    let dev_cluster = plane.provisioned_cluster("dev").await;
+
+    let endpoint = eventually("the control plane endpoint", || async {
+        let dev_cluster = plane.dev_clusters().get("dev").await.unwrap();
+        dev_cluster
+            .spec
+            .control_plane_endpoint
+            .is_valid()
+            .then_some(dev_cluster.spec.control_plane_endpoint)
+    })
+    .await;
+    assert_eq!(endpoint.host.as_deref(), Some("127.0.0.1"));
+    let status = dev_cluster.status.unwrap();
+    assert_eq!(condition(&status.conditions, "Ready"), is("True", "Ready"));
+    assert_eq!(
+        condition(&status.conditions, "Paused"),
+        is("False", "NotPaused")
+    );
+    let domains: Vec<&str> = status
+        .failure_domains
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(domains, ["zone-a", "zone-b"]);
+    assert!(
+        dev_cluster
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"dockercluster.infrastructure.cluster.x-k8s.io".to_string())
+    );
+
+    // The kubeconfig Secret, in upstream's form, reaches the simulated workload cluster.
+    let client = plane.workload_client("dev").await;
+    let secret = Api::<Secret>::namespaced(plane.env.client.clone(), NAMESPACE)
+        .get("dev-kubeconfig")
+        .await
+        .unwrap();
+    assert_eq!(secret.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
+    assert_eq!(
+        secret.metadata.labels.unwrap()["cluster.x-k8s.io/cluster-name"],
+        "dev"
+    );
+    let owner = &secret.metadata.owner_references.unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Cluster", "dev")
+    );
+    let kubeconfig = String::from_utf8(secret.data.unwrap()["value"].0.clone()).unwrap();
+    assert!(
+        kubeconfig.contains(&format!(
+            "server: http://127.0.0.1:{}",
+            endpoint.port.unwrap()
+        )),
+        "{kubeconfig}"
+    );
+    let nodes: Api<Node> = Api::all(client);
+    assert!(
+        nodes
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(
+        plane.cloud.get_vm(&vm_key("dev", "none")).await.unwrap(),
+        None
+    );
+}
+
+fn vm_key(cluster: &str, name: &str) -> corral_infra_inmemory::cloud::VmKey {
+    corral_infra_inmemory::cloud::VmKey {
+        cluster: corral_infra_inmemory::cloud::ClusterKey {
+            namespace: NAMESPACE.into(),
+            name: cluster.into(),
+        },
+        name: name.into(),
+    }
+}
+
+#[tokio::test]
+async fn a_dev_machine_boots_and_its_node_registers_ready_with_its_provider_id() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    // Startup durations are honoured: the steps take time, and complete (no timing asserts).
+    let step = json!({ "provisioning": { "startupDuration": "300ms", "startupJitter": "0.2" } });
+    plane
+        .machine(
+            "dev",
+            "worker-0",
+            MachineOptions {
+                failure_domain: Some("zone-b".into()),
+                in_memory: json!({ "vm": step, "node": step }),
+                ..Default::default()
+            },
+        )
+        .await;
+
+    let dev_machine = eventually("the DevMachine to be Ready", || async {
+        let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+        (machine_condition(&dev_machine, "Ready") == is("True", "Ready")).then_some(dev_machine)
+    })
+    .await;
+    assert_eq!(
+        dev_machine.spec.provider_id.as_deref(),
+        Some("in-memory://worker-0")
+    );
+    let status = dev_machine.status.as_ref().unwrap();
+    assert_eq!(status.initialization.provisioned, Some(true));
+    assert_eq!(status.failure_domain.as_deref(), Some("zone-b"));
+    let address_types: Vec<String> = status
+        .addresses
+        .iter()
+        .map(|address| {
+            serde_json::to_value(address.type_)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(address_types, ["InternalIP", "Hostname"]);
+    assert_eq!(
+        machine_condition(&dev_machine, "VMProvisioned"),
+        is("True", "Provisioned")
+    );
+    assert_eq!(
+        machine_condition(&dev_machine, "NodeProvisioned"),
+        is("True", "Provisioned")
+    );
+    assert_eq!(machine_condition(&dev_machine, "EtcdProvisioned"), None);
+
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    let node = nodes.get("worker-0").await.unwrap();
+    assert_eq!(
+        node.spec.as_ref().unwrap().provider_id.as_deref(),
+        Some("in-memory://worker-0")
+    );
+    assert_eq!(node_ready(&node).as_deref(), Some("True"));
+}
+
+#[tokio::test]
+async fn control_plane_machines_also_start_etcd_and_the_api_server() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    plane
+        .machine(
+            "dev",
+            "cp-0",
+            MachineOptions {
+                control_plane: true,
+                ..Default::default()
+            },
+        )
+        .await;
+    let dev_machine = eventually("the DevMachine to be Ready", || async {
+        let dev_machine = plane.dev_machines().get("cp-0").await.unwrap();
+        (machine_condition(&dev_machine, "Ready") == is("True", "Ready")).then_some(dev_machine)
+    })
+    .await;
+    assert_eq!(
+        machine_condition(&dev_machine, "EtcdProvisioned"),
+        is("True", "Provisioned")
+    );
+    assert_eq!(
+        machine_condition(&dev_machine, "APIServerProvisioned"),
+        is("True", "Provisioned")
+    );
+    let client = plane.workload_client("dev").await;
+    let node = Api::<Node>::all(client.clone()).get("cp-0").await.unwrap();
+    assert!(
+        node.metadata
+            .labels
+            .unwrap()
+            .contains_key("node-role.kubernetes.io/control-plane")
+    );
+    let pods: Api<Pod> = Api::namespaced(client, "kube-system");
+    let names: Vec<String> = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|pod| pod.metadata.name.unwrap())
+        .collect();
+    assert_eq!(names, ["etcd-cp-0", "kube-apiserver-cp-0"]);
+}
+
+#[tokio::test]
+async fn a_dev_machine_waits_for_the_cluster_infrastructure_and_the_bootstrap_data() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane
+        .machine(
+            "dev",
+            "worker-0",
+            MachineOptions {
+                bootstrap_data: false,
+                ..Default::default()
+            },
+        )
+        .await;
+    let waiting_for = |reason: &'static str| {
+        let plane = &plane;
+        move || async move {
+            let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+            (machine_condition(&dev_machine, "VMProvisioned") == is("False", reason))
+                .then_some(dev_machine)
+        }
+    };
+    let waiting = eventually(
+        "the DevMachine to wait for the cluster's infrastructure",
+        waiting_for("WaitingForClusterInfrastructureReady"),
+    )
+    .await;
+    assert_eq!(machine_condition(&waiting, "Ready").unwrap().0, "False");
+
+    plane.provisioned_cluster("dev").await;
+    // A worker without bootstrap data waits for the control plane first (upstream's reason).
+    eventually(
+        "the DevMachine to wait for the control plane",
+        waiting_for("WaitingForControlPlaneInitialized"),
+    )
+    .await;
+    plane
+        .patch_status(
+            "Cluster",
+            "dev",
+            json!({ "status": { "initialization": { "controlPlaneInitialized": true } } }),
+        )
+        .await;
+    eventually(
+        "the DevMachine to wait for bootstrap data",
+        waiting_for("WaitingForBootstrapData"),
+    )
+    .await;
+    assert!(
+        plane
+            .cloud
+            .get_vm(&vm_key("dev", "worker-0"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    plane
+        .patch(
+            "Machine",
+            "worker-0",
+            json!({ "spec": { "bootstrap": { "dataSecretName": "worker-0-bootstrap" } } }),
+        )
+        .await;
+    eventually("the DevMachine to be provisioned", || async {
+        let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+        (dev_machine.status?.initialization.provisioned == Some(true)).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn fail_boot_holds_the_vm_down_until_the_annotation_goes() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    plane
+        .machine(
+            "dev",
+            "worker-0",
+            MachineOptions {
+                annotations: json!({ "inmemory.infrastructure.cluster.x-k8s.io/fail-boot": "true" }),
+                ..Default::default()
+            },
+        )
+        .await;
+    let failed = eventually("the VM to fail to boot", || async {
+        let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+        (machine_condition(&dev_machine, "VMProvisioned") == is("False", "BootFailed"))
+            .then_some(dev_machine)
+    })
+    .await;
+    let status = failed.status.as_ref().unwrap();
+    assert_eq!(status.initialization.provisioned, None);
+    assert_eq!(failed.spec.provider_id, None);
+    let ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(ready.status, "False");
+    assert!(ready.message.contains("fail-boot"), "{}", ready.message);
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    assert!(nodes.get_opt("worker-0").await.unwrap().is_none());
+
+    plane
+        .patch(
+            "DevMachine",
+            "worker-0",
+            json!({ "metadata": { "annotations": { "inmemory.infrastructure.cluster.x-k8s.io/fail-boot": null } } }),
+        )
+        .await;
+    eventually("the Node to register", || async {
+        let node = nodes.get_opt("worker-0").await.unwrap()?;
+        (node_ready(&node)? == "True").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn node_not_ready_turns_the_node_not_ready_until_the_annotation_goes() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    plane
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    let ready_is = |status: &'static str| {
+        let nodes = &nodes;
+        move || async move {
+            let node = nodes.get_opt("worker-0").await.unwrap()?;
+            (node_ready(&node)? == status).then_some(())
+        }
+    };
+    eventually("the Node to be Ready", ready_is("True")).await;
+
+    let annotation = "inmemory.infrastructure.cluster.x-k8s.io/node-not-ready";
+    plane
+        .patch(
+            "DevMachine",
+            "worker-0",
+            json!({ "metadata": { "annotations": { annotation: "true" } } }),
+        )
+        .await;
+    eventually("the Node to be NotReady", ready_is("False")).await;
+    plane
+        .patch(
+            "DevMachine",
+            "worker-0",
+            json!({ "metadata": { "annotations": { annotation: null } } }),
+        )
+        .await;
+    eventually("the Node to be Ready again", ready_is("True")).await;
+}
+
+#[tokio::test]
+async fn deleting_a_dev_machine_removes_its_vm_and_node() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    plane
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    eventually("the Node to register", || async {
+        nodes.get_opt("worker-0").await.unwrap()
+    })
+    .await;
+    let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+    assert!(
+        dev_machine
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"dockermachine.infrastructure.cluster.x-k8s.io".to_string())
+    );
+
+    plane
+        .dev_machines()
+        .delete("worker-0", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the DevMachine to be gone", || async {
+        plane
+            .dev_machines()
+            .get_opt("worker-0")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(nodes.get_opt("worker-0").await.unwrap().is_none());
+    assert!(
+        plane
+            .cloud
+            .get_vm(&vm_key("dev", "worker-0"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_dev_cluster_stops_its_workload_cluster() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    nodes.list(&ListParams::default()).await.unwrap();
+
+    plane
+        .dev_clusters()
+        .delete("dev", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the DevCluster to be gone", || async {
+        plane
+            .dev_clusters()
+            .get_opt("dev")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        nodes.list(&ListParams::default()).await.is_err(),
+        "the simulated endpoint no longer answers"
+    );
+}
+
+#[tokio::test]
+async fn a_paused_cluster_is_left_alone_until_it_resumes() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    plane
+        .patch("Cluster", "dev", json!({ "spec": { "paused": true } }))
+        .await;
+    plane
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    let paused = eventually("the DevMachine to be paused", || async {
+        let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+        (machine_condition(&dev_machine, "Paused") == is("True", "Paused")).then_some(dev_machine)
+    })
+    .await;
+    let status = paused.status.unwrap();
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Paused")
+        .unwrap();
+    assert_eq!(condition.message, "Cluster spec.paused is set to true");
+    assert!(
+        plane
+            .cloud
+            .get_vm(&vm_key("dev", "worker-0"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    plane
+        .patch("Cluster", "dev", json!({ "spec": { "paused": null } }))
+        .await;
+    eventually("the DevMachine to be provisioned", || async {
+        let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+        let status = dev_machine.status.as_ref()?;
+        (status.initialization.provisioned == Some(true)
+            && machine_condition(&dev_machine, "Paused") == is("False", "NotPaused"))
+        .then_some(())
+    })
+    .await;
+}
