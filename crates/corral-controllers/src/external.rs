@@ -121,6 +121,21 @@ impl ExternalObject {
     }
 }
 
+/// What the reconcile learned of a provider object a Cluster or Machine references.
+#[derive(Clone, Debug)]
+pub enum Observed {
+    /// It was read. `condition` is its Ready (infrastructure, bootstrap) or Available (control plane)
+    /// condition, or why that condition is unusable.
+    Found {
+        /// The provider's condition, if it reports one.
+        condition: Result<Option<ProviderCondition>, String>,
+    },
+    /// It does not exist.
+    NotFound,
+    /// It could not be read; the message says why (such as its kind not being installed).
+    Failed(String),
+}
+
 /// A failed operation on a provider object.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

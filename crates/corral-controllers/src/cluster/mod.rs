@@ -34,7 +34,7 @@ use kube::{Resource, ResourceExt};
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
-use crate::runtime::patch::{Part, patch_if_changed};
+use crate::runtime::patch;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown};
 
@@ -505,23 +505,10 @@ async fn write(
     before: &Cluster,
     after: &Cluster,
 ) -> Result<(), Error> {
-    let patch_error = |source| Error::PatchCluster {
-        cluster: key.clone(),
-        source,
-    };
-    let mut base = before.clone();
-    if let Some(written) = patch_if_changed(api, before, after, Part::Main)
+    patch::write(api, before, after)
         .await
-        .map_err(patch_error)?
-    {
-        if written.metadata.deletion_timestamp.is_some() && written.finalizers().is_empty() {
-            // The last finalizer is gone: so is the Cluster.
-            return Ok(());
-        }
-        base.metadata.resource_version = written.metadata.resource_version;
-    }
-    patch_if_changed(api, &base, after, Part::Status)
-        .await
-        .map_err(patch_error)?;
-    Ok(())
+        .map_err(|source| Error::PatchCluster {
+            cluster: key.clone(),
+            source,
+        })
 }

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use corral_api::conditions::{self as names, cluster as cluster_names, reason};
-use corral_api::contract::ProviderCondition;
 use corral_api::{
     Cluster, ClusterMachinesStatus, ClusterPhase, ConditionPolarity, ConditionStatus, Machine,
     MachineDeployment, MachineSet, StatusVersion,
@@ -14,24 +13,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster_cache::HealthCheckingState;
+pub use crate::external::Observed;
 use crate::conditions::{
     self, AggregateSource, MergeStrategy, NewCondition, Priority, Reasons, SummaryOptions,
 };
-
-/// What the reconcile learned of an object a Cluster references.
-#[derive(Clone, Debug)]
-pub enum Observed {
-    /// It was read. `condition` is its Ready (infrastructure) or Available (control plane)
-    /// condition, or why that condition is unusable.
-    Found {
-        /// The provider's condition, if it reports one.
-        condition: Result<Option<ProviderCondition>, String>,
-    },
-    /// It does not exist.
-    NotFound,
-    /// It could not be read; the message says why (such as its kind not being installed).
-    Failed(String),
-}
 
 /// The Cluster's descendants, by label `cluster.x-k8s.io/cluster-name`.
 #[derive(Clone, Debug, Default)]

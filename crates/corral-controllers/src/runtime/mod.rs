@@ -246,6 +246,7 @@ pub async fn run_controller<K, C, E, F, Fut>(
         let future = reconcile(object, context);
         CancelableJoinHandle::spawn(
             async move {
+                tracing::debug!("Reconciling");
                 let result = future.await;
                 if result.is_ok() {
                     backoff.succeed(&key);

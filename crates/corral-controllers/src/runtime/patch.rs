@@ -118,3 +118,21 @@ where
     };
     Ok(Some(patched))
 }
+
+/// Writes an object's metadata and spec, then its status, each only when changed. When the
+/// first write removed the last finalizer of an object being deleted, the object is gone and
+/// its status is not written.
+pub async fn write<K>(api: &Api<K>, before: &K, after: &K) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let mut base = before.clone();
+    if let Some(written) = patch_if_changed(api, before, after, Part::Main).await? {
+        if written.meta().deletion_timestamp.is_some() && written.finalizers().is_empty() {
+            return Ok(());
+        }
+        base.meta_mut().resource_version = written.meta().resource_version.clone();
+    }
+    patch_if_changed(api, &base, after, Part::Status).await?;
+    Ok(())
+}

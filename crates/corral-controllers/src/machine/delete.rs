@@ -1,0 +1,494 @@
+//! Deleting a Machine (upstream `reconcileDelete` in
+//! `core/reconcilers/machine/machine_controller.go`), in order: pre-drain hooks, drain (cordon
+//! and evict, bounded by `nodeDrainTimeoutSeconds`), wait for volumes to detach (bounded by
+//! `nodeVolumeDetachTimeoutSeconds`), pre-terminate hooks, then delete the infrastructure
+//! machine and the bootstrap config and wait for each to go, delete the Node (retried until
+//! `nodeDeletionTimeoutSeconds` after the deletion started), and remove the finalizer.
+//!
+//! Hooks, drain, volumes and Node deletion only apply when deleting the Node is allowed: not
+//! while the Cluster or its control plane is being deleted, not without a Node, and not for
+//! the last control plane Machine.
+
+use std::time::Duration;
+
+use corral_api::annotations::{
+    EXCLUDE_NODE_DRAINING, EXCLUDE_WAIT_FOR_NODE_VOLUME_DETACH, PRE_DRAIN_DELETE_HOOK_PREFIX,
+    PRE_TERMINATE_DELETE_HOOK_PREFIX,
+};
+use corral_api::conditions::machine::reason as machine_reason;
+use corral_api::conditions::reason;
+use corral_api::{Machine, labels};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams};
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+use kube::ResourceExt;
+
+use super::drain::{self, DRAIN_RETRY_INTERVAL, Outcome};
+use super::{Error, MachineController, Scope};
+use crate::conditions;
+
+/// The hook annotations with `prefix` a Machine has, sorted.
+pub fn hooks(machine: &Machine, prefix: &str) -> Vec<String> {
+    let mut hooks: Vec<String> = machine
+        .annotations()
+        .keys()
+        .filter(|key| key.starts_with(prefix))
+        .cloned()
+        .collect();
+    hooks.sort();
+    hooks
+}
+
+fn seconds_since(since: &Time, now: &Time) -> i64 {
+    now.0.as_second() - since.0.as_second()
+}
+
+/// Whether `nodeDrainTimeoutSeconds` (unset or 0: none) has passed since the drain started
+/// (upstream `nodeDrainTimeoutExceeded`).
+pub fn node_drain_timeout_exceeded(machine: &Machine, now: &Time) -> bool {
+    let Some(timeout) = machine.spec.deletion.node_drain_timeout_seconds.filter(|t| *t > 0) else {
+        return false;
+    };
+    let started = machine
+        .status
+        .as_ref()
+        .and_then(|s| s.deletion.node_drain_start_time.as_ref());
+    started.is_some_and(|started| seconds_since(started, now) >= i64::from(timeout))
+}
+
+/// Whether `nodeVolumeDetachTimeoutSeconds` has passed since waiting started.
+pub fn node_volume_detach_timeout_exceeded(machine: &Machine, now: &Time) -> bool {
+    let Some(timeout) = machine
+        .spec
+        .deletion
+        .node_volume_detach_timeout_seconds
+        .filter(|t| *t > 0)
+    else {
+        return false;
+    };
+    let started = machine
+        .status
+        .as_ref()
+        .and_then(|s| s.deletion.wait_for_node_volume_detach_start_time.as_ref());
+    started.is_some_and(|started| seconds_since(started, now) >= i64::from(timeout))
+}
+
+fn pre_terminate_started(machine: &Machine) -> bool {
+    machine
+        .status
+        .as_ref()
+        .is_some_and(|s| s.deletion.wait_for_pre_terminate_hook_start_time.is_some())
+}
+
+/// Whether the Node is drained (upstream `isNodeDrainAllowed`): not when the Machine excludes
+/// it, once waiting for pre-terminate hooks started, when the infrastructure machine is gone
+/// or going, or once the drain timeout has passed.
+pub fn is_node_drain_allowed(machine: &Machine, infrastructure_present: bool, now: &Time) -> bool {
+    !machine.annotations().contains_key(EXCLUDE_NODE_DRAINING)
+        && !pre_terminate_started(machine)
+        && infrastructure_present
+        && !node_drain_timeout_exceeded(machine, now)
+}
+
+/// Whether deletion waits for the Node's volumes to detach (upstream
+/// `isNodeVolumeDetachingAllowed`), with the same exceptions as draining.
+pub fn is_node_volume_detaching_allowed(
+    machine: &Machine,
+    infrastructure_present: bool,
+    now: &Time,
+) -> bool {
+    !machine
+        .annotations()
+        .contains_key(EXCLUDE_WAIT_FOR_NODE_VOLUME_DETACH)
+        && !pre_terminate_started(machine)
+        && infrastructure_present
+        && !node_volume_detach_timeout_exceeded(machine, now)
+}
+
+/// Whether deleting the Node has been retried long enough: `nodeDeletionTimeoutSeconds`
+/// (default 10, 0 for ever) after the Machine's deletion started.
+pub fn node_deletion_timeout_expired(machine: &Machine, now: &Time) -> bool {
+    let timeout = machine
+        .spec
+        .deletion
+        .node_deletion_timeout_seconds
+        .unwrap_or(corral_api::DEFAULT_NODE_DELETION_TIMEOUT_SECONDS);
+    if timeout <= 0 {
+        return false;
+    }
+    machine
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .is_some_and(|deleted| seconds_since(deleted, now) >= i64::from(timeout))
+}
+
+/// Why the Node is not deleted (upstream `isDeleteNodeAllowed`'s errors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKept {
+    /// The Cluster is being deleted: its Nodes go with it.
+    ClusterDeleting,
+    /// The Machine has no Node.
+    NoNode,
+    /// The control plane object is being deleted.
+    ControlPlaneDeleting,
+    /// No control plane Machine that is not being deleted remains.
+    NoControlPlaneMachines,
+}
+
+async fn is_delete_node_allowed(
+    controller: &MachineController,
+    scope: &mut Scope,
+) -> Result<Option<NodeKept>, Error> {
+    if scope.cluster.metadata.deletion_timestamp.is_some() {
+        return Ok(Some(NodeKept::ClusterDeleting));
+    }
+    let has_node_ref = |scope: &Scope| {
+        scope
+            .machine
+            .status
+            .as_ref()
+            .is_some_and(|s| s.node_ref.is_some())
+    };
+    if !has_node_ref(scope) {
+        // One best-effort look for a Node, falling back to the infrastructure's provider ID.
+        let provider_id = scope.machine.spec.provider_id.clone().or_else(|| {
+            scope
+                .infra_machine
+                .as_ref()
+                .and_then(|infra| infra.infrastructure_machine().provider_id().ok().flatten())
+        });
+        if let Some(provider_id) = provider_id {
+            match controller
+                .ctx
+                .cluster_cache()
+                .node_by_provider_id(&scope.cluster_key, &provider_id)
+                .await
+            {
+                Ok(Some(node)) => {
+                    scope.machine.status.get_or_insert_with(Default::default).node_ref =
+                        Some(corral_api::MachineNodeReference {
+                            name: node.name_any(),
+                        });
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::info!(error = %crate::runtime::error_chain(&error), "Failed to look up the Node while deleting the Machine");
+                }
+            }
+        }
+    }
+    if !has_node_ref(scope) {
+        return Ok(Some(NodeKept::NoNode));
+    }
+    if let Some(reference) = &scope.cluster.spec.control_plane_ref {
+        match controller
+            .ctx
+            .external()
+            .get(reference, &scope.cluster_key.namespace)
+            .await
+        {
+            Ok(Some(control_plane)) => {
+                if control_plane.is_deleting() {
+                    return Ok(Some(NodeKept::ControlPlaneDeleting));
+                }
+                let externally_managed = control_plane
+                    .object
+                    .data
+                    .get("status")
+                    .and_then(|s| s.get("externalManagedControlPlane"))
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false);
+                if externally_managed {
+                    return Ok(None);
+                }
+            }
+            Ok(None) => {}
+            Err(error) if error.is_kind_not_installed() => {}
+            Err(error) => return Err(Error::CheckDeleteNodeAllowed(error)),
+        }
+    }
+    let active_control_plane = super::machines_of(&controller.machines, &scope.cluster_key)
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .filter(|m| m.labels().contains_key(labels::CONTROL_PLANE))
+        .count();
+    if active_control_plane == 0 {
+        return Ok(Some(NodeKept::NoControlPlaneMachines));
+    }
+    Ok(None)
+}
+
+pub(super) async fn reconcile_delete(
+    controller: &MachineController,
+    scope: &mut Scope,
+) -> Result<(), Error> {
+    let now = conditions::now();
+    scope.deleting = Some((reason::DELETING.to_owned(), "Deletion started".to_owned()));
+    let node_kept = is_delete_node_allowed(controller, scope).await?;
+    if let Some(cause) = node_kept {
+        tracing::info!(?cause, "Skipping deletion of the Machine's Node as it is not allowed");
+    }
+    let infrastructure_present = scope
+        .infra_machine
+        .as_ref()
+        .is_some_and(|infra| !infra.is_deleting());
+
+    if node_kept.is_none() {
+        let pre_drain = hooks(&scope.machine, PRE_DRAIN_DELETE_HOOK_PREFIX);
+        if !pre_drain.is_empty() {
+            tracing::info!(hooks = %pre_drain.join(","), "Waiting for pre-drain hooks to succeed");
+            let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
+            deletion.wait_for_pre_drain_hook_start_time.get_or_insert(now.clone());
+            scope.deleting = Some((
+                machine_reason::WAITING_FOR_PRE_DRAIN_HOOK.to_owned(),
+                format!("Waiting for pre-drain hooks to succeed (hooks: {})", pre_drain.join(",")),
+            ));
+            // Removing the annotation brings the next reconcile.
+            return Ok(());
+        }
+
+        let node_name = scope
+            .machine
+            .status
+            .as_ref()
+            .and_then(|s| s.node_ref.as_ref())
+            .map(|r| r.name.clone())
+            .unwrap_or_default();
+        if is_node_drain_allowed(&scope.machine, infrastructure_present, &now) {
+            let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
+            let started = deletion.node_drain_start_time.get_or_insert(now.clone()).clone();
+            scope.deleting = Some((
+                machine_reason::DRAINING_NODE.to_owned(),
+                format!("Drain not completed yet (started at {})", started.0.strftime("%Y-%m-%dT%H:%M:%SZ")),
+            ));
+            let client = controller
+                .ctx
+                .cluster_cache()
+                .client(&scope.cluster_key)
+                .await
+                .map_err(Error::GetNode)?;
+            match drain::drain_node(&client, &node_name).await {
+                Ok(Outcome::Drained) => {
+                    scope.event(
+                        EventType::Normal,
+                        "SuccessfulDrainNode",
+                        format!("success draining Machine's node {node_name:?}"),
+                    );
+                }
+                Ok(Outcome::Waiting(message)) => {
+                    scope.deleting = Some((
+                        machine_reason::DRAINING_NODE.to_owned(),
+                        format!(
+                            "Drain not completed yet (started at {}):\n{message}",
+                            started.0.strftime("%Y-%m-%dT%H:%M:%SZ")
+                        ),
+                    ));
+                    scope.requeue(drain_wait(&scope.machine, &now));
+                    return Ok(());
+                }
+                Err(source) => {
+                    scope.event(
+                        EventType::Warning,
+                        "FailedDrainNode",
+                        format!("error draining Machine's node {node_name:?}: {source}"),
+                    );
+                    return Err(Error::DrainNode {
+                        node: node_name,
+                        source,
+                    });
+                }
+            }
+        }
+
+        if is_node_volume_detaching_allowed(&scope.machine, infrastructure_present, &now) {
+            let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
+            let started = deletion
+                .wait_for_node_volume_detach_start_time
+                .get_or_insert(now.clone())
+                .clone();
+            let node = controller
+                .ctx
+                .cluster_cache()
+                .node(&scope.cluster_key, &node_name)
+                .await
+                .map_err(|source| Error::GetNodeVolumes {
+                    node: node_name.clone(),
+                    source,
+                })?;
+            if node.as_deref().is_some_and(has_attached_volumes) {
+                scope.deleting = Some((
+                    machine_reason::WAITING_FOR_VOLUME_DETACH.to_owned(),
+                    format!(
+                        "Waiting for Node volumes to be detached (started at {})",
+                        started.0.strftime("%Y-%m-%dT%H:%M:%SZ")
+                    ),
+                ));
+                scope.requeue(DRAIN_RETRY_INTERVAL);
+                return Ok(());
+            }
+        }
+    }
+
+    let pre_terminate = hooks(&scope.machine, PRE_TERMINATE_DELETE_HOOK_PREFIX);
+    if !pre_terminate.is_empty() {
+        tracing::info!(hooks = %pre_terminate.join(","), "Waiting for pre-terminate hooks to succeed");
+        let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
+        deletion.wait_for_pre_terminate_hook_start_time.get_or_insert(now.clone());
+        scope.deleting = Some((
+            machine_reason::WAITING_FOR_PRE_TERMINATE_HOOK.to_owned(),
+            format!(
+                "Waiting for pre-terminate hooks to succeed (hooks: {})",
+                pre_terminate.join(",")
+            ),
+        ));
+        return Ok(());
+    }
+
+    let namespace = scope.namespace();
+    let external = controller.ctx.external();
+    let infrastructure = scope.machine.spec.infrastructure_ref.clone();
+    let gone = match external.delete(&infrastructure, &namespace).await {
+        Ok(gone) => gone,
+        Err(error) if error.is_kind_not_installed() => true,
+        Err(source) => {
+            scope.deleting = Some((
+                reason::INTERNAL_ERROR.to_owned(),
+                format!("Failed to delete {}, please check controller logs for errors", infrastructure.kind),
+            ));
+            return Err(Error::DeleteInfrastructure {
+                kind: infrastructure.kind,
+                name: infrastructure.name,
+                source,
+            });
+        }
+    };
+    if !gone {
+        scope.deleting = Some((
+            machine_reason::WAITING_FOR_INFRASTRUCTURE_DELETION.to_owned(),
+            format!("Waiting for {} to be deleted", infrastructure.kind),
+        ));
+        return Ok(());
+    }
+
+    if let Some(bootstrap) = scope.machine.spec.bootstrap.config_ref.clone() {
+        let gone = match external.delete(&bootstrap, &namespace).await {
+            Ok(gone) => gone,
+            Err(error) if error.is_kind_not_installed() => true,
+            Err(source) => {
+                scope.deleting = Some((
+                    reason::INTERNAL_ERROR.to_owned(),
+                    format!("Failed to delete {}, please check controller logs for errors", bootstrap.kind),
+                ));
+                return Err(Error::DeleteBootstrap {
+                    kind: bootstrap.kind,
+                    name: bootstrap.name,
+                    source,
+                });
+            }
+        };
+        if !gone {
+            scope.deleting = Some((
+                machine_reason::WAITING_FOR_BOOTSTRAP_DELETION.to_owned(),
+                format!("Waiting for {} to be deleted", bootstrap.kind),
+            ));
+            return Ok(());
+        }
+    }
+
+    // The Node goes only once its infrastructure is gone (upstream issue #2565).
+    if node_kept.is_none() {
+        let node_name = scope
+            .machine
+            .status
+            .as_ref()
+            .and_then(|s| s.node_ref.as_ref())
+            .map(|r| r.name.clone())
+            .unwrap_or_default();
+        tracing::info!(node = %node_name, "Deleting Node");
+        scope.event(
+            EventType::Normal,
+            "DeletingNode",
+            format!("Deleting Node {node_name}"),
+        );
+        if let Err(error) = delete_node(controller, scope, &node_name).await {
+            if !node_deletion_timeout_expired(&scope.machine, &now) {
+                scope.deleting = Some((
+                    machine_reason::DELETING_NODE.to_owned(),
+                    "Error deleting Node, please check controller logs for errors".to_owned(),
+                ));
+                scope.event(
+                    EventType::Warning,
+                    "FailedDeleteNode",
+                    format!("error deleting Machine's Node: {}", crate::runtime::error_chain(error.as_ref())),
+                );
+                return Err(Error::DeleteNode {
+                    node: node_name,
+                    source: error,
+                });
+            }
+            tracing::info!("Node deletion timeout expired, continuing without Node deletion");
+        }
+    }
+
+    scope.deleting = Some((
+        reason::DELETION_COMPLETED.to_owned(),
+        "Deletion completed".to_owned(),
+    ));
+    scope
+        .machine
+        .finalizers_mut()
+        .retain(|f| f != corral_api::finalizers::MACHINE);
+    controller
+        .external
+        .forget(&ObjectRef::from_obj(scope.before.as_ref()));
+    Ok(())
+}
+
+/// How long to wait before checking a drain again: the retry interval, or less when the drain
+/// timeout ends sooner.
+fn drain_wait(machine: &Machine, now: &Time) -> Duration {
+    let remaining = machine
+        .spec
+        .deletion
+        .node_drain_timeout_seconds
+        .filter(|t| *t > 0)
+        .and_then(|timeout| {
+            let started = machine
+                .status
+                .as_ref()?
+                .deletion
+                .node_drain_start_time
+                .as_ref()?;
+            let left = i64::from(timeout) - seconds_since(started, now);
+            Some(Duration::from_secs(left.max(0) as u64 + 1))
+        });
+    remaining.map_or(DRAIN_RETRY_INTERVAL, |left| left.min(DRAIN_RETRY_INTERVAL))
+}
+
+fn has_attached_volumes(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.volumes_attached.as_ref())
+        .is_some_and(|volumes| !volumes.is_empty())
+}
+
+async fn delete_node(
+    controller: &MachineController,
+    scope: &Scope,
+    node_name: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let client = controller
+        .ctx
+        .cluster_cache()
+        .client(&scope.cluster_key)
+        .await?;
+    let nodes: Api<Node> = Api::all(client);
+    match nodes.delete(node_name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(error) => Err(Box::new(error)),
+    }
+}
