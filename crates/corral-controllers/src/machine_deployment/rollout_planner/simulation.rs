@@ -183,7 +183,7 @@ pub(super) fn simulate(scenario: &Scenario) -> Outcome {
         world.check_invariants("after the MachineSet controllers");
         world.state_line();
         if world.done() {
-            world.line(format!("done"));
+            world.line("done");
             break;
         }
     }
@@ -246,7 +246,8 @@ impl World {
         name
     }
 
-    fn line(&mut self, text: String) {
+    fn line(&mut self, text: impl Into<String>) {
+        let text = text.into();
         writeln!(self.trace, "step {}: {text}", self.step).unwrap();
     }
 
@@ -399,11 +400,11 @@ impl World {
                     self.template = template.into();
                 }
                 Event::Pause => {
-                    self.line(format!("event: pause"));
+                    self.line("event: pause");
                     self.paused = true;
                 }
                 Event::Resume => {
-                    self.line(format!("event: resume"));
+                    self.line("event: resume");
                     self.paused = false;
                 }
                 Event::Rollback(revision) => {
@@ -569,7 +570,7 @@ impl World {
                     revision_before.as_deref().unwrap_or("-"),
                     revision_after.as_deref().unwrap_or("-"),
                 );
-                self.line(format!("{line}"));
+                self.line(line);
             }
             if replicas_before != machine_set.replicas {
                 decisions.push((
@@ -594,7 +595,7 @@ impl World {
         if plan.complete != self.complete {
             self.complete = plan.complete;
             if plan.complete {
-                self.line(format!("md: rollout complete"));
+                self.line("md: rollout complete");
             }
         }
         self.decisions.push(decisions);

@@ -651,13 +651,14 @@ fn upstream_reconcile_old_machine_sets_rolling_update() {
 /// puts it on the old MachineSet it scales down.
 #[test]
 fn upstream_reconcile_deadlock_breaker() {
-    let cases: Vec<(
-        &str,
-        &[(&str, i32)],
+    type Case = (
+        &'static str,
+        &'static [(&'static str, i32)],
         MachineSetState,
         MachineSetState,
         Intents,
-    )> = vec![
+    );
+    let cases: Vec<Case> = vec![
         (
             "no op if there are no replicas on old machinesets",
             &[],
@@ -745,15 +746,16 @@ fn upstream_reconcile_old_machine_sets_on_delete() {
     let md_aligned =
         "scale down to align MachineSet spec.replicas to MachineDeployment spec.replicas";
     // (description, replicas, preset, current, old, expected intents, expected notes)
-    let cases: Vec<(
-        &str,
+    type Case = (
+        &'static str,
         i32,
-        &[(&str, i32)],
+        &'static [(&'static str, i32)],
         MachineSetState,
         Vec<MachineSetState>,
         Intents,
         Notes,
-    )> = vec![
+    );
+    let cases: Vec<Case> = vec![
         (
             "do not scale oldMSs when no machines have been deleted",
             4,
@@ -891,7 +893,14 @@ fn upstream_compute_revision_annotations() {
     // (description, old MachineSets (revision, history), current (revision, history) or None
     // for one to create, expected revision, expected history)
     type Revisions = &'static [(&'static str, &'static str)];
-    let cases: [(&str, Revisions, Option<(&str, &str)>, &str, Option<&str>); 6] = [
+    type Case = (
+        &'static str,
+        Revisions,
+        Option<(&'static str, &'static str)>,
+        &'static str,
+        Option<&'static str>,
+    );
+    let cases: [Case; 6] = [
         (
             "for a new newMS - oldMSs do not exist",
             &[],
