@@ -380,7 +380,9 @@ impl ClusterCache {
         let task = tokio::spawn(async move {
             // Holding the cluster while waiting is fine: `forget` aborts this task.
             loop {
-                let Some(tracked) = weak.upgrade() else { return };
+                let Some(tracked) = weak.upgrade() else {
+                    return;
+                };
                 inner.check(&tracked).await;
                 let notified = tracked.wake.notified();
                 tokio::select! {
@@ -411,11 +413,21 @@ impl ClusterCache {
                     continue;
                 }
             };
-            let Some(cluster) = secret.name_any().strip_suffix(KUBECONFIG_SECRET_SUFFIX).map(str::to_owned) else {
+            let Some(cluster) = secret
+                .name_any()
+                .strip_suffix(KUBECONFIG_SECRET_SUFFIX)
+                .map(str::to_owned)
+            else {
                 continue;
             };
             let key = ClusterKey::new(&secret.namespace().unwrap_or_default(), &cluster);
-            let tracked = self.inner.clusters.lock().expect("clusters lock").get(&key).cloned();
+            let tracked = self
+                .inner
+                .clusters
+                .lock()
+                .expect("clusters lock")
+                .get(&key)
+                .cloned();
             let Some(tracked) = tracked else { continue };
             let changed = {
                 let mut state = tracked.state.lock().expect("state lock");
@@ -460,7 +472,10 @@ impl Inner {
     async fn check(&self, tracked: &Arc<Tracked>) {
         let (client, stale) = {
             let state = tracked.state.lock().expect("state lock");
-            (state.connection.as_ref().map(|c| c.client.clone()), state.stale)
+            (
+                state.connection.as_ref().map(|c| c.client.clone()),
+                state.stale,
+            )
         };
         match client {
             Some(_) if stale => {
@@ -621,7 +636,10 @@ impl Inner {
     }
 
     fn notify_connection(&self, cluster: &ClusterKey) {
-        let mut subscribers = self.connection_subscribers.lock().expect("subscribers lock");
+        let mut subscribers = self
+            .connection_subscribers
+            .lock()
+            .expect("subscribers lock");
         subscribers.retain(|subscriber| subscriber.unbounded_send(cluster.clone()).is_ok());
     }
 }

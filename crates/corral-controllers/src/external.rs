@@ -18,13 +18,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
+use corral_api::ContractVersionedObjectReference;
 use corral_api::annotations::{TEMPLATE_CLONED_FROM_GROUP_KIND, TEMPLATE_CLONED_FROM_NAME};
 use corral_api::contract::{
     BootstrapConfig, ContractError, ContractVersion, ControlPlane, InfrastructureCluster,
     InfrastructureMachine, ProviderCondition,
 };
 use corral_api::labels::CLUSTER_NAME;
-use corral_api::ContractVersionedObjectReference;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
@@ -319,10 +319,10 @@ impl ExternalObjects {
     /// Where a kind is served and which contract it implements.
     pub async fn resolve(&self, group: &str, kind: &str) -> Result<ResolvedKind, Error> {
         let key = (group.to_owned(), kind.to_owned());
-        if let Some((resolved, at)) = self.kinds.read().expect("kinds lock").get(&key) {
-            if at.elapsed() < KIND_CACHE_TTL {
-                return Ok(resolved.clone());
-            }
+        if let Some((resolved, at)) = self.kinds.read().expect("kinds lock").get(&key)
+            && at.elapsed() < KIND_CACHE_TTL
+        {
+            return Ok(resolved.clone());
         }
         let resolved = self.discover(group, kind).await?;
         self.kinds
@@ -451,18 +451,17 @@ impl ExternalObjects {
                 && api_group_of(&existing.api_version) == api_group_of(&owner.api_version)
                 && existing.name == owner.name
         };
-        if owner.controller == Some(true) {
-            if let Some(other) = owners
+        if owner.controller == Some(true)
+            && let Some(other) = owners
                 .iter()
                 .find(|existing| existing.controller == Some(true) && !same_owner(existing))
-            {
-                return Err(Error::SetControllerReference {
-                    kind: object.kind.resource.kind.clone(),
-                    namespace: object.object.namespace().unwrap_or_default(),
-                    name: object.name(),
-                    owner: format!("{} {}", other.kind, other.name),
-                });
-            }
+        {
+            return Err(Error::SetControllerReference {
+                kind: object.kind.resource.kind.clone(),
+                namespace: object.object.namespace().unwrap_or_default(),
+                name: object.name(),
+                owner: format!("{} {}", other.kind, other.name),
+            });
         }
         match owners.iter_mut().find(|existing| same_owner(existing)) {
             Some(existing) => *existing = owner,
@@ -533,13 +532,12 @@ impl ExternalObjects {
                 namespace: request.namespace.to_owned(),
                 name: template_ref.name.clone(),
             })?;
-        let object = generate_from_template(&template, kind, request).ok_or_else(|| {
-            Error::ReadTemplate {
+        let object =
+            generate_from_template(&template, request).ok_or_else(|| Error::ReadTemplate {
                 kind: template_ref.kind.clone(),
                 namespace: request.namespace.to_owned(),
                 name: template_ref.name.clone(),
-            }
-        })?;
+            })?;
         let target = self.resolve(&template_ref.api_group, kind).await?;
         let mut object = object;
         object.types = Some(kube::api::TypeMeta {
@@ -586,7 +584,6 @@ pub struct CreateFromTemplate<'a> {
 /// template has no `spec.template`. Types are left for the caller.
 pub fn generate_from_template(
     template: &ExternalObject,
-    kind: &str,
     request: &CreateFromTemplate<'_>,
 ) -> Option<DynamicObject> {
     let inner = template.object.data.get("spec")?.get("template")?;
@@ -625,7 +622,6 @@ pub fn generate_from_template(
     object.metadata.labels = Some(labels);
     object.metadata.annotations = Some(annotations);
     object.metadata.owner_references = request.owner.clone().map(|owner| vec![owner]);
-    let _ = (kind, template);
     Some(object)
 }
 

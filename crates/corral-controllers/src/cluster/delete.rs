@@ -43,10 +43,24 @@ pub(super) async fn reconcile_delete(
     let owned = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
         is_owned_by_cluster(meta, &cluster_name) && meta.deletion_timestamp.is_none()
     };
-    for md in descendants.machine_deployments.iter().filter(|o| owned(&o.metadata)) {
-        delete_descendant::<MachineDeployment>(&client, &namespace, &md.name_any(), "MachineDeployment").await?;
+    for md in descendants
+        .machine_deployments
+        .iter()
+        .filter(|o| owned(&o.metadata))
+    {
+        delete_descendant::<MachineDeployment>(
+            &client,
+            &namespace,
+            &md.name_any(),
+            "MachineDeployment",
+        )
+        .await?;
     }
-    for ms in descendants.machine_sets.iter().filter(|o| owned(&o.metadata)) {
+    for ms in descendants
+        .machine_sets
+        .iter()
+        .filter(|o| owned(&o.metadata))
+    {
         delete_descendant::<MachineSet>(&client, &namespace, &ms.name_any(), "MachineSet").await?;
     }
     let mut machines: Vec<&Machine> = descendants.worker_machines.iter().collect();
@@ -61,7 +75,12 @@ pub(super) async fn reconcile_delete(
     let names = |objects: &mut dyn Iterator<Item = String>| objects.collect::<Vec<_>>();
     remaining.extend(describe_remaining(
         "MachineDeployment",
-        &names(&mut descendants.machine_deployments.iter().map(ResourceExt::name_any)),
+        &names(
+            &mut descendants
+                .machine_deployments
+                .iter()
+                .map(ResourceExt::name_any),
+        ),
     ));
     remaining.extend(describe_remaining(
         "MachineSet",
@@ -69,12 +88,22 @@ pub(super) async fn reconcile_delete(
     ));
     remaining.extend(describe_remaining(
         "Worker Machine",
-        &names(&mut descendants.worker_machines.iter().map(ResourceExt::name_any)),
+        &names(
+            &mut descendants
+                .worker_machines
+                .iter()
+                .map(ResourceExt::name_any),
+        ),
     ));
     if scope.cluster.spec.control_plane_ref.is_none() {
         remaining.extend(describe_remaining(
             "Control plane Machine",
-            &names(&mut descendants.control_plane_machines.iter().map(ResourceExt::name_any)),
+            &names(
+                &mut descendants
+                    .control_plane_machines
+                    .iter()
+                    .map(ResourceExt::name_any),
+            ),
         ));
     }
     if !remaining.is_empty() {
@@ -135,7 +164,10 @@ pub(super) async fn reconcile_delete(
         }
     }
 
-    scope.deleting = Some((reason::DELETION_COMPLETED.to_owned(), "Deletion completed".to_owned()));
+    scope.deleting = Some((
+        reason::DELETION_COMPLETED.to_owned(),
+        "Deletion completed".to_owned(),
+    ));
     scope
         .cluster
         .finalizers_mut()

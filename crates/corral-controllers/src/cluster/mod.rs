@@ -224,8 +224,11 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let (machine_deployment_store, writer) = reflector::store();
     let machine_deployments = reflect(
         writer,
-        watcher(Api::<MachineDeployment>::all(client.clone()), watch_config.clone())
-            .default_backoff(),
+        watcher(
+            Api::<MachineDeployment>::all(client.clone()),
+            watch_config.clone(),
+        )
+        .default_backoff(),
     )
     .touched_objects();
     let (machine_set_store, writer) = reflector::store();
@@ -261,7 +264,11 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     queue.push(requests.map(|r| Ok(ReconcileRequest::from(r))).boxed());
     queue.push(
         connections
-            .map(|key| Ok(ReconcileRequest::from(ObjectRef::new(&key.name).within(&key.namespace))))
+            .map(|key| {
+                Ok(ReconcileRequest::from(
+                    ObjectRef::new(&key.name).within(&key.namespace),
+                ))
+            })
             .boxed(),
     );
 
@@ -314,7 +321,10 @@ impl ClusterController {
             ..Default::default()
         };
         for machine in self.machines.state() {
-            if !mine(machine.metadata.namespace.as_deref(), &machine.spec.cluster_name) {
+            if !mine(
+                machine.metadata.namespace.as_deref(),
+                &machine.spec.cluster_name,
+            ) {
                 continue;
             }
             let labels = machine.labels();
@@ -387,8 +397,11 @@ async fn reconcile(
 
     update_status(&controller, &mut scope, &now);
     if result.is_ok() {
-        scope.cluster.status.get_or_insert_with(Default::default).observed_generation =
-            scope.cluster.metadata.generation;
+        scope
+            .cluster
+            .status
+            .get_or_insert_with(Default::default)
+            .observed_generation = scope.cluster.metadata.generation;
     }
     write(&api, &key, &cluster, &scope.cluster).await?;
     for (type_, reason, note) in std::mem::take(&mut scope.events) {
@@ -416,25 +429,39 @@ async fn reconcile_normal(controller: &ClusterController, scope: &mut Scope) -> 
 }
 
 /// Everything in the status that follows from what the reconcile observed.
-fn update_status(controller: &ClusterController, scope: &mut Scope, now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) {
+fn update_status(
+    controller: &ClusterController,
+    scope: &mut Scope,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) {
     let config = controller.ctx.config();
     let cluster = &mut scope.cluster;
     if status::set_phase(cluster) {
-        let phase = cluster.status.as_ref().and_then(|s| s.phase).map(|p| p.as_str()).unwrap_or_default();
+        let phase = cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .map(|p| p.as_str())
+            .unwrap_or_default();
         let note = format!("Cluster {} is {phase}", scope.key.name);
-        scope.events.push((EventType::Normal, phase_reason(phase), note));
+        scope
+            .events
+            .push((EventType::Normal, phase_reason(phase), note));
     }
     let from_control_plane = scope
         .control_plane
         .as_ref()
-        .map(|cp| phases::control_plane_replicas(cp));
+        .map(phases::control_plane_replicas);
     status::set_control_plane_replicas(
         cluster,
         from_control_plane,
         &scope.descendants.control_plane_machines,
     );
     status::set_workers_replicas(cluster, &scope.descendants);
-    let health = controller.ctx.cluster_cache().health_checking_state(&scope.key);
+    let health = controller
+        .ctx
+        .cluster_cache()
+        .health_checking_state(&scope.key);
     let probe_requeue = status::set_remote_connection_probe_condition(
         cluster,
         &health,
@@ -456,13 +483,10 @@ fn update_status(controller: &ClusterController, scope: &mut Scope, now: &k8s_op
     );
     status::set_workers_available_condition(cluster, &scope.descendants.machine_deployments, now);
     let machines_requeue = status::set_machines_conditions(cluster, &scope.descendants, now);
-    let cp_conditions = scope.control_plane.as_ref().map(|cp| {
-        (
-            cp.kind.resource.kind.clone(),
-            cp.name(),
-            cp.conditions(),
-        )
-    });
+    let cp_conditions = scope
+        .control_plane
+        .as_ref()
+        .map(|cp| (cp.kind.resource.kind.clone(), cp.name(), cp.conditions()));
     status::set_rollout_and_scaling_conditions(
         cluster,
         cp_conditions

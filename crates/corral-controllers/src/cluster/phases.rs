@@ -103,7 +103,12 @@ pub(super) async fn reconcile_infrastructure(
     scope.infra_observed = Some(Observed::Found {
         condition: view.ready_condition().map_err(|e| e.to_string()),
     });
-    copy_v1beta1_failures(scope, view.failure_reason(), view.failure_message(), &reference);
+    copy_v1beta1_failures(
+        scope,
+        view.failure_reason(),
+        view.failure_message(),
+        &reference,
+    );
     let provisioned = view.provisioned().map_err(read_error)?.unwrap_or(false);
     let endpoint = view.control_plane_endpoint().map_err(read_error)?;
     let failure_domains = view.failure_domains().map_err(read_error)?;
@@ -210,7 +215,12 @@ pub(super) fn reconcile_control_plane_initialized(scope: &mut Scope) {
         .descendants
         .control_plane_machines
         .iter()
-        .any(|machine| machine.status.as_ref().is_some_and(|s| s.node_ref.is_some()));
+        .any(|machine| {
+            machine
+                .status
+                .as_ref()
+                .is_some_and(|s| s.node_ref.is_some())
+        });
     let status = scope.cluster.status.get_or_insert_with(Default::default);
     if has_node && status.initialization.control_plane_initialized != Some(true) {
         status.initialization.control_plane_initialized = Some(true);

@@ -13,10 +13,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster_cache::HealthCheckingState;
-pub use crate::external::Observed;
 use crate::conditions::{
     self, AggregateSource, MergeStrategy, NewCondition, Priority, Reasons, SummaryOptions,
 };
+pub use crate::external::Observed;
 
 /// The Cluster's descendants, by label `cluster.x-k8s.io/cluster-name`.
 #[derive(Clone, Debug, Default)]
@@ -133,13 +133,16 @@ fn referenced_object_condition(
                 .message(format!("{kind} has been deleted"))
         }
         Observed::NotFound if done => {
-            NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DELETED)
-                .message(format!("{kind} has been deleted while the cluster still exists"))
+            NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DELETED).message(
+                format!("{kind} has been deleted while the cluster still exists"),
+            )
         }
-        Observed::NotFound => {
-            NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DOES_NOT_EXIST)
-                .message(format!("{kind} does not exist"))
-        }
+        Observed::NotFound => NewCondition::new(
+            target,
+            ConditionStatus::False,
+            reason::OBJECT_DOES_NOT_EXIST,
+        )
+        .message(format!("{kind} does not exist")),
     }
 }
 
@@ -254,7 +257,10 @@ pub fn set_control_plane_initialized_condition(
     control_plane_machines: &[Machine],
     now: &Time,
 ) {
-    if conditions::is_true(status_conditions(cluster), cluster_names::CONTROL_PLANE_INITIALIZED) {
+    if conditions::is_true(
+        status_conditions(cluster),
+        cluster_names::CONTROL_PLANE_INITIALIZED,
+    ) {
         return;
     }
     let target = cluster_names::CONTROL_PLANE_INITIALIZED;
@@ -264,10 +270,12 @@ pub fn set_control_plane_initialized_condition(
                 NewCondition::new(target, ConditionStatus::Unknown, reason::INTERNAL_ERROR)
                     .message(message.clone())
             }
-            Observed::NotFound => {
-                NewCondition::new(target, ConditionStatus::Unknown, reason::OBJECT_DOES_NOT_EXIST)
-                    .message(format!("{} does not exist", reference.kind))
-            }
+            Observed::NotFound => NewCondition::new(
+                target,
+                ConditionStatus::Unknown,
+                reason::OBJECT_DOES_NOT_EXIST,
+            )
+            .message(format!("{} does not exist", reference.kind)),
             Observed::Found { .. } if initialized => NewCondition::new(
                 target,
                 ConditionStatus::True,
@@ -280,19 +288,28 @@ pub fn set_control_plane_initialized_condition(
             )
             .message("Control plane not yet initialized"),
         },
-        _ if cluster.spec.topology.is_some() => {
-            NewCondition::new(target, ConditionStatus::Unknown, reason::OBJECT_DOES_NOT_EXIST)
-                .message(if deleting(cluster) {
-                    ""
-                } else {
-                    "Waiting for cluster topology to be reconciled"
-                })
-        }
-        _ if control_plane_machines
-            .iter()
-            .any(|machine| machine.status.as_ref().is_some_and(|s| s.node_ref.is_some())) =>
+        _ if cluster.spec.topology.is_some() => NewCondition::new(
+            target,
+            ConditionStatus::Unknown,
+            reason::OBJECT_DOES_NOT_EXIST,
+        )
+        .message(if deleting(cluster) {
+            ""
+        } else {
+            "Waiting for cluster topology to be reconciled"
+        }),
+        _ if control_plane_machines.iter().any(|machine| {
+            machine
+                .status
+                .as_ref()
+                .is_some_and(|s| s.node_ref.is_some())
+        }) =>
         {
-            NewCondition::new(target, ConditionStatus::True, cluster_names::reason::INITIALIZED)
+            NewCondition::new(
+                target,
+                ConditionStatus::True,
+                cluster_names::reason::INITIALIZED,
+            )
         }
         _ => NewCondition::new(
             target,
@@ -393,8 +410,13 @@ fn machines_condition(
             conditions: machine_conditions(machine),
         })
         .collect();
-    conditions::aggregate(&sources, source_type, target, &MergeStrategy::new(&[], reasons))
-        .unwrap_or_else(|| NewCondition::new(target, ConditionStatus::True, reason::NO_REPLICAS))
+    conditions::aggregate(
+        &sources,
+        source_type,
+        target,
+        &MergeStrategy::new(&[], reasons),
+    )
+    .unwrap_or_else(|| NewCondition::new(target, ConditionStatus::True, reason::NO_REPLICAS))
 }
 
 /// ControlPlaneMachinesReady, WorkerMachinesReady, ControlPlaneMachinesUpToDate and
@@ -437,7 +459,10 @@ pub fn set_machines_conditions(
                 if age > settle {
                     true
                 } else {
-                    requeue = crate::runtime::sooner(requeue, Some(settle - age + Duration::from_secs(1)));
+                    requeue = crate::runtime::sooner(
+                        requeue,
+                        Some(settle - age + Duration::from_secs(1)),
+                    );
                     false
                 }
             })
@@ -492,30 +517,44 @@ pub fn set_rollout_and_scaling_conditions(
     for (type_, reasons, include_machine_sets) in [
         (
             names::ROLLING_OUT,
-            (reason::ROLLING_OUT, cluster_names::reason::ROLLING_OUT_UNKNOWN, reason::NOT_ROLLING_OUT),
+            (
+                reason::ROLLING_OUT,
+                cluster_names::reason::ROLLING_OUT_UNKNOWN,
+                reason::NOT_ROLLING_OUT,
+            ),
             false,
         ),
         (
             names::SCALING_UP,
-            (reason::SCALING_UP, cluster_names::reason::SCALING_UP_UNKNOWN, reason::NOT_SCALING_UP),
+            (
+                reason::SCALING_UP,
+                cluster_names::reason::SCALING_UP_UNKNOWN,
+                reason::NOT_SCALING_UP,
+            ),
             true,
         ),
         (
             names::SCALING_DOWN,
-            (reason::SCALING_DOWN, cluster_names::reason::SCALING_DOWN_UNKNOWN, reason::NOT_SCALING_DOWN),
+            (
+                reason::SCALING_DOWN,
+                cluster_names::reason::SCALING_DOWN_UNKNOWN,
+                reason::NOT_SCALING_DOWN,
+            ),
             true,
         ),
     ] {
         let mut sources = Vec::new();
-        if let Some((kind, name, cp_conditions)) = control_plane {
-            if conditions::get(cp_conditions, type_).is_some() {
-                sources.push(AggregateSource {
-                    kind,
-                    name,
-                    control_plane_machine: false,
-                    conditions: cp_conditions,
-                });
-            }
+        // The control plane counts only when it reports the condition: the contract does not
+        // require it to.
+        if let Some((kind, name, cp_conditions)) = control_plane
+            && conditions::get(cp_conditions, type_).is_some()
+        {
+            sources.push(AggregateSource {
+                kind,
+                name,
+                control_plane_machine: false,
+                conditions: cp_conditions,
+            });
         }
         for md in &descendants.machine_deployments {
             sources.push(AggregateSource {
@@ -595,14 +634,21 @@ pub fn set_remediating_condition(cluster: &mut Cluster, descendants: &Descendant
         unhealthy.sort_unstable();
         let message = match unhealthy.len() {
             0 => String::new(),
-            1 => format!("Machine {} is not healthy (not to be remediated)", unhealthy[0]),
+            1 => format!(
+                "Machine {} is not healthy (not to be remediated)",
+                unhealthy[0]
+            ),
             n => format!(
                 "Machines {} are not healthy (not to be remediated)",
                 list_to_string(&unhealthy, 3, n)
             ),
         };
-        NewCondition::new(names::REMEDIATING, ConditionStatus::False, reason::NOT_REMEDIATING)
-            .message(message)
+        NewCondition::new(
+            names::REMEDIATING,
+            ConditionStatus::False,
+            reason::NOT_REMEDIATING,
+        )
+        .message(message)
     } else {
         let sources: Vec<AggregateSource<'_>> = to_remediate
             .iter()
@@ -619,15 +665,24 @@ pub fn set_remediating_condition(cluster: &mut Cluster, descendants: &Descendant
             names::REMEDIATING,
             &MergeStrategy::new(&[], conditions::DEFAULT_REASONS),
         );
-        NewCondition::new(names::REMEDIATING, ConditionStatus::True, reason::REMEDIATING)
-            .message(aggregated.map(|c| c.message).unwrap_or_default())
+        NewCondition::new(
+            names::REMEDIATING,
+            ConditionStatus::True,
+            reason::REMEDIATING,
+        )
+        .message(aggregated.map(|c| c.message).unwrap_or_default())
     };
     set(cluster, condition, now);
 }
 
 /// Up to `limit` names, then how many more (upstream `ListToString`).
 pub fn list_to_string(names: &[&str], limit: usize, total: usize) -> String {
-    let shown = names.iter().take(limit).copied().collect::<Vec<_>>().join(", ");
+    let shown = names
+        .iter()
+        .take(limit)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     if total > limit {
         format!("{shown}, ... ({} more)", total - limit)
     } else {
@@ -636,13 +691,21 @@ pub fn list_to_string(names: &[&str], limit: usize, total: usize) -> String {
 }
 
 /// Deleting: False `NotDeleting`, or True with the step deletion waits on.
-pub fn set_deleting_condition(cluster: &mut Cluster, reason_message: Option<(&str, &str)>, now: &Time) {
+pub fn set_deleting_condition(
+    cluster: &mut Cluster,
+    reason_message: Option<(&str, &str)>,
+    now: &Time,
+) {
     let condition = match (deleting(cluster), reason_message) {
         (true, Some((reason, message))) => {
             NewCondition::new(names::DELETING, ConditionStatus::True, reason).message(message)
         }
         (true, None) => NewCondition::new(names::DELETING, ConditionStatus::True, reason::DELETING),
-        (false, _) => NewCondition::new(names::DELETING, ConditionStatus::False, reason::NOT_DELETING),
+        (false, _) => NewCondition::new(
+            names::DELETING,
+            ConditionStatus::False,
+            reason::NOT_DELETING,
+        ),
     };
     set(cluster, condition, now);
 }
@@ -663,8 +726,12 @@ pub fn set_remote_connection_probe_condition(
             if conditions::get(status_conditions(cluster), target).is_none() {
                 set(
                     cluster,
-                    NewCondition::new(target, ConditionStatus::False, cluster_names::reason::PROBE_FAILED)
-                        .message("Remote connection not established yet"),
+                    NewCondition::new(
+                        target,
+                        ConditionStatus::False,
+                        cluster_names::reason::PROBE_FAILED,
+                    )
+                    .message("Remote connection not established yet"),
                     now,
                 );
             }
@@ -672,8 +739,12 @@ pub fn set_remote_connection_probe_condition(
         }
         set(
             cluster,
-            NewCondition::new(target, ConditionStatus::False, cluster_names::reason::PROBE_FAILED)
-                .message("Remote connection probe failed"),
+            NewCondition::new(
+                target,
+                ConditionStatus::False,
+                cluster_names::reason::PROBE_FAILED,
+            )
+            .message("Remote connection probe failed"),
             now,
         );
         return None;
@@ -686,23 +757,32 @@ pub fn set_remote_connection_probe_condition(
     if health.consecutive_failures > 0 && since > grace_period {
         set(
             cluster,
-            NewCondition::new(target, ConditionStatus::False, cluster_names::reason::PROBE_FAILED)
-                .message(format!(
-                    "Remote connection probe failed, probe last succeeded at {}",
-                    Time(Timestamp::from_second(last_success.as_second()).unwrap_or(last_success))
-                        .0
-                        .strftime("%Y-%m-%dT%H:%M:%SZ")
-                )),
+            NewCondition::new(
+                target,
+                ConditionStatus::False,
+                cluster_names::reason::PROBE_FAILED,
+            )
+            .message(format!(
+                "Remote connection probe failed, probe last succeeded at {}",
+                Time(Timestamp::from_second(last_success.as_second()).unwrap_or(last_success))
+                    .0
+                    .strftime("%Y-%m-%dT%H:%M:%SZ")
+            )),
             now,
         );
         return None;
     }
     set(
         cluster,
-        NewCondition::new(target, ConditionStatus::True, cluster_names::reason::PROBE_SUCCEEDED),
+        NewCondition::new(
+            target,
+            ConditionStatus::True,
+            cluster_names::reason::PROBE_SUCCEEDED,
+        ),
         now,
     );
-    (health.consecutive_failures > 0).then(|| grace_period.saturating_sub(since) + Duration::from_secs(1))
+    (health.consecutive_failures > 0)
+        .then(|| grace_period.saturating_sub(since) + Duration::from_secs(1))
 }
 
 /// Available: a summary of Deleting (negative), RemoteConnectionProbe, InfrastructureReady,
@@ -811,9 +891,18 @@ fn count_machines(machines: &[Machine]) -> ClusterMachinesStatus {
     for machine in machines {
         let c = machine_conditions(machine);
         add(&mut counts.replicas, true);
-        add(&mut counts.ready_replicas, conditions::is_true(c, names::READY));
-        add(&mut counts.available_replicas, conditions::is_true(c, names::AVAILABLE));
-        add(&mut counts.up_to_date_replicas, conditions::is_true(c, names::machine::UP_TO_DATE));
+        add(
+            &mut counts.ready_replicas,
+            conditions::is_true(c, names::READY),
+        );
+        add(
+            &mut counts.available_replicas,
+            conditions::is_true(c, names::AVAILABLE),
+        );
+        add(
+            &mut counts.up_to_date_replicas,
+            conditions::is_true(c, names::machine::UP_TO_DATE),
+        );
     }
     counts.versions = versions_of(machines);
     counts
@@ -909,7 +998,10 @@ pub fn set_workers_replicas(cluster: &mut Cluster, descendants: &Descendants) {
     add(&mut counts.replicas, machines.replicas);
     add(&mut counts.ready_replicas, machines.ready_replicas);
     add(&mut counts.available_replicas, machines.available_replicas);
-    add(&mut counts.up_to_date_replicas, machines.up_to_date_replicas);
+    add(
+        &mut counts.up_to_date_replicas,
+        machines.up_to_date_replicas,
+    );
     versions.extend(machines.versions);
     counts.versions = merge_versions(versions);
     let status = cluster.status.get_or_insert_with(Default::default);

@@ -314,7 +314,8 @@ fn merge(
             let mut messages = Vec::new();
             for condition in &conditions {
                 let priority = (strategy.priority)(&condition.condition);
-                if priority == Priority::Info && (!healthy || condition.condition.message.is_empty())
+                if priority == Priority::Info
+                    && (!healthy || condition.condition.message.is_empty())
                 {
                     // Information is dropped while there are issues, and when it says nothing.
                     continue;

@@ -20,10 +20,10 @@ use corral_api::conditions::reason;
 use corral_api::{Machine, labels};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use kube::ResourceExt;
 
 use super::drain::{self, DRAIN_RETRY_INTERVAL, Outcome};
 use super::{Error, MachineController, Scope};
@@ -48,7 +48,12 @@ fn seconds_since(since: &Time, now: &Time) -> i64 {
 /// Whether `nodeDrainTimeoutSeconds` (unset or 0: none) has passed since the drain started
 /// (upstream `nodeDrainTimeoutExceeded`).
 pub fn node_drain_timeout_exceeded(machine: &Machine, now: &Time) -> bool {
-    let Some(timeout) = machine.spec.deletion.node_drain_timeout_seconds.filter(|t| *t > 0) else {
+    let Some(timeout) = machine
+        .spec
+        .deletion
+        .node_drain_timeout_seconds
+        .filter(|t| *t > 0)
+    else {
         return false;
     };
     let started = machine
@@ -168,10 +173,13 @@ async fn is_delete_node_allowed(
                 .await
             {
                 Ok(Some(node)) => {
-                    scope.machine.status.get_or_insert_with(Default::default).node_ref =
-                        Some(corral_api::MachineNodeReference {
-                            name: node.name_any(),
-                        });
+                    scope
+                        .machine
+                        .status
+                        .get_or_insert_with(Default::default)
+                        .node_ref = Some(corral_api::MachineNodeReference {
+                        name: node.name_any(),
+                    });
                 }
                 Ok(None) => {}
                 Err(error) => {
@@ -229,7 +237,10 @@ pub(super) async fn reconcile_delete(
     scope.deleting = Some((reason::DELETING.to_owned(), "Deletion started".to_owned()));
     let node_kept = is_delete_node_allowed(controller, scope).await?;
     if let Some(cause) = node_kept {
-        tracing::info!(?cause, "Skipping deletion of the Machine's Node as it is not allowed");
+        tracing::info!(
+            ?cause,
+            "Skipping deletion of the Machine's Node as it is not allowed"
+        );
     }
     let infrastructure_present = scope
         .infra_machine
@@ -240,11 +251,20 @@ pub(super) async fn reconcile_delete(
         let pre_drain = hooks(&scope.machine, PRE_DRAIN_DELETE_HOOK_PREFIX);
         if !pre_drain.is_empty() {
             tracing::info!(hooks = %pre_drain.join(","), "Waiting for pre-drain hooks to succeed");
-            let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
-            deletion.wait_for_pre_drain_hook_start_time.get_or_insert(now.clone());
+            let deletion = &mut scope
+                .machine
+                .status
+                .get_or_insert_with(Default::default)
+                .deletion;
+            deletion
+                .wait_for_pre_drain_hook_start_time
+                .get_or_insert(now.clone());
             scope.deleting = Some((
                 machine_reason::WAITING_FOR_PRE_DRAIN_HOOK.to_owned(),
-                format!("Waiting for pre-drain hooks to succeed (hooks: {})", pre_drain.join(",")),
+                format!(
+                    "Waiting for pre-drain hooks to succeed (hooks: {})",
+                    pre_drain.join(",")
+                ),
             ));
             // Removing the annotation brings the next reconcile.
             return Ok(());
@@ -258,11 +278,21 @@ pub(super) async fn reconcile_delete(
             .map(|r| r.name.clone())
             .unwrap_or_default();
         if is_node_drain_allowed(&scope.machine, infrastructure_present, &now) {
-            let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
-            let started = deletion.node_drain_start_time.get_or_insert(now.clone()).clone();
+            let deletion = &mut scope
+                .machine
+                .status
+                .get_or_insert_with(Default::default)
+                .deletion;
+            let started = deletion
+                .node_drain_start_time
+                .get_or_insert(now.clone())
+                .clone();
             scope.deleting = Some((
                 machine_reason::DRAINING_NODE.to_owned(),
-                format!("Drain not completed yet (started at {})", started.0.strftime("%Y-%m-%dT%H:%M:%SZ")),
+                format!(
+                    "Drain not completed yet (started at {})",
+                    started.0.strftime("%Y-%m-%dT%H:%M:%SZ")
+                ),
             ));
             let client = controller
                 .ctx
@@ -304,7 +334,11 @@ pub(super) async fn reconcile_delete(
         }
 
         if is_node_volume_detaching_allowed(&scope.machine, infrastructure_present, &now) {
-            let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
+            let deletion = &mut scope
+                .machine
+                .status
+                .get_or_insert_with(Default::default)
+                .deletion;
             let started = deletion
                 .wait_for_node_volume_detach_start_time
                 .get_or_insert(now.clone())
@@ -335,8 +369,14 @@ pub(super) async fn reconcile_delete(
     let pre_terminate = hooks(&scope.machine, PRE_TERMINATE_DELETE_HOOK_PREFIX);
     if !pre_terminate.is_empty() {
         tracing::info!(hooks = %pre_terminate.join(","), "Waiting for pre-terminate hooks to succeed");
-        let deletion = &mut scope.machine.status.get_or_insert_with(Default::default).deletion;
-        deletion.wait_for_pre_terminate_hook_start_time.get_or_insert(now.clone());
+        let deletion = &mut scope
+            .machine
+            .status
+            .get_or_insert_with(Default::default)
+            .deletion;
+        deletion
+            .wait_for_pre_terminate_hook_start_time
+            .get_or_insert(now.clone());
         scope.deleting = Some((
             machine_reason::WAITING_FOR_PRE_TERMINATE_HOOK.to_owned(),
             format!(
@@ -356,7 +396,10 @@ pub(super) async fn reconcile_delete(
         Err(source) => {
             scope.deleting = Some((
                 reason::INTERNAL_ERROR.to_owned(),
-                format!("Failed to delete {}, please check controller logs for errors", infrastructure.kind),
+                format!(
+                    "Failed to delete {}, please check controller logs for errors",
+                    infrastructure.kind
+                ),
             ));
             return Err(Error::DeleteInfrastructure {
                 kind: infrastructure.kind,
@@ -380,7 +423,10 @@ pub(super) async fn reconcile_delete(
             Err(source) => {
                 scope.deleting = Some((
                     reason::INTERNAL_ERROR.to_owned(),
-                    format!("Failed to delete {}, please check controller logs for errors", bootstrap.kind),
+                    format!(
+                        "Failed to delete {}, please check controller logs for errors",
+                        bootstrap.kind
+                    ),
                 ));
                 return Err(Error::DeleteBootstrap {
                     kind: bootstrap.kind,
@@ -422,7 +468,10 @@ pub(super) async fn reconcile_delete(
                 scope.event(
                     EventType::Warning,
                     "FailedDeleteNode",
-                    format!("error deleting Machine's Node: {}", crate::runtime::error_chain(error.as_ref())),
+                    format!(
+                        "error deleting Machine's Node: {}",
+                        crate::runtime::error_chain(error.as_ref())
+                    ),
                 );
                 return Err(Error::DeleteNode {
                     node: node_name,

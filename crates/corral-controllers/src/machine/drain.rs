@@ -75,7 +75,10 @@ pub enum PodAction {
 
 /// Decides what draining does with a Pod (upstream `drain.GetPodsForEviction` filters).
 pub fn pod_action(pod: &Pod, node_unreachable: bool, now: Timestamp) -> PodAction {
-    if pod.annotations().contains_key("kubernetes.io/config.mirror") {
+    if pod
+        .annotations()
+        .contains_key("kubernetes.io/config.mirror")
+    {
         return PodAction::Skip;
     }
     if pod
@@ -190,10 +193,16 @@ pub async fn drain_node(client: &Client, node_name: &str) -> Result<Outcome, Err
     }
     let mut lines = Vec::new();
     if !evicted.is_empty() {
-        lines.push(format!("* Pods evicted, waiting for them to go: {}", evicted.join(", ")));
+        lines.push(format!(
+            "* Pods evicted, waiting for them to go: {}",
+            evicted.join(", ")
+        ));
     }
     if !failed.is_empty() {
-        lines.push(format!("* Pods that failed eviction: {}", failed.join("; ")));
+        lines.push(format!(
+            "* Pods that failed eviction: {}",
+            failed.join("; ")
+        ));
     }
     if !waiting_deleted.is_empty() {
         lines.push(format!(

@@ -29,12 +29,12 @@ use corral_api::{Cluster, Machine};
 use futures::StreamExt;
 use futures::stream::SelectAll;
 use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
-use kube::ResourceExt;
 
 use crate::cluster_cache::{ClusterKey, NodeEvent};
 use crate::conditions;
@@ -94,7 +94,9 @@ pub enum Error {
         source: corral_api::contract::ContractError,
     },
     /// The bootstrap config says its Secret exists but does not name it.
-    #[error("the bootstrap {kind} {name} reports its data Secret created but status.dataSecretName is empty")]
+    #[error(
+        "the bootstrap {kind} {name} reports its data Secret created but status.dataSecretName is empty"
+    )]
     ReadDataSecretName {
         /// Its kind.
         kind: String,
@@ -328,9 +330,15 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let store = machine_store.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Cluster| {
-            let key = ClusterKey::new(&cluster.namespace().unwrap_or_default(), &cluster.name_any());
+            let key = ClusterKey::new(
+                &cluster.namespace().unwrap_or_default(),
+                &cluster.name_any(),
+            );
             let signature = cluster_signature(&cluster);
-            let changed = seen.lock().expect("seen lock").insert(key.clone(), signature.clone())
+            let changed = seen
+                .lock()
+                .expect("seen lock")
+                .insert(key.clone(), signature.clone())
                 != Some(signature);
             let targets: Vec<ObjectRef<Machine>> = if changed {
                 machines_of(&store, &key)
@@ -463,7 +471,11 @@ async fn reconcile(
             spec: Default::default(),
             status: None,
         }),
-        None => return Err(Error::FindCluster { cluster: cluster_key }),
+        None => {
+            return Err(Error::FindCluster {
+                cluster: cluster_key,
+            });
+        }
     };
 
     // The finalizer goes on first, so that a deletion never races the first reconcile.
@@ -507,19 +519,22 @@ async fn reconcile(
             result = step;
         }
     };
-    keep(phases::reconcile_owner_and_labels(&mut scope));
+    phases::reconcile_owner_and_labels(&mut scope);
     keep(phases::reconcile_bootstrap(&controller, &mut scope).await);
     keep(phases::reconcile_infrastructure(&controller, &mut scope).await);
     keep(node_ref::reconcile_node(&controller, &mut scope).await);
-    keep(phases::reconcile_certificates_expiry(&mut scope));
+    keep(phases::reconcile_certificates_expiry(&mut scope).map_err(|e| *e));
     if deleting {
         keep(delete::reconcile_delete(&controller, &mut scope).await);
     }
 
     update_status(&controller, &mut scope, &now);
     if result.is_ok() {
-        scope.machine.status.get_or_insert_with(Default::default).observed_generation =
-            scope.machine.metadata.generation;
+        scope
+            .machine
+            .status
+            .get_or_insert_with(Default::default)
+            .observed_generation = scope.machine.metadata.generation;
     }
     patch::write(&api, &machine, &scope.machine)
         .await
@@ -532,7 +547,11 @@ async fn reconcile(
     Ok(runtime::action(scope.requeue_after))
 }
 
-fn update_status(controller: &MachineController, scope: &mut Scope, now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) {
+fn update_status(
+    controller: &MachineController,
+    scope: &mut Scope,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) {
     let config = controller.ctx.config();
     let health = controller
         .ctx

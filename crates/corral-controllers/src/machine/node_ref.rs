@@ -5,13 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use corral_api::Machine;
 use corral_api::annotations as names;
 use corral_api::labels;
-use corral_api::Machine;
 use k8s_openapi::api::core::v1::{Node, Taint};
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
-use kube::ResourceExt;
 use serde_json::{Map, Value, json};
 
 use super::status::NodeReadError;
@@ -231,7 +231,11 @@ pub(super) async fn reconcile_node(
             .map_err(Error::GetNode)?;
         let nodes: Api<Node> = Api::all(client);
         nodes
-            .patch(&node.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                &node.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
             .await
             .map_err(|source| Error::PatchNode {
                 node: node.name_any(),

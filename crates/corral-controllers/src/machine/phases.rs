@@ -42,7 +42,7 @@ pub fn should_adopt(machine: &corral_api::Machine) -> bool {
 
 /// Adopts a standalone Machine into its Cluster and sets the cluster-name label (upstream
 /// `reconcileMachineOwnerAndLabels`).
-pub(super) fn reconcile_owner_and_labels(scope: &mut Scope) -> Result<(), Error> {
+pub(super) fn reconcile_owner_and_labels(scope: &mut Scope) {
     if should_adopt(&scope.machine) && scope.cluster.uid().is_some() {
         let owner = OwnerReference {
             api_version: format!("{GROUP}/{VERSION}"),
@@ -64,7 +64,6 @@ pub(super) fn reconcile_owner_and_labels(scope: &mut Scope) -> Result<(), Error>
         .machine
         .labels_mut()
         .insert(labels::CLUSTER_NAME.to_owned(), cluster_name);
-    Ok(())
 }
 
 /// Reads a provider object the Machine references, watching its kind, and makes the Machine
@@ -180,7 +179,10 @@ pub(super) async fn reconcile_bootstrap(
         &reference.kind,
         &reference.name,
     );
-    let created = view.data_secret_created().map_err(read_error)?.unwrap_or(false);
+    let created = view
+        .data_secret_created()
+        .map_err(read_error)?
+        .unwrap_or(false);
     let secret_name = view.data_secret_name().map_err(read_error)?;
     let object_deleting = object.is_deleting();
     scope.bootstrap_config = Some(object);
@@ -303,7 +305,7 @@ pub(super) async fn reconcile_infrastructure(
 /// `status.certificatesExpiryDate` of a control plane Machine, from the certificates-expiry
 /// annotation on the Machine or else on its bootstrap config (upstream
 /// `reconcileCertificateExpiry`).
-pub(super) fn reconcile_certificates_expiry(scope: &mut Scope) -> Result<(), Error> {
+pub(super) fn reconcile_certificates_expiry(scope: &mut Scope) -> Result<(), Box<Error>> {
     if !scope.machine.labels().contains_key(labels::CONTROL_PLANE) {
         return Ok(());
     }
@@ -323,10 +325,10 @@ pub(super) fn reconcile_certificates_expiry(scope: &mut Scope) -> Result<(), Err
         });
     let expiry = match value {
         Some(value) => Some(Time(value.parse::<Timestamp>().map_err(|_| {
-            Error::ParseCertificatesExpiry {
+            Box::new(Error::ParseCertificatesExpiry {
                 annotation: MACHINE_CERTIFICATES_EXPIRY_DATE,
                 value,
-            }
+            })
         })?)),
         None => None,
     };

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use corral_api::conditions::{self as names, cluster as cluster_names, machine as machine_names, reason};
+use corral_api::conditions::{
+    self as names, cluster as cluster_names, machine as machine_names, reason,
+};
 use corral_api::{Cluster, ConditionPolarity, ConditionStatus, Machine, MachinePhase};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -79,7 +81,11 @@ fn mirror_ready(
     let fallback = NewCondition::new(
         target,
         conditions::bool_status(done),
-        if done { reason::READY } else { reason::NOT_READY },
+        if done {
+            reason::READY
+        } else {
+            reason::NOT_READY
+        },
     )
     .message(if done {
         String::new()
@@ -105,7 +111,11 @@ fn mirror_ready(
 /// BootstrapConfigReady (upstream `setBootstrapReadyCondition`): True `DataSecretProvided`
 /// without a configRef; else the bootstrap config's Ready condition, or its
 /// `status.initialization.dataSecretCreated`.
-pub fn set_bootstrap_ready_condition(machine: &mut Machine, observed: Option<&Observed>, now: &Time) {
+pub fn set_bootstrap_ready_condition(
+    machine: &mut Machine,
+    observed: Option<&Observed>,
+    now: &Time,
+) {
     let target = names::BOOTSTRAP_CONFIG_READY;
     let Some(reference) = machine.spec.bootstrap.config_ref.clone() else {
         let condition = NewCondition::new(
@@ -134,8 +144,12 @@ pub fn set_bootstrap_ready_condition(machine: &mut Machine, observed: Option<&Ob
             NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DELETED)
                 .message(format!("{kind} has been deleted"))
         }
-        _ => NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DOES_NOT_EXIST)
-            .message(format!("{kind} does not exist")),
+        _ => NewCondition::new(
+            target,
+            ConditionStatus::False,
+            reason::OBJECT_DOES_NOT_EXIST,
+        )
+        .message(format!("{kind} does not exist")),
     };
     set(machine, condition, now);
 }
@@ -166,14 +180,23 @@ pub fn set_infrastructure_ready_condition(
             NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DELETED)
                 .message(format!("{kind} has been deleted"))
         }
-        _ if deleting(machine) => {
-            NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DOES_NOT_EXIST)
-                .message(format!("{kind} does not exist"))
+        _ if deleting(machine) => NewCondition::new(
+            target,
+            ConditionStatus::False,
+            reason::OBJECT_DOES_NOT_EXIST,
+        )
+        .message(format!("{kind} does not exist")),
+        _ if provisioned => {
+            NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DELETED).message(
+                format!("{kind} has been deleted while the Machine still exists"),
+            )
         }
-        _ if provisioned => NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DELETED)
-            .message(format!("{kind} has been deleted while the Machine still exists")),
-        _ => NewCondition::new(target, ConditionStatus::False, reason::OBJECT_DOES_NOT_EXIST)
-            .message(format!("{kind} does not exist")),
+        _ => NewCondition::new(
+            target,
+            ConditionStatus::False,
+            reason::OBJECT_DOES_NOT_EXIST,
+        )
+        .message(format!("{kind} does not exist")),
     };
     set(machine, condition, now);
 }
@@ -199,16 +222,31 @@ pub struct NodeObservation<'a> {
     pub grace_period: Duration,
 }
 
-fn set_node_conditions(machine: &mut Machine, status: ConditionStatus, reason: &str, message: &str, now: &Time) {
+fn set_node_conditions(
+    machine: &mut Machine,
+    status: ConditionStatus,
+    reason: &str,
+    message: &str,
+    now: &Time,
+) {
     for type_ in [machine_names::NODE_READY, machine_names::NODE_HEALTHY] {
-        set(machine, NewCondition::new(type_, status, reason).message(message), now);
+        set(
+            machine,
+            NewCondition::new(type_, status, reason).message(message),
+            now,
+        );
     }
 }
 
 fn last_probe_message(health: &HealthCheckingState) -> String {
     health
         .last_probe_success_time
-        .map(|time| format!("Last successful probe at {}", time.strftime("%Y-%m-%dT%H:%M:%SZ")))
+        .map(|time| {
+            format!(
+                "Last successful probe at {}",
+                time.strftime("%Y-%m-%dT%H:%M:%SZ")
+            )
+        })
         .unwrap_or_default()
 }
 
@@ -239,9 +277,12 @@ pub fn set_node_healthy_and_ready_conditions(
         );
         return;
     }
-    let cluster_conditions = cluster_status.map(|s| s.conditions.as_slice()).unwrap_or_default();
-    let Some(initialized) = conditions::get(cluster_conditions, cluster_names::CONTROL_PLANE_INITIALIZED)
-        .filter(|c| c.status == "True")
+    let cluster_conditions = cluster_status
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    let Some(initialized) =
+        conditions::get(cluster_conditions, cluster_names::CONTROL_PLANE_INITIALIZED)
+            .filter(|c| c.status == "True")
     else {
         set_node_conditions(
             machine,
@@ -266,11 +307,21 @@ pub fn set_node_healthy_and_ready_conditions(
             }
             return;
         }
-        set_node_conditions(machine, ConditionStatus::Unknown, reason::CONNECTION_DOWN, "", now);
+        set_node_conditions(
+            machine,
+            ConditionStatus::Unknown,
+            reason::CONNECTION_DOWN,
+            "",
+            now,
+        );
         return;
     };
     let since_good = last_success.max(initialized.last_transition_time.0);
-    let elapsed: Duration = now.0.duration_since(since_good).try_into().unwrap_or(Duration::ZERO);
+    let elapsed: Duration = now
+        .0
+        .duration_since(since_good)
+        .try_into()
+        .unwrap_or(Duration::ZERO);
     if health.consecutive_failures > 0 && elapsed > observation.grace_period {
         set_node_conditions(
             machine,
@@ -354,7 +405,11 @@ pub fn set_node_healthy_and_ready_conditions(
     }
     let kind = machine.spec.infrastructure_ref.kind.clone();
     let provider_id = machine.spec.provider_id.clone();
-    match (deleting(machine), node_ref(machine).map(str::to_owned), provider_id) {
+    match (
+        deleting(machine),
+        node_ref(machine).map(str::to_owned),
+        provider_id,
+    ) {
         (true, Some(name), _) => set_node_conditions(
             machine,
             ConditionStatus::False,
@@ -439,23 +494,43 @@ pub fn summarize_node_conditions(node: &Node) -> (ConditionStatus, &'static str,
     }
     let message = messages.join("\n");
     if false_count > 0 {
-        (ConditionStatus::False, machine_names::reason::NODE_NOT_HEALTHY, message)
+        (
+            ConditionStatus::False,
+            machine_names::reason::NODE_NOT_HEALTHY,
+            message,
+        )
     } else if unknown_count > 0 {
-        (ConditionStatus::Unknown, machine_names::reason::NODE_HEALTH_UNKNOWN, message)
+        (
+            ConditionStatus::Unknown,
+            machine_names::reason::NODE_HEALTH_UNKNOWN,
+            message,
+        )
     } else {
-        (ConditionStatus::True, machine_names::reason::NODE_HEALTHY, String::new())
+        (
+            ConditionStatus::True,
+            machine_names::reason::NODE_HEALTHY,
+            String::new(),
+        )
     }
 }
 
 /// Deleting: False `NotDeleting`, or True with the step deletion waits on.
-pub fn set_deleting_condition(machine: &mut Machine, reason_message: Option<(&str, &str)>, now: &Time) {
+pub fn set_deleting_condition(
+    machine: &mut Machine,
+    reason_message: Option<(&str, &str)>,
+    now: &Time,
+) {
     let condition = match (deleting(machine), reason_message) {
         (true, Some((reason, message))) => {
             NewCondition::new(names::DELETING, ConditionStatus::True, reason).message(message)
         }
         (true, None) => NewCondition::new(names::DELETING, ConditionStatus::True, reason::DELETING)
             .message("Deletion started"),
-        (false, _) => NewCondition::new(names::DELETING, ConditionStatus::False, reason::NOT_DELETING),
+        (false, _) => NewCondition::new(
+            names::DELETING,
+            ConditionStatus::False,
+            reason::NOT_DELETING,
+        ),
     };
     set(machine, condition, now);
 }
@@ -501,7 +576,10 @@ pub fn set_ready_condition(machine: &mut Machine, now: &Time) {
     .iter()
     .map(|t| (*t).to_owned())
     .collect();
-    let mut negative = vec![names::DELETING.to_owned(), machine_names::UPDATING.to_owned()];
+    let mut negative = vec![
+        names::DELETING.to_owned(),
+        machine_names::UPDATING.to_owned(),
+    ];
     for gate in &machine.spec.readiness_gates {
         for_types.push(gate.condition_type.clone());
         if gate.polarity == Some(ConditionPolarity::Negative) {
@@ -532,8 +610,8 @@ pub fn set_ready_condition(machine: &mut Machine, now: &Time) {
     };
     let mut overrides = Vec::new();
     if is_deleting {
-        let stage = conditions::get(machine_conditions(machine), names::DELETING)
-            .map(|c| c.reason.clone());
+        let stage =
+            conditions::get(machine_conditions(machine), names::DELETING).map(|c| c.reason.clone());
         let message = match stage {
             Some(stage) => format!("Machine deletion in progress, stage: {stage}"),
             None => "Machine deletion in progress".to_owned(),
@@ -624,7 +702,12 @@ pub fn compute_phase(machine: &Machine) -> MachinePhase {
     if bootstrap_data_secret_created(machine) && !infrastructure_provisioned(machine) {
         phase = MachinePhase::Provisioning;
     }
-    if machine.spec.provider_id.as_deref().is_some_and(|id| !id.is_empty()) {
+    if machine
+        .spec
+        .provider_id
+        .as_deref()
+        .is_some_and(|id| !id.is_empty())
+    {
         phase = MachinePhase::Provisioned;
     }
     if node_ref(machine).is_some() && infrastructure_provisioned(machine) {

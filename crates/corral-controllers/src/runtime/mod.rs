@@ -25,6 +25,9 @@ pub mod backoff;
 pub mod patch;
 pub mod triggers;
 
+#[cfg(test)]
+mod tests;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

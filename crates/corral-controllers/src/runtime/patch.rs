@@ -114,7 +114,10 @@ where
     let params = PatchParams::default();
     let patched = match part {
         Part::Main => api.patch(&name, &params, &Patch::Merge(&patch)).await?,
-        Part::Status => api.patch_status(&name, &params, &Patch::Merge(&patch)).await?,
+        Part::Status => {
+            api.patch_status(&name, &params, &Patch::Merge(&patch))
+                .await?
+        }
     };
     Ok(Some(patched))
 }

@@ -23,7 +23,11 @@ fn phase(cluster: &Cluster) -> Option<ClusterPhase> {
     cluster.status.as_ref().and_then(|s| s.phase)
 }
 
-fn cluster_json(name: &str, infrastructure: Option<&str>, control_plane: Option<&str>) -> serde_json::Value {
+fn cluster_json(
+    name: &str,
+    infrastructure: Option<&str>,
+    control_plane: Option<&str>,
+) -> serde_json::Value {
     let mut spec = json!({});
     if let Some(infra) = infrastructure {
         spec["infrastructureRef"] = serde_json::to_value(INFRA_CLUSTER.reference(infra)).unwrap();
@@ -46,7 +50,8 @@ fn cluster_json(name: &str, infrastructure: Option<&str>, control_plane: Option<
 async fn cluster_becomes_provisioned_when_its_infrastructure_is_provisioned() {
     let h = Harness::start().await;
     h.create_provider(INFRA_CLUSTER, "c1", json!({})).await;
-    h.create::<Cluster>(cluster_json("c1", Some("c1"), None)).await;
+    h.create::<Cluster>(cluster_json("c1", Some("c1"), None))
+        .await;
 
     let cluster = h
         .wait_for::<Cluster>("c1", "the Cluster to be Provisioning", |c| {
@@ -54,17 +59,27 @@ async fn cluster_becomes_provisioned_when_its_infrastructure_is_provisioned() {
                 && condition(conditions(c), "InfrastructureReady").is_some()
         })
         .await;
-    assert!(cluster.finalizers().contains(&"cluster.cluster.x-k8s.io".to_owned()));
+    assert!(
+        cluster
+            .finalizers()
+            .contains(&"cluster.cluster.x-k8s.io".to_owned())
+    );
     let ready = condition(conditions(&cluster), "InfrastructureReady").unwrap();
-    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "NotReady"));
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "NotReady")
+    );
     assert_eq!(
         ready.message,
         "TestInfraCluster status.initialization.provisioned is false"
     );
     let infra = h
-        .wait_for_provider(INFRA_CLUSTER, "c1", "the Cluster to own its infrastructure", |o| {
-            !o.owner_references().is_empty()
-        })
+        .wait_for_provider(
+            INFRA_CLUSTER,
+            "c1",
+            "the Cluster to own its infrastructure",
+            |o| !o.owner_references().is_empty(),
+        )
         .await;
     // Not the controller: upstream leaves that to other tools unless the Cluster has a topology.
     assert_eq!(owners(&infra), ["Cluster/c1"]);
@@ -91,7 +106,10 @@ async fn cluster_becomes_provisioned_when_its_infrastructure_is_provisioned() {
             phase(c) == Some(ClusterPhase::Provisioned)
         })
         .await;
-    assert_eq!(cluster.spec.control_plane_endpoint.host.as_deref(), Some("10.0.0.1"));
+    assert_eq!(
+        cluster.spec.control_plane_endpoint.host.as_deref(),
+        Some("10.0.0.1")
+    );
     assert_eq!(cluster.spec.control_plane_endpoint.port, Some(6443));
     let status = cluster.status.as_ref().unwrap();
     assert_eq!(status.initialization.infrastructure_provisioned, Some(true));
@@ -102,7 +120,10 @@ async fn cluster_becomes_provisioned_when_its_infrastructure_is_provisioned() {
         .collect();
     assert_eq!(domains, [("zone-a", Some(true)), ("zone-b", Some(false))]);
     let ready = condition(conditions(&cluster), "InfrastructureReady").unwrap();
-    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("True", "Ready"));
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "Ready")
+    );
     for type_ in [
         "Available",
         "ControlPlaneInitialized",
@@ -112,10 +133,16 @@ async fn cluster_becomes_provisioned_when_its_infrastructure_is_provisioned() {
         "Deleting",
         "Paused",
     ] {
-        assert!(condition(conditions(&cluster), type_).is_some(), "{type_} is set");
+        assert!(
+            condition(conditions(&cluster), type_).is_some(),
+            "{type_} is set"
+        );
     }
     let reasons = event_reasons(&h.client, &h.namespace, "c1").await;
-    assert!(reasons.contains(&"InfrastructureReady".to_owned()), "{reasons:?}");
+    assert!(
+        reasons.contains(&"InfrastructureReady".to_owned()),
+        "{reasons:?}"
+    );
     assert!(reasons.contains(&"Provisioned".to_owned()), "{reasons:?}");
 
     // Nothing changes any more: no write, so no new resourceVersion.
@@ -142,7 +169,10 @@ async fn paused_cluster_is_not_reconciled_until_unpaused() {
         })
         .await;
     let paused = condition(conditions(&cluster), "Paused").unwrap();
-    assert_eq!((paused.status.as_str(), paused.reason.as_str()), ("True", "Paused"));
+    assert_eq!(
+        (paused.status.as_str(), paused.reason.as_str()),
+        ("True", "Paused")
+    );
     assert_eq!(
         paused.message,
         "Cluster spec.paused is set to true, Cluster has the cluster.x-k8s.io/paused annotation"
@@ -150,7 +180,10 @@ async fn paused_cluster_is_not_reconciled_until_unpaused() {
     assert_eq!(phase(&cluster), None, "no phase while paused");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let infra = h.get_provider(INFRA_CLUSTER, "paused").await.unwrap();
-    assert!(infra.owner_references().is_empty(), "a paused Cluster leaves its infrastructure alone");
+    assert!(
+        infra.owner_references().is_empty(),
+        "a paused Cluster leaves its infrastructure alone"
+    );
 
     h.api::<Cluster>()
         .patch(
@@ -169,10 +202,16 @@ async fn paused_cluster_is_not_reconciled_until_unpaused() {
         })
         .await;
     let paused = condition(conditions(&cluster), "Paused").unwrap();
-    assert_eq!((paused.status.as_str(), paused.reason.as_str()), ("False", "NotPaused"));
-    h.wait_for_provider(INFRA_CLUSTER, "paused", "the Cluster to own its infrastructure", |o| {
-        !o.owner_references().is_empty()
-    })
+    assert_eq!(
+        (paused.status.as_str(), paused.reason.as_str()),
+        ("False", "NotPaused")
+    );
+    h.wait_for_provider(
+        INFRA_CLUSTER,
+        "paused",
+        "the Cluster to own its infrastructure",
+        |o| !o.owner_references().is_empty(),
+    )
     .await;
     h.stop().await;
 }
@@ -185,13 +224,20 @@ async fn reference_to_a_kind_that_is_not_installed_sets_a_condition_naming_it() 
     h.create::<Cluster>(cluster_json("missing", Some("missing"), None))
         .await;
     let cluster = h
-        .wait_for::<Cluster>("missing", "InfrastructureReady to name the missing kind", |c| {
-            condition(conditions(c), "InfrastructureReady")
-                .is_some_and(|ready| ready.message.contains("is not installed"))
-        })
+        .wait_for::<Cluster>(
+            "missing",
+            "InfrastructureReady to name the missing kind",
+            |c| {
+                condition(conditions(c), "InfrastructureReady")
+                    .is_some_and(|ready| ready.message.contains("is not installed"))
+            },
+        )
         .await;
     let ready = condition(conditions(&cluster), "InfrastructureReady").unwrap();
-    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("Unknown", "InternalError"));
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("Unknown", "InternalError")
+    );
     assert!(
         ready
             .message
@@ -208,7 +254,8 @@ async fn reference_to_a_kind_that_is_not_installed_sets_a_condition_naming_it() 
     h.install(INFRA_CLUSTER).await;
     h.create_provider(INFRA_CLUSTER, "missing", json!({})).await;
     h.wait_for::<Cluster>("missing", "InfrastructureReady to see the object", |c| {
-        condition(conditions(c), "InfrastructureReady").is_some_and(|ready| ready.reason == "NotReady")
+        condition(conditions(c), "InfrastructureReady")
+            .is_some_and(|ready| ready.reason == "NotReady")
     })
     .await;
     h.stop().await;
@@ -220,8 +267,10 @@ async fn reference_to_a_kind_that_is_not_installed_sets_a_condition_naming_it() 
 async fn deleting_a_cluster_deletes_workers_then_control_plane_then_infrastructure() {
     let h = Harness::start().await;
     let hold = json!({ "metadata": { "finalizers": ["test.cluster.x-k8s.io/hold"] } });
-    h.create_provider(INFRA_CLUSTER, "doomed", hold.clone()).await;
-    h.create_provider(CONTROL_PLANE, "doomed", hold.clone()).await;
+    h.create_provider(INFRA_CLUSTER, "doomed", hold.clone())
+        .await;
+    h.create_provider(CONTROL_PLANE, "doomed", hold.clone())
+        .await;
     h.create_provider(INFRA_MACHINE, "worker", json!({})).await;
     h.create::<Cluster>(cluster_json("doomed", Some("doomed"), Some("doomed")))
         .await;
@@ -241,8 +290,10 @@ async fn deleting_a_cluster_deletes_workers_then_control_plane_then_infrastructu
         owners(m).contains(&"Cluster/doomed".to_owned())
     })
     .await;
-    h.wait_for::<Cluster>("doomed", "the Cluster's finalizer", |c| !c.finalizers().is_empty())
-        .await;
+    h.wait_for::<Cluster>("doomed", "the Cluster's finalizer", |c| {
+        !c.finalizers().is_empty()
+    })
+    .await;
 
     h.api::<Cluster>()
         .delete("doomed", &DeleteParams::default())
@@ -263,8 +314,14 @@ async fn deleting_a_cluster_deletes_workers_then_control_plane_then_infrastructu
     .await;
     let control_plane = h.get_provider(CONTROL_PLANE, "doomed").await.unwrap();
     let infrastructure = h.get_provider(INFRA_CLUSTER, "doomed").await.unwrap();
-    assert!(control_plane.metadata.deletion_timestamp.is_none(), "control plane waits for workers");
-    assert!(infrastructure.metadata.deletion_timestamp.is_none(), "infrastructure waits for workers");
+    assert!(
+        control_plane.metadata.deletion_timestamp.is_none(),
+        "control plane waits for workers"
+    );
+    assert!(
+        infrastructure.metadata.deletion_timestamp.is_none(),
+        "infrastructure waits for workers"
+    );
 
     // The worker goes: the control plane is deleted, the infrastructure still waits.
     h.api::<Machine>()
@@ -281,10 +338,14 @@ async fn deleting_a_cluster_deletes_workers_then_control_plane_then_infrastructu
         )
         .await
         .unwrap();
-    h.wait_gone::<Machine>("worker", "the worker Machine to go").await;
-    h.wait_for_provider(CONTROL_PLANE, "doomed", "the control plane to be deleted", |o| {
-        o.metadata.deletion_timestamp.is_some()
-    })
+    h.wait_gone::<Machine>("worker", "the worker Machine to go")
+        .await;
+    h.wait_for_provider(
+        CONTROL_PLANE,
+        "doomed",
+        "the control plane to be deleted",
+        |o| o.metadata.deletion_timestamp.is_some(),
+    )
     .await;
     h.wait_for::<Cluster>("doomed", "the Cluster to wait for its control plane", |c| {
         condition(conditions(c), "Deleting")
@@ -298,21 +359,36 @@ async fn deleting_a_cluster_deletes_workers_then_control_plane_then_infrastructu
     );
 
     // The control plane goes: the infrastructure is deleted.
-    h.patch_provider(CONTROL_PLANE, "doomed", json!({ "metadata": { "finalizers": null } }))
-        .await;
-    h.wait_for_provider(INFRA_CLUSTER, "doomed", "the infrastructure to be deleted", |o| {
-        o.metadata.deletion_timestamp.is_some()
-    })
+    h.patch_provider(
+        CONTROL_PLANE,
+        "doomed",
+        json!({ "metadata": { "finalizers": null } }),
+    )
     .await;
-    h.wait_for::<Cluster>("doomed", "the Cluster to wait for its infrastructure", |c| {
-        condition(conditions(c), "Deleting")
-            .is_some_and(|d| d.reason == "WaitingForInfrastructureDeletion")
-    })
+    h.wait_for_provider(
+        INFRA_CLUSTER,
+        "doomed",
+        "the infrastructure to be deleted",
+        |o| o.metadata.deletion_timestamp.is_some(),
+    )
+    .await;
+    h.wait_for::<Cluster>(
+        "doomed",
+        "the Cluster to wait for its infrastructure",
+        |c| {
+            condition(conditions(c), "Deleting")
+                .is_some_and(|d| d.reason == "WaitingForInfrastructureDeletion")
+        },
+    )
     .await;
 
     // The infrastructure goes: so does the Cluster.
-    h.patch_provider(INFRA_CLUSTER, "doomed", json!({ "metadata": { "finalizers": null } }))
-        .await;
+    h.patch_provider(
+        INFRA_CLUSTER,
+        "doomed",
+        json!({ "metadata": { "finalizers": null } }),
+    )
+    .await;
     h.wait_gone::<Cluster>("doomed", "the Cluster to go").await;
     h.stop().await;
 }

@@ -32,8 +32,12 @@ async fn provisioned_cluster(h: &mut Harness, name: &str) -> Workload {
         json!({ "spec": { "controlPlaneEndpoint": { "host": "10.0.0.1", "port": 6443 } } }),
     )
     .await;
-    h.set_provider_status(INFRA_CLUSTER, name, json!({ "initialization": { "provisioned": true } }))
-        .await;
+    h.set_provider_status(
+        INFRA_CLUSTER,
+        name,
+        json!({ "initialization": { "provisioned": true } }),
+    )
+    .await;
     h.create_provider(CONTROL_PLANE, name, json!({})).await;
     h.set_provider_status(
         CONTROL_PLANE,
@@ -89,23 +93,40 @@ async fn machine_goes_pending_provisioning_provisioned_running() {
     let workload = provisioned_cluster(&mut h, "prod").await;
     h.create_provider(BOOTSTRAP_CONFIG, "m1", json!({})).await;
     h.create_provider(INFRA_MACHINE, "m1", json!({})).await;
-    h.create::<Machine>(machine_json("m1", "prod", json!({}))).await;
+    h.create::<Machine>(machine_json("m1", "prod", json!({})))
+        .await;
 
     let machine = h
         .wait_for::<Machine>("m1", "the Machine to be Pending", |m| {
             phase(m) == Some(MachinePhase::Pending)
         })
         .await;
-    assert!(machine.finalizers().contains(&"machine.cluster.x-k8s.io".to_owned()));
+    assert!(
+        machine
+            .finalizers()
+            .contains(&"machine.cluster.x-k8s.io".to_owned())
+    );
     assert_eq!(machine.labels()["cluster.x-k8s.io/cluster-name"], "prod");
-    assert!(owners(&machine).contains(&"Cluster/prod".to_owned()), "standalone Machines are adopted");
+    assert!(
+        owners(&machine).contains(&"Cluster/prod".to_owned()),
+        "standalone Machines are adopted"
+    );
     let bootstrap_ready = condition(conditions(&machine), "BootstrapConfigReady").unwrap();
-    assert_eq!((bootstrap_ready.status.as_str(), bootstrap_ready.reason.as_str()), ("False", "NotReady"));
+    assert_eq!(
+        (
+            bootstrap_ready.status.as_str(),
+            bootstrap_ready.reason.as_str()
+        ),
+        ("False", "NotReady")
+    );
     for kind in [BOOTSTRAP_CONFIG, INFRA_MACHINE] {
         let object = h
-            .wait_for_provider(kind, "m1", "the Machine to control its provider objects", |o| {
-                !o.owner_references().is_empty()
-            })
+            .wait_for_provider(
+                kind,
+                "m1",
+                "the Machine to control its provider objects",
+                |o| !o.owner_references().is_empty(),
+            )
             .await;
         assert_eq!(owners(&object), ["Machine/m1*"]);
         assert_eq!(object.labels()["cluster.x-k8s.io/cluster-name"], "prod");
@@ -123,14 +144,24 @@ async fn machine_goes_pending_provisioning_provisioned_running() {
             phase(m) == Some(MachinePhase::Provisioning)
         })
         .await;
-    assert_eq!(machine.spec.bootstrap.data_secret_name.as_deref(), Some("m1-bootstrap"));
+    assert_eq!(
+        machine.spec.bootstrap.data_secret_name.as_deref(),
+        Some("m1-bootstrap")
+    );
     let status = machine.status.as_ref().unwrap();
-    assert_eq!(status.initialization.bootstrap_data_secret_created, Some(true));
+    assert_eq!(
+        status.initialization.bootstrap_data_secret_created,
+        Some(true)
+    );
     assert!(status.last_updated.is_some());
 
     // The infrastructure provider provisions the machine.
-    h.patch_provider(INFRA_MACHINE, "m1", json!({ "spec": { "providerID": "test://m1" } }))
-        .await;
+    h.patch_provider(
+        INFRA_MACHINE,
+        "m1",
+        json!({ "spec": { "providerID": "test://m1" } }),
+    )
+    .await;
     h.set_provider_status(
         INFRA_MACHINE,
         "m1",
@@ -168,8 +199,17 @@ async fn machine_goes_pending_provisioning_provisioned_running() {
         .await;
     let status = machine.status.as_ref().unwrap();
     assert_eq!(status.node_ref.as_ref().unwrap().name, "node-1");
-    assert_eq!(status.node_info.as_ref().unwrap().kubelet_version, "v1.36.0");
-    for type_ in ["BootstrapConfigReady", "InfrastructureReady", "NodeReady", "NodeHealthy", "Ready"] {
+    assert_eq!(
+        status.node_info.as_ref().unwrap().kubelet_version,
+        "v1.36.0"
+    );
+    for type_ in [
+        "BootstrapConfigReady",
+        "InfrastructureReady",
+        "NodeReady",
+        "NodeHealthy",
+        "Ready",
+    ] {
         let c = condition(conditions(&machine), type_).unwrap();
         assert_eq!(c.status, "True", "{type_}: {c:?}");
     }
@@ -179,10 +219,16 @@ async fn machine_goes_pending_provisioning_provisioned_running() {
     .await;
     assert_eq!(node.annotations()["cluster.x-k8s.io/machine"], "m1");
     assert_eq!(node.annotations()["cluster.x-k8s.io/cluster-name"], "prod");
-    assert_eq!(node.annotations()["cluster.x-k8s.io/cluster-namespace"], "default");
+    assert_eq!(
+        node.annotations()["cluster.x-k8s.io/cluster-namespace"],
+        "default"
+    );
     assert_eq!(node.labels()["node-role.kubernetes.io/worker"], "");
     let reasons = event_reasons(&h.client, &h.namespace, "m1").await;
-    assert!(reasons.contains(&"SuccessfulSetNodeRef".to_owned()), "{reasons:?}");
+    assert!(
+        reasons.contains(&"SuccessfulSetNodeRef".to_owned()),
+        "{reasons:?}"
+    );
     assert!(reasons.contains(&"Running".to_owned()), "{reasons:?}");
 
     // Nothing changes any more: no write, so no new resourceVersion.
@@ -215,17 +261,26 @@ async fn pre_drain_hook_blocks_deletion_until_removed() {
     h.create_provider(BOOTSTRAP_CONFIG, "m2", json!({})).await;
     h.create_provider(INFRA_MACHINE, "m2", hold).await;
     let hook = "pre-drain.delete.hook.machine.cluster.x-k8s.io/test";
-    h.create::<Machine>(machine_json("m2", "prod", json!({ hook: "" }))).await;
+    h.create::<Machine>(machine_json("m2", "prod", json!({ hook: "" })))
+        .await;
     h.set_provider_status(
         BOOTSTRAP_CONFIG,
         "m2",
         json!({ "initialization": { "dataSecretCreated": true }, "dataSecretName": "m2-bootstrap" }),
     )
     .await;
-    h.patch_provider(INFRA_MACHINE, "m2", json!({ "spec": { "providerID": "test://m2" } }))
-        .await;
-    h.set_provider_status(INFRA_MACHINE, "m2", json!({ "initialization": { "provisioned": true } }))
-        .await;
+    h.patch_provider(
+        INFRA_MACHINE,
+        "m2",
+        json!({ "spec": { "providerID": "test://m2" } }),
+    )
+    .await;
+    h.set_provider_status(
+        INFRA_MACHINE,
+        "m2",
+        json!({ "initialization": { "provisioned": true } }),
+    )
+    .await;
     workload.create_node("node-2", "test://m2", true).await;
     h.wait_for::<Machine>("m2", "the Machine to be Running", |m| {
         phase(m) == Some(MachinePhase::Running)
@@ -238,7 +293,8 @@ async fn pre_drain_hook_blocks_deletion_until_removed() {
         .unwrap();
     let machine = h
         .wait_for::<Machine>("m2", "the deletion to wait for the pre-drain hook", |m| {
-            condition(conditions(m), "Deleting").is_some_and(|d| d.reason == "WaitingForPreDrainHook")
+            condition(conditions(m), "Deleting")
+                .is_some_and(|d| d.reason == "WaitingForPreDrainHook")
         })
         .await;
     assert_eq!(phase(&machine), Some(MachinePhase::Deleting));
@@ -247,12 +303,27 @@ async fn pre_drain_hook_blocks_deletion_until_removed() {
         deleting.message,
         format!("Waiting for pre-drain hooks to succeed (hooks: {hook})")
     );
-    assert!(machine.status.as_ref().unwrap().deletion.wait_for_pre_drain_hook_start_time.is_some());
+    assert!(
+        machine
+            .status
+            .as_ref()
+            .unwrap()
+            .deletion
+            .wait_for_pre_drain_hook_start_time
+            .is_some()
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     let infra = h.get_provider(INFRA_MACHINE, "m2").await.unwrap();
-    assert!(infra.metadata.deletion_timestamp.is_none(), "the hook holds the infrastructure");
+    assert!(
+        infra.metadata.deletion_timestamp.is_none(),
+        "the hook holds the infrastructure"
+    );
     let node = workload.get_node("node-2").await.unwrap();
-    assert_ne!(node.spec.as_ref().and_then(|s| s.unschedulable), Some(true), "the hook holds the drain");
+    assert_ne!(
+        node.spec.as_ref().and_then(|s| s.unschedulable),
+        Some(true),
+        "the hook holds the drain"
+    );
 
     // The hook's owner removes it: drain, then the infrastructure goes.
     h.api::<Machine>()
@@ -263,30 +334,61 @@ async fn pre_drain_hook_blocks_deletion_until_removed() {
         )
         .await
         .unwrap();
-    h.wait_for_provider(INFRA_MACHINE, "m2", "the infrastructure to be deleted", |o| {
-        o.metadata.deletion_timestamp.is_some()
-    })
+    h.wait_for_provider(
+        INFRA_MACHINE,
+        "m2",
+        "the infrastructure to be deleted",
+        |o| o.metadata.deletion_timestamp.is_some(),
+    )
     .await;
     let node = workload.get_node("node-2").await.unwrap();
-    assert_eq!(node.spec.as_ref().and_then(|s| s.unschedulable), Some(true), "the Node is cordoned");
+    assert_eq!(
+        node.spec.as_ref().and_then(|s| s.unschedulable),
+        Some(true),
+        "the Node is cordoned"
+    );
     let machine = h
         .wait_for::<Machine>("m2", "the deletion to wait for the infrastructure", |m| {
             condition(conditions(m), "Deleting")
                 .is_some_and(|d| d.reason == "WaitingForInfrastructureDeletion")
         })
         .await;
-    assert!(machine.status.as_ref().unwrap().deletion.node_drain_start_time.is_some());
-    assert!(h.get_provider(BOOTSTRAP_CONFIG, "m2").await.is_some(), "bootstrap goes after infrastructure");
-    assert!(workload.get_node("node-2").await.is_some(), "the Node goes after the infrastructure");
+    assert!(
+        machine
+            .status
+            .as_ref()
+            .unwrap()
+            .deletion
+            .node_drain_start_time
+            .is_some()
+    );
+    assert!(
+        h.get_provider(BOOTSTRAP_CONFIG, "m2").await.is_some(),
+        "bootstrap goes after infrastructure"
+    );
+    assert!(
+        workload.get_node("node-2").await.is_some(),
+        "the Node goes after the infrastructure"
+    );
 
     // The infrastructure provider finishes: bootstrap, Node and Machine go.
-    h.patch_provider(INFRA_MACHINE, "m2", json!({ "metadata": { "finalizers": null } }))
-        .await;
+    h.patch_provider(
+        INFRA_MACHINE,
+        "m2",
+        json!({ "metadata": { "finalizers": null } }),
+    )
+    .await;
     h.wait_gone::<Machine>("m2", "the Machine to go").await;
     assert!(h.get_provider(BOOTSTRAP_CONFIG, "m2").await.is_none());
-    assert!(workload.get_node("node-2").await.is_none(), "the Node is deleted");
+    assert!(
+        workload.get_node("node-2").await.is_none(),
+        "the Node is deleted"
+    );
     let reasons = event_reasons(&h.client, &h.namespace, "m2").await;
-    assert!(reasons.contains(&"SuccessfulDrainNode".to_owned()), "{reasons:?}");
+    assert!(
+        reasons.contains(&"SuccessfulDrainNode".to_owned()),
+        "{reasons:?}"
+    );
     assert!(reasons.contains(&"DeletingNode".to_owned()), "{reasons:?}");
     h.stop().await;
 }

@@ -1,0 +1,77 @@
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::backoff::{Backoff, delay};
+use super::patch::{Part, merge_patch, object_patch};
+use super::sooner;
+
+#[test]
+fn merge_patch_holds_only_the_changes() {
+    let from = json!({ "a": 1, "b": { "c": 2, "d": 3 }, "e": [1, 2], "gone": true });
+    let to = json!({ "a": 1, "b": { "c": 2, "d": 4 }, "e": [1], "new": "x" });
+    assert_eq!(
+        merge_patch(&from, &to),
+        Some(json!({ "b": { "d": 4 }, "e": [1], "new": "x", "gone": null }))
+    );
+    assert_eq!(merge_patch(&from, &from), None);
+    // An object replacing a scalar goes whole.
+    assert_eq!(
+        merge_patch(&json!({ "a": 1 }), &json!({ "a": { "b": 1 } })),
+        Some(json!({ "a": { "b": 1 } }))
+    );
+}
+
+#[test]
+fn object_patch_carries_the_resource_version_and_only_its_part() {
+    let before: corral_api::Machine = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "Machine",
+        "metadata": { "name": "m", "namespace": "ns", "resourceVersion": "42" },
+        "spec": {
+            "clusterName": "c",
+            "bootstrap": {},
+            "infrastructureRef": { "apiGroup": "g", "kind": "K", "name": "n" },
+        },
+        "status": { "phase": "Pending" },
+    }))
+    .unwrap();
+    let mut after = before.clone();
+    after.spec.provider_id = Some("p://1".into());
+    assert_eq!(
+        object_patch(&before, &after, Part::Main),
+        Some(json!({ "metadata": { "resourceVersion": "42" }, "spec": { "providerID": "p://1" } }))
+    );
+    assert_eq!(object_patch(&before, &after, Part::Status), None);
+    after.status.as_mut().unwrap().phase = Some(corral_api::MachinePhase::Running);
+    assert_eq!(
+        object_patch(&before, &after, Part::Status),
+        Some(json!({ "metadata": { "resourceVersion": "42" }, "status": { "phase": "Running" } }))
+    );
+}
+
+/// controller-runtime's per-item exponential rate limiter, which upstream uses.
+#[test]
+fn backoff_doubles_up_to_the_limit_and_resets() {
+    let initial = Duration::from_millis(5);
+    let max = Duration::from_secs(1);
+    assert_eq!(delay(initial, max, 1), Duration::from_millis(5));
+    assert_eq!(delay(initial, max, 2), Duration::from_millis(10));
+    assert_eq!(delay(initial, max, 8), Duration::from_millis(640));
+    assert_eq!(delay(initial, max, 9), max);
+    assert_eq!(delay(initial, max, 200), max);
+    let backoff = Backoff::new(initial, max);
+    assert_eq!(backoff.fail("a"), Duration::from_millis(5));
+    assert_eq!(backoff.fail("a"), Duration::from_millis(10));
+    assert_eq!(backoff.fail("b"), Duration::from_millis(5));
+    backoff.succeed("a");
+    assert_eq!(backoff.fail("a"), Duration::from_millis(5));
+}
+
+#[test]
+fn sooner_keeps_the_earliest_requeue() {
+    let s = Duration::from_secs;
+    assert_eq!(sooner(None, None), None);
+    assert_eq!(sooner(Some(s(3)), None), Some(s(3)));
+    assert_eq!(sooner(Some(s(3)), Some(s(2))), Some(s(2)));
+}
