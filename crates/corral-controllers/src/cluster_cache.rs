@@ -44,6 +44,10 @@ pub const KUBECONFIG_SECRET_SUFFIX: &str = "-kubeconfig";
 /// The data key of the kubeconfig in its Secret.
 pub const KUBECONFIG_DATA_KEY: &str = "value";
 
+/// Connection attempts to a cluster never reached after which it counts as failing rather
+/// than not connected yet (upstream's RemoteConnectionProbe and Node conditions use 5).
+pub const FIRST_CONNECTION_ATTEMPTS: u32 = 5;
+
 /// How workload clusters are reached and checked (upstream ClusterCache options).
 #[derive(Clone, Debug)]
 pub struct ClusterCacheConfig {
@@ -538,6 +542,10 @@ impl Inner {
         if connected {
             tracing::info!(cluster = %tracked.key, "Connected to the workload cluster");
             self.notify_connection(&tracked.key);
+        } else if self.gave_up_first_connection(tracked) {
+            // Enough attempts for the Cluster to say the connection failed, rather than that
+            // it is not established yet.
+            self.notify_connection(&tracked.key);
         }
     }
 
@@ -633,6 +641,14 @@ impl Inner {
             }
         });
         (store, AbortOnDrop(task))
+    }
+
+    /// Whether the attempt just made is the one after which a cluster never reached counts as
+    /// failing ([`FIRST_CONNECTION_ATTEMPTS`]).
+    fn gave_up_first_connection(&self, tracked: &Tracked) -> bool {
+        let state = tracked.state.lock().expect("state lock");
+        state.health.last_probe_success_time.is_none()
+            && state.health.consecutive_failures == FIRST_CONNECTION_ATTEMPTS
     }
 
     fn notify_connection(&self, cluster: &ClusterKey) {

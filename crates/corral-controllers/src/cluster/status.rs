@@ -722,7 +722,7 @@ pub fn set_remote_connection_probe_condition(
 ) -> Option<Duration> {
     let target = cluster_names::REMOTE_CONNECTION_PROBE;
     let Some(last_success) = health.last_probe_success_time else {
-        if health.consecutive_failures < 5 {
+        if health.consecutive_failures < crate::cluster_cache::FIRST_CONNECTION_ATTEMPTS {
             if conditions::get(status_conditions(cluster), target).is_none() {
                 set(
                     cluster,

@@ -295,7 +295,7 @@ pub fn set_node_healthy_and_ready_conditions(
     };
     let health = observation.health;
     let Some(last_success) = health.last_probe_success_time else {
-        if health.consecutive_failures < 5 {
+        if health.consecutive_failures < crate::cluster_cache::FIRST_CONNECTION_ATTEMPTS {
             if !has_both(machine) {
                 set_node_conditions(
                     machine,

@@ -48,7 +48,8 @@ fn cluster_json(
 /// endpoint and failure domains once it is provisioned, and becomes Provisioned.
 #[tokio::test]
 async fn cluster_becomes_provisioned_when_its_infrastructure_is_provisioned() {
-    let h = Harness::start().await;
+    let mut h = Harness::start().await;
+    h.workload("c1").await;
     h.create_provider(INFRA_CLUSTER, "c1", json!({})).await;
     h.create::<Cluster>(cluster_json("c1", Some("c1"), None))
         .await;
@@ -124,6 +125,12 @@ async fn cluster_becomes_provisioned_when_its_infrastructure_is_provisioned() {
         (ready.status.as_str(), ready.reason.as_str()),
         ("True", "Ready")
     );
+    let probe = h
+        .wait_for::<Cluster>("c1", "the workload cluster to be reached", |c| {
+            condition(conditions(c), "RemoteConnectionProbe").is_some_and(|p| p.status == "True")
+        })
+        .await;
+    let cluster = probe;
     for type_ in [
         "Available",
         "ControlPlaneInitialized",
