@@ -3,5 +3,6 @@
 //! `util/test/builder` generic providers), and a second API server as the workload cluster.
 
 mod cluster;
+mod cluster_cache;
 mod machine;
 mod support;

@@ -382,7 +382,7 @@ impl Drop for Harness {
 
 /// The workload cluster's API server does not serve Nodes as a built-in yet; the test
 /// registers the resource (cluster-scoped, with a status subresource) on that server.
-fn serve_nodes(env: &TestEnv) {
+pub fn serve_nodes(env: &TestEnv) {
     let registry = &env.server.state().registry;
     if registry.get("", "nodes").is_some() {
         return;

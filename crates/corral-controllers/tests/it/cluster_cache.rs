@@ -1,0 +1,176 @@
+//! The cluster cache against real API servers (upstream `controllers/clustercache`): one
+//! client per workload cluster from its kubeconfig Secret, rebuilt when the Secret changes,
+//! and an unreachable cluster that fails fast without holding up another.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey, Error};
+use corral_testenv::{TestEnv, eventually};
+use futures::FutureExt;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::support::{TIMEOUT, Workload, serve_nodes};
+
+fn kubeconfig_secret(cluster: &str, server: &str) -> Secret {
+    Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!("{cluster}-kubeconfig")),
+            labels: Some(BTreeMap::from([(
+                "cluster.x-k8s.io/cluster-name".to_owned(),
+                cluster.to_owned(),
+            )])),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "value".to_owned(),
+            ByteString(corral_apiserver::kubeconfig::render(server, cluster).into_bytes()),
+        )])),
+        ..Default::default()
+    }
+}
+
+async fn workload_with_node(node: &str) -> (TestEnv, Workload) {
+    let env = TestEnv::start().await;
+    serve_nodes(&env);
+    let workload = Workload {
+        client: env.client.clone(),
+    };
+    workload
+        .create_node(node, &format!("test://{node}"), true)
+        .await;
+    (env, workload)
+}
+
+fn config() -> ClusterCacheConfig {
+    ClusterCacheConfig {
+        probe_interval: Duration::from_millis(200),
+        probe_timeout: Duration::from_secs(1),
+        failure_threshold: 2,
+    }
+}
+
+#[tokio::test]
+async fn cluster_cache_rebuilds_the_client_when_the_kubeconfig_secret_changes() {
+    let management = TestEnv::start().await;
+    let (first, _) = workload_with_node("first").await;
+    let (second, _) = workload_with_node("second").await;
+    let secrets: Api<Secret> = Api::namespaced(management.client.clone(), "default");
+    secrets
+        .create(
+            &PostParams::default(),
+            &kubeconfig_secret("c", &first.url()),
+        )
+        .await
+        .unwrap();
+    let cache = ClusterCache::new(management.client.clone(), config());
+    let (stop, stopped) = futures::channel::oneshot::channel::<()>();
+    let watcher = tokio::spawn(cache.clone().run(stopped.map(|_| ()).boxed().shared()));
+    let key = ClusterKey::new("default", "c");
+    let node = cache
+        .node_by_provider_id(&key, "test://first")
+        .await
+        .unwrap();
+    assert_eq!(node.unwrap().metadata.name.as_deref(), Some("first"));
+    assert!(
+        cache
+            .health_checking_state(&key)
+            .last_probe_success_time
+            .is_some()
+    );
+
+    secrets
+        .patch(
+            "c-kubeconfig",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "value": ByteString(
+                corral_apiserver::kubeconfig::render(&second.url(), "c").into_bytes()
+            ) } })),
+        )
+        .await
+        .unwrap();
+    eventually(TIMEOUT, "the cache to reach the new server", || async {
+        let node = cache
+            .node_by_provider_id(&key, "test://second")
+            .await
+            .ok()??;
+        Some(node)
+    })
+    .await;
+    let _ = stop.send(());
+    watcher.await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_fails_fast_and_does_not_hold_up_another() {
+    let management = TestEnv::start().await;
+    let (reachable, _) = workload_with_node("up").await;
+    // A port nothing listens on.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let secrets: Api<Secret> = Api::namespaced(management.client.clone(), "default");
+    secrets
+        .create(
+            &PostParams::default(),
+            &kubeconfig_secret("down", &format!("http://{closed}")),
+        )
+        .await
+        .unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &kubeconfig_secret("up", &reachable.url()),
+        )
+        .await
+        .unwrap();
+    let cache = ClusterCache::new(management.client.clone(), config());
+    let down = ClusterKey::new("default", "down");
+    let up = ClusterKey::new("default", "up");
+
+    let started = Instant::now();
+    let Err(error) = cache.client(&down).await else {
+        panic!("an unreachable cluster has no client")
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "bounded by the probe timeout"
+    );
+    assert!(matches!(error, Error::NotConnected { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("workload cluster default/down is not connected"),
+        "{error}"
+    );
+    // Later calls answer at once, while the cluster's own task keeps trying.
+    let started = Instant::now();
+    assert!(cache.client(&down).await.is_err());
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert!(
+        cache
+            .node_by_provider_id(&up, "test://up")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // A cluster with no kubeconfig Secret says so.
+    let Err(error) = cache.client(&ClusterKey::new("default", "none")).await else {
+        panic!("a cluster without a kubeconfig Secret has no client")
+    };
+    assert!(
+        error
+            .to_string()
+            .contains("the kubeconfig Secret default/none-kubeconfig does not exist"),
+        "{error}"
+    );
+    eventually(TIMEOUT, "failures to be counted", || async {
+        (cache.health_checking_state(&down).consecutive_failures >= 2).then_some(())
+    })
+    .await;
+}
