@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::dev_cluster::DeprecatedStatus;
 use super::schema::{self, is_default};
 
+#[cfg(test)]
+mod tests;
+
 /// The desired state of a DevMachine: the infrastructure of one Machine.
 #[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
 #[allow(

@@ -63,7 +63,7 @@ pub(crate) enum Progress {
     /// The step before it has not completed.
     Waiting,
     /// Under way, due at the given time.
-    InProgress { due: Instant },
+    Underway { due: Instant },
     /// Completed at the given time.
     Done { at: Instant },
     /// The VM's boot was made to fail.
@@ -168,7 +168,7 @@ impl Boot {
             return Progress::Failed;
         }
         match self.due(step) {
-            Some(due) => Progress::InProgress { due },
+            Some(due) => Progress::Underway { due },
             None => Progress::Waiting,
         }
     }

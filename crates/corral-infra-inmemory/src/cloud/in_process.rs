@@ -234,7 +234,7 @@ impl VmEntry {
         boot.advance(Instant::now(), state.faults.fail_boot);
         let status = |step: Step| match boot.progress(step) {
             Progress::Waiting => StepStatus::Waiting,
-            Progress::InProgress { due } => StepStatus::InProgress {
+            Progress::Underway { due } => StepStatus::InProgress {
                 until: self.wall_clock(due),
             },
             Progress::Done { at } => StepStatus::Done {

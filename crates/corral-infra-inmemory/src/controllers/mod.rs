@@ -13,6 +13,8 @@
 mod conditions;
 mod dev_cluster;
 mod dev_machine;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,6 +30,11 @@ use crate::cloud::{Cloud, CloudError};
 
 /// The name the controllers report as, in Events.
 const CONTROLLER_NAME: &str = "corral-infra-inmemory";
+
+/// How often an object is reconciled when nothing changes: what the controllers keep in place
+/// outside the management plane (the cloud's VMs and endpoints, the kubeconfig Secret) is
+/// checked at least this often, as upstream's controllers resync every 10 minutes.
+const RESYNC: Duration = Duration::from_secs(600);
 
 /// How long to wait before reconciling an object whose reconcile failed.
 const ERROR_REQUEUE: Duration = Duration::from_secs(2);
@@ -221,6 +228,33 @@ fn owner_named(object: &impl ResourceExt, kind: &str) -> Option<String> {
             owner.kind == kind && owner.api_version.split('/').next() == Some(corral_api::GROUP)
         })
         .map(|owner| owner.name.clone())
+}
+
+/// The JSON merge patch (RFC 7386) that turns `old` into `new`: changed and added fields, and
+/// null for removed ones, so that a field the controller stops setting is cleared.
+pub(crate) fn merge_patch(old: &serde_json::Value, new: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut patch = serde_json::Map::new();
+            for (key, value) in new {
+                match old.get(key) {
+                    Some(existing) if existing == value => {}
+                    Some(existing) if existing.is_object() && value.is_object() => {
+                        patch.insert(key.clone(), merge_patch(existing, value));
+                    }
+                    _ => {
+                        patch.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            for key in old.keys().filter(|key| !new.contains_key(*key)) {
+                patch.insert(key.clone(), Value::Null);
+            }
+            Value::Object(patch)
+        }
+        (_, new) => new.clone(),
+    }
 }
 
 /// Reads an object that may not exist.

@@ -5,6 +5,7 @@
 mod cloud;
 mod controllers;
 mod crds;
+mod manifests;
 mod upstream;
 
 use std::future::Future;

@@ -24,7 +24,7 @@ fn steps_follow_each_other_from_their_due_times() {
     let mut boot = Boot::new(plan(true), start);
     assert_eq!(
         boot.progress(Step::Vm),
-        Progress::InProgress {
+        Progress::Underway {
             due: start + secs(10)
         }
     );
@@ -42,7 +42,7 @@ fn steps_follow_each_other_from_their_due_times() {
     );
     assert_eq!(
         boot.progress(Step::Node),
-        Progress::InProgress {
+        Progress::Underway {
             due: start + secs(12)
         }
     );
@@ -55,11 +55,11 @@ fn steps_follow_each_other_from_their_due_times() {
     assert_eq!(boot.progress(Step::Node), Progress::Done { at: now });
     assert_eq!(
         boot.progress(Step::Etcd),
-        Progress::InProgress { due: now + secs(3) }
+        Progress::Underway { due: now + secs(3) }
     );
     assert_eq!(
         boot.progress(Step::ApiServer),
-        Progress::InProgress { due: now + secs(4) }
+        Progress::Underway { due: now + secs(4) }
     );
     assert_eq!(
         boot.due_steps(now + secs(4)),
@@ -110,7 +110,7 @@ fn fail_boot_holds_the_vm_down_and_lifting_it_restarts_the_boot() {
     boot.advance(lifted, false);
     assert_eq!(
         boot.progress(Step::Vm),
-        Progress::InProgress {
+        Progress::Underway {
             due: lifted + secs(10)
         }
     );

@@ -205,7 +205,7 @@ async fn reconcile(dev_cluster: Arc<DevCluster>, context: Arc<Context>) -> Resul
             )
             .await;
     }
-    Ok(Action::await_change())
+    Ok(Action::requeue(super::RESYNC))
 }
 
 /// Writes the status when it changed.
@@ -217,7 +217,9 @@ async fn patch_status(
     if dev_cluster.status.as_ref() == Some(status) {
         return Ok(());
     }
-    let patch = json!({ "status": status });
+    let old = serde_json::to_value(&dev_cluster.status).expect("a status serializes");
+    let new = serde_json::to_value(status).expect("a status serializes");
+    let patch = json!({ "status": super::merge_patch(&old, &new) });
     api.patch_status(
         &dev_cluster.name_any(),
         &PatchParams::default(),

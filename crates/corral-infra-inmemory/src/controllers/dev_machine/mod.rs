@@ -411,7 +411,9 @@ async fn patch_status(
     if dev_machine.status.as_ref() == Some(status) {
         return Ok(());
     }
-    let patch = json!({ "status": status });
+    let old = serde_json::to_value(&dev_machine.status).expect("a status serializes");
+    let new = serde_json::to_value(status).expect("a status serializes");
+    let patch = json!({ "status": super::merge_patch(&old, &new) });
     api.patch_status(
         &dev_machine.name_any(),
         &PatchParams::default(),
