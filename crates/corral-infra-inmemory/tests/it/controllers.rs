@@ -28,6 +28,11 @@ struct Plane {
 
 impl Plane {
     async fn start() -> Plane {
+        Plane::with_cloud(Arc::new(InProcessCloud::new())).await
+    }
+
+    /// A management plane using `cloud`, which other planes may use too.
+    async fn with_cloud(cloud: Arc<InProcessCloud>) -> Plane {
         let env = TestEnv::start().await;
         let crds: Vec<Value> = corral_api::crds()
             .into_iter()
@@ -39,7 +44,6 @@ impl Plane {
             )
             .collect();
         env.install_crds(&crds).await;
-        let cloud = Arc::new(InProcessCloud::new());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(corral_infra_inmemory::run(
             env.client.clone(),
@@ -747,4 +751,77 @@ async fn a_paused_cluster_is_left_alone_until_it_resumes() {
         .then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_second_management_plane_takes_over_the_same_vms_as_a_move_needs() {
+    // Two management planes share one cloud, as after `corral move`: the target's objects find
+    // the endpoint and VMs the source created, by name, and nothing boots again.
+    let cloud = Arc::new(InProcessCloud::new());
+    let source = Plane::with_cloud(cloud.clone()).await;
+    source.cluster("dev", json!({})).await;
+    source.provisioned_cluster("dev").await;
+    source
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    let nodes: Api<Node> = Api::all(source.workload_client("dev").await);
+    let node = eventually("the Node to register", || async {
+        nodes.get_opt("worker-0").await.unwrap()
+    })
+    .await;
+    let booted = cloud
+        .get_vm(&vm_key("dev", "worker-0"))
+        .await
+        .unwrap()
+        .unwrap();
+    let endpoint = source
+        .dev_clusters()
+        .get("dev")
+        .await
+        .unwrap()
+        .spec
+        .control_plane_endpoint;
+    // The source stops reconciling before the target starts (clusterctl pauses the Cluster).
+    source
+        .patch("Cluster", "dev", json!({ "spec": { "paused": true } }))
+        .await;
+
+    let target = Plane::with_cloud(cloud.clone()).await;
+    target.cluster("dev", json!({})).await;
+    target
+        .patch(
+            "DevCluster",
+            "dev",
+            json!({ "spec": { "controlPlaneEndpoint": { "host": endpoint.host, "port": endpoint.port } } }),
+        )
+        .await;
+    target.provisioned_cluster("dev").await;
+    target
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    eventually("the moved DevMachine to be Ready", || async {
+        let dev_machine = target.dev_machines().get("worker-0").await.unwrap();
+        (machine_condition(&dev_machine, "Ready") == is("True", "Ready")).then_some(())
+    })
+    .await;
+    let moved = target
+        .dev_clusters()
+        .get("dev")
+        .await
+        .unwrap()
+        .spec
+        .control_plane_endpoint;
+    assert_eq!(moved, endpoint);
+    let after = cloud
+        .get_vm(&vm_key("dev", "worker-0"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after, booted, "the VM was not recreated");
+    let nodes: Api<Node> = Api::all(target.workload_client("dev").await);
+    let still = nodes.get("worker-0").await.unwrap();
+    assert_eq!(
+        still.metadata.uid, node.metadata.uid,
+        "the Node was not registered again"
+    );
 }
