@@ -50,4 +50,4 @@ pub mod cloud;
 mod controllers;
 
 pub use api::crds;
-pub use controllers::{Error, run};
+pub use controllers::run;

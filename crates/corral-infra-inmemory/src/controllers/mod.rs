@@ -92,7 +92,7 @@ impl Context {
 
 /// A failed reconcile. Each variant names the operation that failed.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("cannot read {kind} {name}")]
     Get {
         kind: String,

@@ -23,7 +23,28 @@ const NAMESPACE: &str = "default";
 struct Plane {
     env: TestEnv,
     cloud: Arc<InProcessCloud>,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    controllers: Controllers,
+}
+
+/// The provider's controllers, running until stopped or dropped.
+struct Controllers {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Controllers {
+    fn start(client: kube::Client, cloud: Arc<InProcessCloud>) -> Controllers {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(corral_infra_inmemory::run(client, cloud, async move {
+            let _ = stopped.await;
+        }));
+        Controllers { stop, task }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap();
+    }
 }
 
 impl Plane {
@@ -44,18 +65,23 @@ impl Plane {
             )
             .collect();
         env.install_crds(&crds).await;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(corral_infra_inmemory::run(
-            env.client.clone(),
-            cloud.clone(),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let controllers = Controllers::start(env.client.clone(), cloud.clone());
         Plane {
             env,
             cloud,
-            _stop: stop,
+            controllers,
+        }
+    }
+
+    /// Stops the controllers and starts them again with `cloud`, as a restart of the
+    /// management plane with its cloud does.
+    async fn restart(self, cloud: Arc<InProcessCloud>) -> Plane {
+        self.controllers.stop().await;
+        let controllers = Controllers::start(self.env.client.clone(), cloud.clone());
+        Plane {
+            env: self.env,
+            cloud,
+            controllers,
         }
     }
 
@@ -823,5 +849,56 @@ async fn a_second_management_plane_takes_over_the_same_vms_as_a_move_needs() {
     assert_eq!(
         still.metadata.uid, node.metadata.uid,
         "the Node was not registered again"
+    );
+}
+
+#[tokio::test]
+async fn after_a_restart_endpoints_come_back_where_they_were_and_vms_boot_again() {
+    // The in-process cloud dies with the management plane; on restart the DevClusters' endpoints
+    // are recreated on their recorded ports (before a new DevCluster could take one), and the
+    // DevMachines' VMs are created and boot again, without duplicates.
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    plane
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    eventually("the Node to register", || async {
+        nodes.get_opt("worker-0").await.unwrap()
+    })
+    .await;
+    let endpoint = plane
+        .dev_clusters()
+        .get("dev")
+        .await
+        .unwrap()
+        .spec
+        .control_plane_endpoint;
+    plane.cloud.shutdown().await;
+    assert!(
+        nodes.list(&ListParams::default()).await.is_err(),
+        "the old cloud is gone"
+    );
+
+    let plane = plane.restart(Arc::new(InProcessCloud::new())).await;
+    eventually("the Node to register again", || async {
+        nodes.get_opt("worker-0").await.ok()?
+    })
+    .await;
+    let after = plane
+        .dev_clusters()
+        .get("dev")
+        .await
+        .unwrap()
+        .spec
+        .control_plane_endpoint;
+    assert_eq!(after, endpoint);
+    let all = nodes.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(all.len(), 1);
+    let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+    assert_eq!(
+        dev_machine.status.unwrap().initialization.provisioned,
+        Some(true)
     );
 }

@@ -33,12 +33,55 @@ pub(super) async fn run(
 ) {
     let client = context.client.clone();
     let dev_clusters: Api<DevCluster> = Api::all(client.clone());
+    restore_endpoints(&context, &dev_clusters).await;
     let clusters: Api<Cluster> = Api::all(client);
     let controller = Controller::new(dev_clusters, watcher::Config::default())
         .watches(clusters, watcher::Config::default(), cluster_to_dev_cluster)
         .graceful_shutdown_on(shutdown);
     super::drain(controller.run(reconcile, error_policy, context)).await;
 }
+
+/// Recreates, before anything else runs, the endpoints that existing DevClusters recorded, on
+/// their ports (upstream's in-memory backend does the same in its `HotRestart`). Otherwise a
+/// new DevCluster reconciled first could be given the port of an existing one, whose recorded
+/// endpoint could then never come back. Best effort: what fails here is retried by the
+/// reconciles.
+async fn restore_endpoints(context: &Context, dev_clusters: &Api<DevCluster>) {
+    let list = match dev_clusters.list(&Default::default()).await {
+        Ok(list) => list,
+        Err(error) => {
+            tracing::debug!(%error, "Listing DevClusters to restore their endpoints failed");
+            return;
+        }
+    };
+    for dev_cluster in list {
+        let endpoint = &dev_cluster.spec.control_plane_endpoint;
+        let port = endpoint
+            .port
+            .filter(|_| endpoint.host.as_deref() == Some(LOOPBACK))
+            .and_then(|port| u16::try_from(port).ok());
+        let owner = owner_named(&dev_cluster, "Cluster");
+        let (Some(port), Some(cluster), None, Some(_)) = (
+            port,
+            owner,
+            dev_cluster.metadata.deletion_timestamp.as_ref(),
+            dev_cluster.spec.backend.in_memory.as_ref(),
+        ) else {
+            continue;
+        };
+        let key = ClusterKey {
+            namespace: dev_cluster.namespace().unwrap_or_default(),
+            name: cluster,
+        };
+        tracing::info!(cluster = %key, port, "Restoring simulated workload cluster endpoint");
+        if let Err(error) = context.cloud.ensure_cluster(&key, Some(port)).await {
+            tracing::warn!(cluster = %key, error = %super::error_chain(&error), "Restoring a simulated endpoint failed");
+        }
+    }
+}
+
+/// The host of the simulated endpoints.
+const LOOPBACK: &str = "127.0.0.1";
 
 /// A Cluster's change concerns the DevCluster it references (upstream
 /// `util.ClusterToInfrastructureMapFunc`).
@@ -133,7 +176,7 @@ async fn reconcile(dev_cluster: Arc<DevCluster>, context: Arc<Context>) -> Resul
     let recorded = &dev_cluster.spec.control_plane_endpoint;
     let port = recorded
         .port
-        .filter(|_| recorded.host.as_deref() == Some("127.0.0.1"))
+        .filter(|_| recorded.host.as_deref() == Some(LOOPBACK))
         .and_then(|port| u16::try_from(port).ok());
     let endpoint = match context.cloud.ensure_cluster(&key, port).await {
         Ok(endpoint) => endpoint,
