@@ -5,11 +5,15 @@
 //! those being deleted with a collector finalizer. Owners without ownerReferences of their
 //! own are known only by uid, as keys of `dependents`. The index answers "which objects refer
 //! to this uid" without reading the store; whether an owner exists is always read from the
-//! store when it matters, so a lagging index delays work but does not decide it.
+//! store when it matters, so a lagging index delays work but does not decide it. The one
+//! exception saves a read per new dependent: an owner seen written, and not seen deleted since,
+//! exists; should it be deleted, its delete event queues the dependent anyway.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -129,6 +133,63 @@ pub fn locate_owner(registry: &Registry, dependent: &ObjectRef, owner: &OwnerRef
     }
 }
 
+/// A hash of an object's identity: its uid and storage key.
+pub fn identity_hash(uid: &str, key: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    uid.hash(&mut hasher);
+    key.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A set of hashes that forgets its oldest entries beyond a capacity.
+#[derive(Debug)]
+pub struct BoundedSet {
+    set: HashSet<u64>,
+    order: VecDeque<u64>,
+    capacity: usize,
+}
+
+impl BoundedSet {
+    pub fn new(capacity: usize) -> BoundedSet {
+        BoundedSet {
+            set: HashSet::new(),
+            order: VecDeque::new(),
+            capacity,
+        }
+    }
+
+    pub fn contains(&self, hash: u64) -> bool {
+        self.set.contains(&hash)
+    }
+
+    pub fn insert(&mut self, hash: u64) {
+        if self.set.insert(hash) {
+            self.order.push_back(hash);
+        }
+        while self.order.len() > self.capacity {
+            if let Some(oldest) = self.order.pop_front() {
+                self.set.remove(&oldest);
+            }
+        }
+    }
+
+    /// Removes `hash`; its place in the order is freed when it comes up.
+    pub fn remove(&mut self, hash: u64) {
+        self.set.remove(&hash);
+    }
+
+    pub fn clear(&mut self) {
+        self.set.clear();
+        self.order.clear();
+    }
+}
+
+/// Objects seen written and not seen deleted since, for the new-owner check.
+const SEEN_ALIVE: usize = 65_536;
+
+/// Where a dependent's owner would be stored (see [`locate_owner`]); `None` if unknown.
+pub type OwnerKey<'a> = &'a dyn Fn(&ObjectRef, &OwnerRef) -> Option<String>;
+
 /// An object the collector may have to act on.
 #[derive(Debug)]
 struct Node {
@@ -139,6 +200,8 @@ struct Node {
     deleting_dependents: bool,
     /// Being deleted with the `orphan` finalizer.
     orphaning: bool,
+    /// When the index first saw the object deleting its dependents or orphaning them.
+    deletion_seen: Option<Instant>,
 }
 
 impl Node {
@@ -153,6 +216,7 @@ impl Node {
             being_deleted,
             deleting_dependents: has(FOREGROUND_FINALIZER),
             orphaning: has(ORPHAN_FINALIZER),
+            deletion_seen: None,
         })
     }
 
@@ -171,28 +235,46 @@ pub struct Dependent {
 }
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Graph {
     nodes: HashMap<String, Node>,
     /// Owner uid → uids of the nodes whose ownerReferences name it.
     dependents: HashMap<String, HashSet<String>>,
+    /// `identity_hash` of objects seen written and not seen deleted since.
+    alive: BoundedSet,
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph {
+            nodes: HashMap::new(),
+            dependents: HashMap::new(),
+            alive: BoundedSet::new(SEEN_ALIVE),
+        }
+    }
 }
 
 impl Graph {
     /// Records the current state of an object and returns the objects to look at because of
-    /// the change. `check_new_owners`: a new ownerReference queues the object, so that an
-    /// owner that does not exist is noticed (off during the first listing, see `mod.rs`).
+    /// the change. With `check_new_owners`, an object with a new ownerReference is queued
+    /// unless the owner is known to exist, so that an owner that does not is noticed; without,
+    /// owners are checked in bulk after the first listing (see `mod.rs`).
     pub fn observe(
         &mut self,
         resource: &Arc<ResourceInfo>,
         value: &Value,
-        check_new_owners: bool,
+        check_new_owners: Option<OwnerKey<'_>>,
     ) -> Vec<ObjectRef> {
-        let Some(node) = Node::of(resource, value) else {
+        let Some(mut node) = Node::of(resource, value) else {
             return Vec::new();
         };
         let uid = node.object.uid.clone();
+        self.alive.insert(identity_hash(&uid, &node.object.key()));
         let old = self.nodes.remove(&uid);
+        if node.deleting_dependents || node.orphaning {
+            let seen = old.as_ref().and_then(|n| n.deletion_seen);
+            node.deletion_seen = Some(seen.unwrap_or_else(Instant::now));
+        }
         let mut work = Vec::new();
         let old_owners = old.as_ref().map(|n| n.owners.as_slice()).unwrap_or(&[]);
         for before in old_owners {
@@ -207,17 +289,23 @@ impl Graph {
                 work.extend(self.deleting_dependents(&before.uid));
             }
         }
-        let mut new_owner = false;
+        let mut unverified_owner = false;
         for owner in &node.owners {
-            if !old_owners.iter().any(|o| o.uid == owner.uid) {
-                self.dependents
-                    .entry(owner.uid.clone())
-                    .or_default()
-                    .insert(uid.clone());
-                new_owner = true;
+            if old_owners.iter().any(|o| o.uid == owner.uid) {
+                continue;
             }
+            self.dependents
+                .entry(owner.uid.clone())
+                .or_default()
+                .insert(uid.clone());
+            let alive = check_new_owners
+                .and_then(|owner_key| owner_key(&node.object, owner))
+                .is_some_and(|key| self.alive.contains(identity_hash(&owner.uid, &key)));
+            // An owner waiting for its dependents waits for this one too: delete it.
+            let waiting = self.deleting_dependents(&owner.uid).is_some();
+            unverified_owner |= !alive || waiting;
         }
-        if new_owner && check_new_owners && !node.being_deleted {
+        if unverified_owner && check_new_owners.is_some() && !node.being_deleted {
             work.push(node.object.clone());
         }
         let was_deleting_dependents = old.as_ref().is_some_and(|n| n.deleting_dependents);
@@ -245,11 +333,14 @@ impl Graph {
         let Some(object) = ObjectRef::of(resource, value) else {
             return Vec::new();
         };
+        self.alive.remove(identity_hash(&object.uid, &object.key()));
         self.forget(&object.uid)
     }
 
     /// Forgets every node of a resource that is no longer served; its objects are gone.
     pub fn forget_resource(&mut self, key_prefix: &str) -> Vec<ObjectRef> {
+        // Its objects went without delete events.
+        self.alive.clear();
         let uids: Vec<String> = self
             .nodes
             .values()
@@ -267,6 +358,8 @@ impl Graph {
         resource: &Arc<ResourceInfo>,
         listed: &HashSet<String>,
     ) -> Vec<ObjectRef> {
+        // Deletions while the resource was not watched went unseen.
+        self.alive.clear();
         let prefix = resource.key_prefix();
         let missing: Vec<String> = self
             .nodes
@@ -333,6 +426,15 @@ impl Graph {
                 deleting_dependents: node.deleting_dependents,
             })
             .collect()
+    }
+
+    /// Whether the index saw `owner` start deleting or orphaning its dependents at least
+    /// `grace` ago.
+    pub fn deletion_seen_before(&self, owner: &str, grace: Duration) -> bool {
+        self.nodes
+            .get(owner)
+            .and_then(|n| n.deletion_seen)
+            .is_some_and(|seen| seen.elapsed() >= grace)
     }
 
     pub fn has_dependents(&self, owner: &str) -> bool {

@@ -29,8 +29,9 @@
 //!
 //! Caveat, as upstream: "no dependent blocks this owner" and "these are all its dependents"
 //! are answered by the index. Before acting on them the collector waits until every
-//! subscription has applied everything its watch cache has published, but an object written
-//! moments before may not have reached its watch cache yet.
+//! subscription has applied everything its watch cache has published, and until the owner's
+//! deletion has been known for `SETTLE`, for writes still on their way from the store to a
+//! watch cache; a dependent written after that is handled as one whose owner is gone.
 
 mod graph;
 mod policy;
@@ -39,8 +40,7 @@ mod queue;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -54,7 +54,7 @@ use crate::server::ApiState;
 use crate::watch_cache::{CachedEvent, Cacher, Subscription};
 use crate::{crd, object};
 
-use graph::{Graph, ObjectRef, OwnerLocation};
+use graph::{BoundedSet, Graph, ObjectRef, OwnerLocation, OwnerRef, identity_hash};
 use process::Outcome;
 use queue::Queue;
 
@@ -69,6 +69,9 @@ const WORKERS: usize = 4;
 const LIST_PAGE: usize = 500;
 /// Owners remembered as gone, to spare a read per dependent of a deleted owner.
 const ABSENT_OWNERS: usize = 4096;
+/// How long an owner's foreground or orphan deletion must have been known before the index
+/// is trusted to hold all its dependents (see the caveat above).
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The collector of one API server, held by its `ApiState`. It stops with the server, or
 /// when the state is dropped.
@@ -85,7 +88,7 @@ impl Collector {
                 queue: Queue::new(stopped),
                 feeds: Mutex::new(HashMap::new()),
                 unknown_kinds: Mutex::new(HashMap::new()),
-                absent: Mutex::new(AbsentOwners::default()),
+                absent: Mutex::new(BoundedSet::new(ABSENT_OWNERS)),
                 startup: Mutex::new(None),
                 stop,
             }),
@@ -112,7 +115,9 @@ pub(crate) struct Shared {
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
     /// Objects whose owner's kind is not served, by uid; queued again when a resource appears.
     unknown_kinds: Mutex<HashMap<String, ObjectRef>>,
-    absent: Mutex<AbsentOwners>,
+    /// Owners known to be gone, by `identity_hash`, to spare a read per dependent of a
+    /// deleted owner. A uid is never reused, so an entry never goes stale.
+    absent: Mutex<BoundedSet>,
     /// Until every resource served at start has been listed.
     startup: Mutex<Option<Startup>>,
     stop: watch::Sender<bool>,
@@ -151,37 +156,12 @@ impl Feed {
     }
 }
 
-/// Owners known to be gone, by `identity_hash` of (uid, key); oldest forgotten first. A uid
-/// is never reused, so an entry never goes stale.
-#[derive(Default)]
-struct AbsentOwners {
-    set: HashSet<u64>,
-    order: VecDeque<u64>,
-}
-
-impl AbsentOwners {
-    fn contains(&self, uid: &str, key: &str) -> bool {
-        self.set.contains(&identity_hash(uid, key))
+/// The storage key of a dependent's owner, if its kind is served.
+fn owner_key(state: &ApiState, dependent: &ObjectRef, owner: &OwnerRef) -> Option<String> {
+    match graph::locate_owner(&state.registry, dependent, owner) {
+        OwnerLocation::Found { key } => Some(key),
+        _ => None,
     }
-
-    fn insert(&mut self, uid: &str, key: &str) {
-        let hash = identity_hash(uid, key);
-        if self.set.insert(hash) {
-            self.order.push_back(hash);
-        }
-        while self.order.len() > ABSENT_OWNERS {
-            if let Some(oldest) = self.order.pop_front() {
-                self.set.remove(&oldest);
-            }
-        }
-    }
-}
-
-fn identity_hash(uid: &str, key: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    uid.hash(&mut hasher);
-    key.hash(&mut hasher);
-    hasher.finish()
 }
 
 /// The resources whose objects the collector watches: every served one, except those stored
@@ -255,7 +235,6 @@ async fn run_feed(state: Weak<ApiState>, shared: Arc<Shared>, feed: Arc<Feed>, m
     let prefix = resource.key_prefix();
     let mut stop = shared.stop.subscribe();
     let mut failures = 0;
-    let mut first = true;
     loop {
         if *stop.borrow() {
             return;
@@ -263,27 +242,18 @@ async fn run_feed(state: Weak<ApiState>, shared: Arc<Shared>, feed: Arc<Feed>, m
         let Some(strong) = state.upgrade() else {
             return;
         };
-        // A resource from a CRD event may reach the registry just after the event.
-        let served = first
-            || strong
-                .registry
-                .get(&resource.group, &resource.plural)
-                .is_some();
-        if !served {
-            tracing::debug!(
-                resource = resource.qualified_name(),
-                "Forgetting a resource that is no longer served"
-            );
-            let work = shared.graph.lock().unwrap().forget_resource(&prefix);
-            shared.queue.add_all(work);
-            shared.remove_feed(&prefix, &feed);
-            if initial {
-                shared.initial_listing_done(&strong);
-            }
+        if !is_served(&strong, &resource).await {
+            shared.forget_feed(&strong, &feed, initial);
             return;
         }
-        first = false;
         let synced = sync(&strong, &shared, &feed, initial).await;
+        // The resource may have gone while it was being listed; a watch cache opened for it
+        // then would serve nobody.
+        if synced.is_ok() && !is_served(&strong, &resource).await {
+            strong.hub.remove(&prefix);
+            shared.forget_feed(&strong, &feed, initial);
+            return;
+        }
         drop(strong);
         let mut subscription = match synced {
             Ok(subscription) => subscription,
@@ -320,6 +290,36 @@ async fn run_feed(state: Weak<ApiState>, shared: Arc<Shared>, feed: Arc<Feed>, m
         }
         // Dropped by the watch cache (too slow, compaction) or the resource went away.
         feed.synced.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Whether a resource is served, or about to be: the registry learns of a new CRD just after
+/// the CRD's event.
+async fn is_served(state: &ApiState, resource: &ResourceInfo) -> bool {
+    if state
+        .registry
+        .get(&resource.group, &resource.plural)
+        .is_some()
+    {
+        return true;
+    }
+    let crds = state
+        .registry
+        .get("apiextensions.k8s.io", "customresourcedefinitions");
+    let Some(crds) = crds.filter(|_| !resource.builtin) else {
+        return false;
+    };
+    match state
+        .store
+        .get(&crds.key(None, &resource.qualified_name()), None)
+        .await
+    {
+        Ok(Some(kv)) => {
+            object::decode_stored(&kv).is_ok_and(|crd| object::deletion_timestamp(&crd).is_none())
+        }
+        Ok(None) => false,
+        // Cannot tell: go on; the question comes again when the subscription ends.
+        Err(_) => true,
     }
 }
 
@@ -367,7 +367,10 @@ async fn sync(
                         listed.insert(uid.to_string());
                     }
                 }
-                work.extend(graph.observe(resource, &object, !initial));
+                let locate =
+                    |dependent: &ObjectRef, owner: &OwnerRef| owner_key(state, dependent, owner);
+                let check = (!initial).then_some(&locate as graph::OwnerKey<'_>);
+                work.extend(graph.observe(resource, &object, check));
             }
         }
         if let Some(startup) = shared.startup.lock().unwrap().as_mut() {
@@ -464,7 +467,7 @@ impl Shared {
                         .map(|name| resource.key(object::namespace(&event.object), name));
                     if let Some(key) = key {
                         if graph.has_dependents(uid) {
-                            self.absent.lock().unwrap().insert(uid, &key);
+                            self.absent.lock().unwrap().insert(identity_hash(uid, &key));
                         }
                         if let Some(startup) = self.startup.lock().unwrap().as_mut() {
                             startup.seen.remove(&identity_hash(uid, &key));
@@ -473,7 +476,13 @@ impl Shared {
                 }
                 graph.observe_deleted(resource, &event.object)
             } else {
-                graph.observe(resource, &event.object, true)
+                let state = state.upgrade();
+                let locate = |dependent: &ObjectRef, owner: &OwnerRef| {
+                    state
+                        .as_ref()
+                        .and_then(|state| owner_key(state, dependent, owner))
+                };
+                graph.observe(resource, &event.object, Some(&locate))
             }
         };
         feed.processed.store(event.revision, Ordering::SeqCst);
@@ -490,10 +499,16 @@ impl Shared {
         }
     }
 
-    /// Whether the index holds everything the watch caches have published, for every served
-    /// resource. Subscribes to served resources it has no subscription for.
-    fn caught_up(self: &Arc<Self>, state: &Arc<ApiState>) -> bool {
-        let mut caught_up = true;
+    /// Whether the index can be trusted with the dependents of `owner`: it holds everything
+    /// the watch caches have published, for every served resource, and the owner's deletion
+    /// has settled. Subscribes to served resources it has no subscription for.
+    fn caught_up(self: &Arc<Self>, state: &Arc<ApiState>, owner: &str) -> bool {
+        let settled = self
+            .graph
+            .lock()
+            .unwrap()
+            .deletion_seen_before(owner, SETTLE);
+        let mut caught_up = settled;
         for resource in collected_resources(state) {
             let feed = self
                 .feeds
@@ -512,10 +527,24 @@ impl Shared {
         caught_up
     }
 
-    fn remove_feed(&self, prefix: &str, feed: &Arc<Feed>) {
-        let mut feeds = self.feeds.lock().unwrap();
-        if feeds.get(prefix).is_some_and(|f| Arc::ptr_eq(f, feed)) {
-            feeds.remove(prefix);
+    /// Ends the subscription to a resource that is no longer served: its objects are gone.
+    fn forget_feed(&self, state: &ApiState, feed: &Arc<Feed>, initial: bool) {
+        let resource = &feed.resource;
+        tracing::debug!(
+            resource = resource.qualified_name(),
+            "Forgetting a resource that is no longer served"
+        );
+        let prefix = resource.key_prefix();
+        let work = self.graph.lock().unwrap().forget_resource(&prefix);
+        self.queue.add_all(work);
+        {
+            let mut feeds = self.feeds.lock().unwrap();
+            if feeds.get(&prefix).is_some_and(|f| Arc::ptr_eq(f, feed)) {
+                feeds.remove(&prefix);
+            }
+        }
+        if initial {
+            self.initial_listing_done(state);
         }
     }
 
@@ -547,12 +576,8 @@ impl Shared {
         let mut queued = 0;
         for (object, owners) in candidates {
             let listed = owners.iter().all(|owner| {
-                match graph::locate_owner(&state.registry, &object, owner) {
-                    OwnerLocation::Found { key } => {
-                        startup.seen.contains(&identity_hash(&owner.uid, &key))
-                    }
-                    _ => false,
-                }
+                owner_key(state, &object, owner)
+                    .is_some_and(|key| startup.seen.contains(&identity_hash(&owner.uid, &key)))
             });
             if !listed {
                 self.queue.add(object);

@@ -166,18 +166,19 @@ async fn owner_state(
     owner: &OwnerRef,
     key: &str,
 ) -> Result<OwnerState, ApiError> {
-    if shared.absent.lock().unwrap().contains(&owner.uid, key) {
+    let identity = graph::identity_hash(&owner.uid, key);
+    if shared.absent.lock().unwrap().contains(identity) {
         return Ok(OwnerState::Gone);
     }
     let found = match state.store.get(key, None).await? {
         Some(kv) => object::decode_stored(&kv)?,
         None => {
-            shared.absent.lock().unwrap().insert(&owner.uid, key);
+            shared.absent.lock().unwrap().insert(identity);
             return Ok(OwnerState::Gone);
         }
     };
     if object::uid(&found) != Some(owner.uid.as_str()) {
-        shared.absent.lock().unwrap().insert(&owner.uid, key);
+        shared.absent.lock().unwrap().insert(identity);
         return Ok(OwnerState::Gone);
     }
     let waiting = object::deletion_timestamp(&found).is_some()
@@ -199,7 +200,7 @@ async fn finish_foreground_deletion(
     resource: &Arc<ResourceInfo>,
     item: &ObjectRef,
 ) -> Result<Outcome, ApiError> {
-    if !shared.caught_up(state) {
+    if !shared.caught_up(state, &item.uid) {
         return Ok(Outcome::IndexBehind);
     }
     let blocking: Vec<_> = shared
@@ -237,7 +238,7 @@ async fn orphan_dependents(
     resource: &Arc<ResourceInfo>,
     item: &ObjectRef,
 ) -> Result<Outcome, ApiError> {
-    if !shared.caught_up(state) {
+    if !shared.caught_up(state, &item.uid) {
         return Ok(Outcome::IndexBehind);
     }
     let dependents = shared.graph.lock().unwrap().dependents_of(&item.uid);

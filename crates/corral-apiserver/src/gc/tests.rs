@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::graph::{Graph, ObjectRef};
+use super::graph::{Graph, ObjectRef, OwnerKey, OwnerRef};
 use super::policy::*;
 use super::queue::{Queue, backoff};
 use crate::registry::{ResourceInfo, builtins};
@@ -136,6 +136,13 @@ fn deleting(mut object: Value, finalizer: &str) -> Value {
     object
 }
 
+/// Owners are ConfigMaps in `default`.
+fn configmap_key(_: &ObjectRef, owner: &OwnerRef) -> Option<String> {
+    Some(format!("/registry/core/configmaps/default/{}", owner.name))
+}
+
+const CHECK: Option<OwnerKey<'static>> = Some(&configmap_key);
+
 fn names(work: &[ObjectRef]) -> Vec<String> {
     let mut names: Vec<String> = work.iter().map(|o| o.name.clone()).collect();
     names.sort();
@@ -148,27 +155,46 @@ fn a_new_owner_reference_queues_the_dependent_once() {
     let resource = configmaps();
     let mut graph = Graph::default();
     let child = configmap("child", "child", &[("owner", false)]);
-    assert_eq!(names(&graph.observe(&resource, &child, true)), ["child"]);
-    assert!(graph.observe(&resource, &child, true).is_empty());
+    assert_eq!(names(&graph.observe(&resource, &child, CHECK)), ["child"]);
+    assert!(graph.observe(&resource, &child, CHECK).is_empty());
     // Objects without owners or collector finalizers are not kept.
     assert!(
         graph
-            .observe(&resource, &configmap("owner", "owner", &[]), true)
+            .observe(&resource, &configmap("owner", "owner", &[]), CHECK)
             .is_empty()
     );
     assert_eq!(graph.len(), 1);
     // During the first listing new owners are checked in bulk instead.
     let other = configmap("other", "other", &[("owner", false)]);
-    assert!(graph.observe(&resource, &other, false).is_empty());
+    assert!(graph.observe(&resource, &other, None).is_empty());
+}
+
+#[test]
+fn an_owner_seen_written_needs_no_check() {
+    let resource = configmaps();
+    let mut graph = Graph::default();
+    graph.observe(&resource, &configmap("owner", "owner", &[]), CHECK);
+    let child = configmap("child", "child", &[("owner", false)]);
+    assert!(graph.observe(&resource, &child, CHECK).is_empty());
+    // Once it is seen deleted, a new dependent is checked; the old one is queued by the delete.
+    let work = graph.observe_deleted(&resource, &configmap("owner", "owner", &[]));
+    assert_eq!(names(&work), ["child"]);
+    let late = configmap("late", "late", &[("owner", false)]);
+    assert_eq!(names(&graph.observe(&resource, &late, CHECK)), ["late"]);
+    // An owner deleting its dependents in the foreground gets new ones deleted too.
+    let waiting = deleting(configmap("waiting", "waiting", &[]), FOREGROUND_FINALIZER);
+    graph.observe(&resource, &waiting, CHECK);
+    let joiner = configmap("joiner", "joiner", &[("waiting", false)]);
+    assert_eq!(names(&graph.observe(&resource, &joiner, CHECK)), ["joiner"]);
 }
 
 #[test]
 fn a_deleted_owner_queues_its_dependents() {
     let resource = configmaps();
     let mut graph = Graph::default();
-    graph.observe(&resource, &configmap("a", "a", &[("owner", false)]), true);
-    graph.observe(&resource, &configmap("b", "b", &[("owner", true)]), true);
-    graph.observe(&resource, &configmap("c", "c", &[("other", false)]), true);
+    graph.observe(&resource, &configmap("a", "a", &[("owner", false)]), CHECK);
+    graph.observe(&resource, &configmap("b", "b", &[("owner", true)]), CHECK);
+    graph.observe(&resource, &configmap("c", "c", &[("other", false)]), CHECK);
     let work = graph.observe_deleted(&resource, &configmap("owner", "owner", &[]));
     assert_eq!(names(&work), ["a", "b"]);
 }
@@ -180,17 +206,17 @@ fn foreground_deletion_waits_for_blocking_dependents() {
     graph.observe(
         &resource,
         &configmap("blocker", "blocker", &[("owner", true)]),
-        true,
+        CHECK,
     );
     graph.observe(
         &resource,
         &configmap("free", "free", &[("owner", false)]),
-        true,
+        CHECK,
     );
     // The deletion starting queues the owner and all its dependents.
     let owner = deleting(configmap("owner", "owner", &[]), FOREGROUND_FINALIZER);
     assert_eq!(
-        names(&graph.observe(&resource, &owner, true)),
+        names(&graph.observe(&resource, &owner, CHECK)),
         ["blocker", "free", "owner"]
     );
     let dependents = graph.dependents_of("owner");
@@ -203,7 +229,7 @@ fn foreground_deletion_waits_for_blocking_dependents() {
     // ...and neither does the blocking one losing its block, except queueing the owner.
     let unblocked = configmap("blocker", "blocker", &[("owner", false)]);
     assert_eq!(
-        names(&graph.observe(&resource, &unblocked, true)),
+        names(&graph.observe(&resource, &unblocked, CHECK)),
         ["owner"]
     );
     assert!(graph.dependents_of("owner").iter().all(|d| !d.blocks));
@@ -216,12 +242,12 @@ fn orphan_deletion_queues_the_owner() {
     graph.observe(
         &resource,
         &configmap("child", "child", &[("owner", false)]),
-        true,
+        CHECK,
     );
     let owner = deleting(configmap("owner", "owner", &[]), ORPHAN_FINALIZER);
-    assert_eq!(names(&graph.observe(&resource, &owner, true)), ["owner"]);
+    assert_eq!(names(&graph.observe(&resource, &owner, CHECK)), ["owner"]);
     // The dependent losing its reference leaves the index.
-    graph.observe(&resource, &configmap("child", "child", &[]), true);
+    graph.observe(&resource, &configmap("child", "child", &[]), CHECK);
     assert!(graph.dependents_of("owner").is_empty());
     assert!(!graph.has_dependents("owner"));
 }
@@ -233,12 +259,12 @@ fn a_relisting_forgets_what_is_gone() {
     graph.observe(
         &resource,
         &configmap("kept", "kept", &[("owner", false)]),
-        true,
+        CHECK,
     );
     graph.observe(
         &resource,
         &configmap("gone", "gone", &[("kept", false)]),
-        true,
+        CHECK,
     );
     let listed: HashSet<String> = ["kept".to_string()].into();
     let work = graph.reconcile_listing(&resource, &listed);

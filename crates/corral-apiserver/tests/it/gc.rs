@@ -584,7 +584,7 @@ async fn many_dependents_are_collected(server: TestServer) {
         let creates = (0..40).map(|i| {
             let mut object = configmap(
                 &format!("child-{batch}-{i}"),
-                &[owner_reference.clone()],
+                std::slice::from_ref(&owner_reference),
                 &[],
             );
             object["metadata"]["labels"] = json!({"gc": "many"});
