@@ -1,9 +1,5 @@
 //! kubectl (the version on the machine; 1.32 on CI) against the real server.
 //!
-//! Manifests go through `create -f -` with `--validate=false`: the server does not serve
-//! `/openapi/v3` yet, and kubectl's default client validation downloads the OpenAPI document
-//! first and fails without it.
-//!
 //! Each test gives kubectl its own `--cache-dir`, so that discovery cached by one test (or by
 //! the developer's own kubectl) never answers for another server.
 
@@ -70,7 +66,7 @@ data:
   color: red
 "#;
     let out = kubectl
-        .run_with_stdin(&["create", "--validate=false", "-f", "-"], manifest)
+        .run_with_stdin(&["create", "-f", "-"], manifest)
         .await;
     assert_eq!(out.trim(), "configmap/settings created");
 
@@ -301,7 +297,7 @@ spec:
   teeth: 12
 "#;
     let out = kubectl
-        .run_with_stdin(&["create", "--validate=false", "-f", "-"], manifest)
+        .run_with_stdin(&["create", "-f", "-"], manifest)
         .await;
     assert_eq!(out.trim(), "widget.example.com/gear created");
 
@@ -493,7 +489,7 @@ metadata:
   finalizers: [example.com/hold]
 "#;
     kubectl
-        .run_with_stdin(&["create", "--validate=false", "-f", "-"], configmap)
+        .run_with_stdin(&["create", "-f", "-"], configmap)
         .await;
 
     for (kind, deleted) in [
@@ -663,7 +659,7 @@ impl Kubectl {
 
     async fn create_widget_crd(&self) {
         let out = self
-            .run_with_stdin(&["create", "--validate=false", "-f", "-"], WIDGET_CRD)
+            .run_with_stdin(&["create", "-f", "-"], WIDGET_CRD)
             .await;
         assert_eq!(
             out.trim(),
@@ -679,10 +675,7 @@ impl Kubectl {
             "spec": {"color": "red"},
         });
         let out = self
-            .run_with_stdin(
-                &["create", "--validate=false", "-f", "-"],
-                &widget.to_string(),
-            )
+            .run_with_stdin(&["create", "-f", "-"], &widget.to_string())
             .await;
         assert_eq!(out.trim(), format!("widget.example.com/{name} created"));
     }

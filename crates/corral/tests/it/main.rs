@@ -36,4 +36,5 @@ mod support;
 
 mod durability;
 mod kubectl;
+mod kubectl_machinery;
 mod python_client;
