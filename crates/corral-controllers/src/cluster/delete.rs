@@ -63,9 +63,13 @@ pub(super) async fn reconcile_delete(
     {
         delete_descendant::<MachineSet>(&client, &namespace, &ms.name_any(), "MachineSet").await?;
     }
-    let mut machines: Vec<&Machine> = descendants.worker_machines.iter().collect();
+    let mut machines: Vec<&Machine> = descendants
+        .worker_machines
+        .iter()
+        .map(AsRef::as_ref)
+        .collect();
     if scope.cluster.spec.control_plane_ref.is_none() {
-        machines.extend(&descendants.control_plane_machines);
+        machines.extend(descendants.control_plane_machines.iter().map(AsRef::as_ref));
     }
     for machine in machines.iter().filter(|m| owned(&m.metadata)) {
         delete_descendant::<Machine>(&client, &namespace, &machine.name_any(), "Machine").await?;
@@ -75,25 +79,15 @@ pub(super) async fn reconcile_delete(
     let names = |objects: &mut dyn Iterator<Item = String>| objects.collect::<Vec<_>>();
     remaining.extend(describe_remaining(
         "MachineDeployment",
-        &names(
-            &mut descendants
-                .machine_deployments
-                .iter()
-                .map(ResourceExt::name_any),
-        ),
+        &names(&mut descendants.machine_deployments.iter().map(|o| o.name_any())),
     ));
     remaining.extend(describe_remaining(
         "MachineSet",
-        &names(&mut descendants.machine_sets.iter().map(ResourceExt::name_any)),
+        &names(&mut descendants.machine_sets.iter().map(|o| o.name_any())),
     ));
     remaining.extend(describe_remaining(
         "Worker Machine",
-        &names(
-            &mut descendants
-                .worker_machines
-                .iter()
-                .map(ResourceExt::name_any),
-        ),
+        &names(&mut descendants.worker_machines.iter().map(|o| o.name_any())),
     ));
     if scope.cluster.spec.control_plane_ref.is_none() {
         remaining.extend(describe_remaining(
@@ -102,7 +96,7 @@ pub(super) async fn reconcile_delete(
                 &mut descendants
                     .control_plane_machines
                     .iter()
-                    .map(ResourceExt::name_any),
+                    .map(|o| o.name_any()),
             ),
         ));
     }

@@ -309,14 +309,14 @@ impl ClusterController {
                 .state()
                 .iter()
                 .filter(|md| mine(md.metadata.namespace.as_deref(), &md.spec.cluster_name))
-                .map(|md| (**md).clone())
+                .cloned()
                 .collect(),
             machine_sets: self
                 .machine_sets
                 .state()
                 .iter()
                 .filter(|ms| mine(ms.metadata.namespace.as_deref(), &ms.spec.cluster_name))
-                .map(|ms| (**ms).clone())
+                .cloned()
                 .collect(),
             ..Default::default()
         };
@@ -329,12 +329,12 @@ impl ClusterController {
             }
             let labels = machine.labels();
             if labels.contains_key(corral_api::labels::CONTROL_PLANE) {
-                descendants.control_plane_machines.push((*machine).clone());
+                descendants.control_plane_machines.push(machine);
             } else if !labels.contains_key(corral_api::labels::MACHINE_POOL_NAME) {
-                descendants.worker_machines.push((*machine).clone());
+                descendants.worker_machines.push(machine);
             }
         }
-        let by_name = |a: &Machine, b: &Machine| a.name_any().cmp(&b.name_any());
+        let by_name = |a: &Arc<Machine>, b: &Arc<Machine>| a.name_any().cmp(&b.name_any());
         descendants.control_plane_machines.sort_by(by_name);
         descendants.worker_machines.sort_by(by_name);
         descendants
@@ -367,6 +367,13 @@ async fn reconcile(
         return Ok(Action::await_change());
     }
 
+    // Descendants come from caches: deciding (above all, deleting) on a cache not filled yet
+    // would act on part of the picture.
+    let _ = futures::join!(
+        controller.machines.wait_until_ready(),
+        controller.machine_deployments.wait_until_ready(),
+        controller.machine_sets.wait_until_ready(),
+    );
     let now = conditions::now();
     let mut scope = Scope {
         cluster: (*cluster).clone(),

@@ -2,6 +2,7 @@
 //! `core/reconcilers/cluster/cluster_controller_status.go`). Pure functions over the desired
 //! Cluster; the reconcile writes the result only when it differs from what is stored.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::conditions::{self as names, cluster as cluster_names, reason};
@@ -22,13 +23,13 @@ pub use crate::external::Observed;
 #[derive(Clone, Debug, Default)]
 pub struct Descendants {
     /// MachineDeployments.
-    pub machine_deployments: Vec<MachineDeployment>,
+    pub machine_deployments: Vec<Arc<MachineDeployment>>,
     /// MachineSets.
-    pub machine_sets: Vec<MachineSet>,
+    pub machine_sets: Vec<Arc<MachineSet>>,
     /// Machines with the control plane label.
-    pub control_plane_machines: Vec<Machine>,
+    pub control_plane_machines: Vec<Arc<Machine>>,
     /// Other Machines, except those of MachinePools.
-    pub worker_machines: Vec<Machine>,
+    pub worker_machines: Vec<Arc<Machine>>,
 }
 
 fn status_conditions(cluster: &Cluster) -> &[Condition] {
@@ -254,7 +255,7 @@ pub fn set_control_plane_initialized_condition(
     cluster: &mut Cluster,
     observed: Option<&Observed>,
     initialized: bool,
-    control_plane_machines: &[Machine],
+    control_plane_machines: &[Arc<Machine>],
     now: &Time,
 ) {
     if conditions::is_true(
@@ -351,14 +352,14 @@ fn name_of<K: kube::Resource>(object: &K) -> &str {
 /// there are none (upstream `setWorkersAvailableCondition`).
 pub fn set_workers_available_condition(
     cluster: &mut Cluster,
-    machine_deployments: &[MachineDeployment],
+    machine_deployments: &[Arc<MachineDeployment>],
     now: &Time,
 ) {
     let sources: Vec<AggregateSource<'_>> = machine_deployments
         .iter()
         .map(|md| AggregateSource {
             kind: "MachineDeployment",
-            name: name_of(md),
+            name: name_of(md.as_ref()),
             control_plane_machine: false,
             conditions: machine_deployment_conditions(md),
         })
@@ -439,7 +440,7 @@ pub fn set_machines_conditions(
         info: reason::UP_TO_DATE,
     };
     let mut requeue = None;
-    let mut up_to_date_candidates = |machines: &[Machine]| -> Vec<Machine> {
+    let mut up_to_date_candidates = |machines: &[Arc<Machine>]| -> Vec<Arc<Machine>> {
         machines
             .iter()
             .filter(|machine| {
@@ -559,7 +560,7 @@ pub fn set_rollout_and_scaling_conditions(
         for md in &descendants.machine_deployments {
             sources.push(AggregateSource {
                 kind: "MachineDeployment",
-                name: name_of(md),
+                name: name_of(md.as_ref()),
                 control_plane_machine: false,
                 conditions: machine_deployment_conditions(md),
             });
@@ -569,7 +570,7 @@ pub fn set_rollout_and_scaling_conditions(
                 if is_owned_by_cluster(&ms.metadata, &cluster_name) {
                     sources.push(AggregateSource {
                         kind: "MachineSet",
-                        name: name_of(ms),
+                        name: name_of(ms.as_ref()),
                         control_plane_machine: false,
                         conditions: machine_set_conditions(ms),
                     });
@@ -592,8 +593,8 @@ pub fn set_rollout_and_scaling_conditions(
     }
 }
 
-fn refs(machines: &[Machine]) -> Vec<&Machine> {
-    machines.iter().collect()
+fn refs(machines: &[Arc<Machine>]) -> Vec<&Machine> {
+    machines.iter().map(Arc::as_ref).collect()
 }
 
 /// Whether an object has an owner reference to the Cluster named `cluster`.
@@ -616,6 +617,7 @@ pub fn set_remediating_condition(cluster: &mut Cluster, descendants: &Descendant
         .control_plane_machines
         .iter()
         .chain(&descendants.worker_machines)
+        .map(AsRef::as_ref)
         .collect();
     let has_false = |machine: &Machine, type_: &str| {
         conditions::get(machine_conditions(machine), type_).is_some_and(|c| c.status == "False")
@@ -864,7 +866,7 @@ pub fn set_available_condition(cluster: &mut Cluster, now: &Time) {
 pub fn set_control_plane_replicas(
     cluster: &mut Cluster,
     from_control_plane: Option<ClusterMachinesStatus>,
-    control_plane_machines: &[Machine],
+    control_plane_machines: &[Arc<Machine>],
 ) {
     let counts = if cluster.spec.control_plane_ref.is_some() || cluster.spec.topology.is_some() {
         from_control_plane.unwrap_or_default()
@@ -881,7 +883,7 @@ pub fn set_control_plane_replicas(
     };
 }
 
-fn count_machines(machines: &[Machine]) -> ClusterMachinesStatus {
+fn count_machines(machines: &[Arc<Machine>]) -> ClusterMachinesStatus {
     let mut counts = ClusterMachinesStatus::default();
     let add = |field: &mut Option<i32>, yes: bool| {
         if yes {
@@ -910,7 +912,7 @@ fn count_machines(machines: &[Machine]) -> ClusterMachinesStatus {
 
 /// Machines per Kubernetes version, oldest version first (upstream `VersionsFromMachines`,
 /// ordered by semantic version).
-fn versions_of(machines: &[Machine]) -> Vec<StatusVersion> {
+fn versions_of(machines: &[Arc<Machine>]) -> Vec<StatusVersion> {
     let mut counts: std::collections::BTreeMap<String, i32> = Default::default();
     for machine in machines {
         if let Some(version) = machine.spec.version.as_deref().filter(|v| !v.is_empty()) {
@@ -987,7 +989,7 @@ pub fn set_workers_replicas(cluster: &mut Cluster, descendants: &Descendants) {
             versions.extend(status.versions.iter().cloned());
         }
     }
-    let standalone: Vec<Machine> = descendants
+    let standalone: Vec<Arc<Machine>> = descendants
         .worker_machines
         .iter()
         .filter(|m| is_owned_by_cluster(&m.metadata, &cluster_name))

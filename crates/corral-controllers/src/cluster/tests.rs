@@ -186,7 +186,13 @@ fn control_plane_initialized_without_a_control_plane_ref_follows_the_machines() 
         "status": { "nodeRef": { "name": "node" } },
     }))
     .unwrap();
-    set_control_plane_initialized_condition(&mut c, None, false, &[machine], &now);
+    set_control_plane_initialized_condition(
+        &mut c,
+        None,
+        false,
+        &[std::sync::Arc::new(machine)],
+        &now,
+    );
     assert_eq!(get(&c, "ControlPlaneInitialized").status, "True");
     // Once True it stays, whatever happens.
     set_control_plane_initialized_condition(&mut c, None, false, &[], &now);
@@ -394,8 +400,8 @@ fn worker_counters_add_up_machine_deployments_and_standalone_machines() {
     }))
     .unwrap();
     let descendants = Descendants {
-        machine_deployments: vec![md],
-        worker_machines: vec![standalone],
+        machine_deployments: vec![std::sync::Arc::new(md)],
+        worker_machines: vec![std::sync::Arc::new(standalone)],
         ..Default::default()
     };
     set_workers_replicas(&mut c, &descendants);

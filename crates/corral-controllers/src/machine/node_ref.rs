@@ -191,11 +191,15 @@ pub(super) async fn reconcile_node(
         .await
     {
         Ok(node) => node,
+        // The cluster cache reconciles the Machines of a cluster when it connects: no retry
+        // needed (upstream requeues after a minute on ErrClusterNotConnected, without error).
+        Err(cluster_cache::Error::NotConnected { reason, .. }) => {
+            tracing::debug!(%reason, "Waiting for the workload cluster to be reachable to look up the Node");
+            scope.node_error = Some(NodeReadError::NotConnected);
+            return Ok(());
+        }
         Err(error) => {
-            scope.node_error = Some(match &error {
-                cluster_cache::Error::NotConnected { .. } => NodeReadError::NotConnected,
-                other => NodeReadError::Other(other.to_string()),
-            });
+            scope.node_error = Some(NodeReadError::Other(error.to_string()));
             return Err(Error::GetNode(error));
         }
     };
