@@ -440,3 +440,135 @@ async fn machine_reference_to_a_missing_kind_names_it() {
     h.wait_gone::<Machine>("m", "the Machine to go").await;
     h.stop().await;
 }
+
+/// Upstream `reconcileDelete`'s pre-terminate hook: the Node is drained, then the hook holds
+/// the deletion of the infrastructure until it is removed.
+#[tokio::test]
+async fn pre_terminate_hook_holds_infrastructure_deletion_after_the_drain() {
+    let mut h = Harness::start().await;
+    let workload = provisioned_cluster(&mut h, "prod").await;
+    h.create_provider(INFRA_MACHINE, "m3", json!({})).await;
+    let hook = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/test";
+    let mut machine = machine_json("m3", "prod", json!({ hook: "" }));
+    machine["spec"]["bootstrap"] = json!({ "dataSecretName": "m3-bootstrap" });
+    h.create::<Machine>(machine).await;
+    h.patch_provider(
+        INFRA_MACHINE,
+        "m3",
+        json!({ "spec": { "providerID": "test://m3" } }),
+    )
+    .await;
+    h.set_provider_status(
+        INFRA_MACHINE,
+        "m3",
+        json!({ "initialization": { "provisioned": true } }),
+    )
+    .await;
+    workload.create_node("node-3", "test://m3", true).await;
+    h.wait_for::<Machine>("m3", "the Machine to be Running", |m| {
+        phase(m) == Some(MachinePhase::Running)
+    })
+    .await;
+
+    h.api::<Machine>()
+        .delete("m3", &DeleteParams::default())
+        .await
+        .unwrap();
+    let machine = h
+        .wait_for::<Machine>(
+            "m3",
+            "the deletion to wait for the pre-terminate hook",
+            |m| {
+                condition(conditions(m), "Deleting")
+                    .is_some_and(|d| d.reason == "WaitingForPreTerminateHook")
+            },
+        )
+        .await;
+    let deletion = &machine.status.as_ref().unwrap().deletion;
+    assert!(deletion.node_drain_start_time.is_some());
+    assert!(deletion.wait_for_pre_terminate_hook_start_time.is_some());
+    let node = workload.get_node("node-3").await.unwrap();
+    assert_eq!(
+        node.spec.as_ref().and_then(|s| s.unschedulable),
+        Some(true),
+        "drained first"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let infra = h.get_provider(INFRA_MACHINE, "m3").await.unwrap();
+    assert!(
+        infra.metadata.deletion_timestamp.is_none(),
+        "the hook holds the infrastructure"
+    );
+
+    h.api::<Machine>()
+        .patch(
+            "m3",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "annotations": { hook: null } } })),
+        )
+        .await
+        .unwrap();
+    h.wait_gone::<Machine>("m3", "the Machine to go").await;
+    assert!(h.get_provider(INFRA_MACHINE, "m3").await.is_none());
+    assert!(
+        workload.get_node("node-3").await.is_none(),
+        "the Node is deleted"
+    );
+    h.stop().await;
+}
+
+/// Upstream `util/paused` for Machines: the paused annotation stops everything but the
+/// finalizer and the Paused condition.
+#[tokio::test]
+async fn paused_machine_is_not_reconciled_until_unpaused() {
+    let mut h = Harness::start().await;
+    provisioned_cluster(&mut h, "prod").await;
+    h.create_provider(INFRA_MACHINE, "m4", json!({})).await;
+    let mut machine = machine_json("m4", "prod", json!({ "cluster.x-k8s.io/paused": "" }));
+    machine["spec"]["bootstrap"] = json!({ "dataSecretName": "m4-bootstrap" });
+    h.create::<Machine>(machine).await;
+    let machine = h
+        .wait_for::<Machine>("m4", "the Paused condition", |m| {
+            condition(conditions(m), "Paused").is_some()
+        })
+        .await;
+    let paused = condition(conditions(&machine), "Paused").unwrap();
+    assert_eq!(
+        (paused.status.as_str(), paused.reason.as_str()),
+        ("True", "Paused")
+    );
+    assert_eq!(
+        paused.message,
+        "Machine has the cluster.x-k8s.io/paused annotation"
+    );
+    assert_eq!(phase(&machine), None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let infra = h.get_provider(INFRA_MACHINE, "m4").await.unwrap();
+    assert!(
+        infra.owner_references().is_empty(),
+        "a paused Machine leaves its infrastructure alone"
+    );
+
+    h.api::<Machine>()
+        .patch(
+            "m4",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({ "metadata": { "annotations": { "cluster.x-k8s.io/paused": null } } }),
+            ),
+        )
+        .await
+        .unwrap();
+    h.wait_for::<Machine>("m4", "the Machine to be reconciled", |m| {
+        phase(m) == Some(MachinePhase::Provisioning)
+    })
+    .await;
+    h.wait_for_provider(
+        INFRA_MACHINE,
+        "m4",
+        "the Machine to own its infrastructure",
+        |o| !o.owner_references().is_empty(),
+    )
+    .await;
+    h.stop().await;
+}
