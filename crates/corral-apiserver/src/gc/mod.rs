@@ -348,31 +348,35 @@ async fn sync(
             })
             .await?;
         revision = Some(page.revision);
-        let mut work = Vec::new();
+        // Decoded before the index is locked, which the other subscriptions wait for.
+        let mut objects = Vec::with_capacity(page.kvs.len());
         let mut seen = Vec::new();
-        {
-            let mut graph = shared.graph.lock().unwrap();
-            for kv in &page.kvs {
-                let object = match object::decode_stored(kv) {
-                    Ok(object) => object,
-                    Err(error) => {
-                        tracing::error!(key = kv.key, %error, "Skipping an undecodable stored object");
-                        continue;
-                    }
-                };
-                if let Some(uid) = object::uid(&object) {
-                    if initial {
-                        seen.push(identity_hash(uid, &kv.key));
-                    } else {
-                        listed.insert(uid.to_string());
-                    }
+        for kv in &page.kvs {
+            let object = match object::decode_stored(kv) {
+                Ok(object) => object,
+                Err(error) => {
+                    tracing::error!(key = kv.key, %error, "Skipping an undecodable stored object");
+                    continue;
                 }
-                let locate =
-                    |dependent: &ObjectRef, owner: &OwnerRef| owner_key(state, dependent, owner);
-                let check = (!initial).then_some(&locate as graph::OwnerKey<'_>);
-                work.extend(graph.observe(resource, &object, check));
+            };
+            if let Some(uid) = object::uid(&object) {
+                if initial {
+                    seen.push(identity_hash(uid, &kv.key));
+                } else {
+                    listed.insert(uid.to_string());
+                }
             }
+            objects.push(object);
         }
+        let locate = |dependent: &ObjectRef, owner: &OwnerRef| owner_key(state, dependent, owner);
+        let check = (!initial).then_some(&locate as graph::OwnerKey<'_>);
+        let work: Vec<ObjectRef> = {
+            let mut graph = shared.graph.lock().unwrap();
+            objects
+                .iter()
+                .flat_map(|object| graph.observe(resource, object, check))
+                .collect()
+        };
         if let Some(startup) = shared.startup.lock().unwrap().as_mut() {
             startup.seen.extend(seen);
         }

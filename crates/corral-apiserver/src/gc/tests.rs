@@ -3,10 +3,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::graph::{Graph, ObjectRef, OwnerKey, OwnerRef};
+use super::graph::{Graph, ObjectRef, OwnerKey, OwnerLocation, OwnerRef, locate_owner};
 use super::policy::*;
 use super::queue::{Queue, backoff};
-use crate::registry::{ResourceInfo, builtins};
+use crate::registry::{Registry, ResourceInfo, builtins};
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
@@ -314,4 +314,89 @@ fn backoff_doubles_up_to_a_limit() {
     assert_eq!(backoff(1), Duration::from_millis(50));
     assert_eq!(backoff(2), Duration::from_millis(100));
     assert_eq!(backoff(100), Duration::from_secs(30));
+}
+
+#[test]
+fn owners_are_located_by_group_and_kind() {
+    let registry = Registry::with_builtins();
+    let owner = |api_version: &str, kind: &str| OwnerRef {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        name: "o".into(),
+        uid: "u".into(),
+        block_owner_deletion: false,
+    };
+    let in_namespace = item("dependent");
+    let key = |location| match location {
+        OwnerLocation::Found { key } => key,
+        OwnerLocation::UnknownKind => "unknown kind".into(),
+        OwnerLocation::NamespacedOwnerOfClusterScoped => "namespaced owner".into(),
+    };
+    // A namespaced owner is in the dependent's namespace; any version of the group will do.
+    assert_eq!(
+        key(locate_owner(
+            &registry,
+            &in_namespace,
+            &owner("v1", "ConfigMap")
+        )),
+        "/registry/core/configmaps/default/o"
+    );
+    assert_eq!(
+        key(locate_owner(
+            &registry,
+            &in_namespace,
+            &owner("coordination.k8s.io/v2", "Lease")
+        )),
+        "/registry/coordination.k8s.io/leases/default/o"
+    );
+    // Cluster-scoped owners of namespaced dependents are fine; an Event of events.k8s.io is
+    // stored as a core Event.
+    assert_eq!(
+        key(locate_owner(
+            &registry,
+            &in_namespace,
+            &owner("v1", "Namespace")
+        )),
+        "/registry/core/namespaces/o"
+    );
+    assert_eq!(
+        key(locate_owner(
+            &registry,
+            &in_namespace,
+            &owner("events.k8s.io/v1", "Event")
+        )),
+        "/registry/core/events/default/o"
+    );
+    assert_eq!(
+        key(locate_owner(
+            &registry,
+            &in_namespace,
+            &owner("example.com/v1", "Widget")
+        )),
+        "unknown kind"
+    );
+    let cluster_scoped = ObjectRef {
+        namespace: None,
+        ..item("dependent")
+    };
+    assert_eq!(
+        key(locate_owner(
+            &registry,
+            &cluster_scoped,
+            &owner("v1", "ConfigMap")
+        )),
+        "namespaced owner"
+    );
+}
+
+#[test]
+fn foreground_and_orphan_owners_settle_before_they_are_trusted() {
+    use std::time::Duration;
+    let resource = configmaps();
+    let mut graph = Graph::default();
+    let owner = deleting(configmap("owner", "owner", &[]), ORPHAN_FINALIZER);
+    graph.observe(&resource, &owner, CHECK);
+    assert!(graph.deletion_seen_before("owner", Duration::ZERO));
+    assert!(!graph.deletion_seen_before("owner", Duration::from_secs(3600)));
+    assert!(!graph.deletion_seen_before("unknown", Duration::ZERO));
 }
