@@ -263,10 +263,18 @@ async fn reconcile(dev_machine: Arc<DevMachine>, context: Arc<Context>) -> Resul
         Ok(vm) => vm,
         Err(error) => {
             let message = super::error_chain(&error);
-            let failed =
-                Desired::new(VM_PROVISIONED, false, reasons::CLOUD_ERROR).with_message(message);
+            let failed = Desired::new(VM_PROVISIONED, false, reasons::CLOUD_ERROR)
+                .with_message(message.clone());
             set_step_conditions(&mut status, &[failed], generation);
             patch_status(&api, &dev_machine, &status).await?;
+            context
+                .event(
+                    dev_machine.as_ref(),
+                    EventType::Warning,
+                    reasons::CLOUD_ERROR,
+                    message,
+                )
+                .await;
             return Err(Error::Cloud(error));
         }
     };
