@@ -13,8 +13,9 @@
 //! - **Index** (`graph.rs`): one subscription per stored resource to its watch cache
 //!   (`WatchHub::cacher`), built-ins and CRD-defined ones, the latter added when their CRD is
 //!   seen. Each subscription lists its resource once, then applies events. The index keeps
-//!   only objects with ownerReferences or a collector finalizer, and owner uid → dependents;
-//!   its upkeep costs O(1) per event and nothing while nothing changes.
+//!   only objects with ownerReferences or a collector finalizer, owner uid → dependents, and
+//!   a bounded set of objects recently seen written (a new dependent of one of those needs no
+//!   read of its owner); its upkeep costs O(1) per event and nothing while nothing changes.
 //! - **Queue** (`queue.rs`): changes in the index queue the objects that may need work (a new
 //!   ownerReference, an owner deleted, an owner starting a foreground or orphan deletion, a
 //!   blocking dependent gone). Workers take them one uid at a time; failures come back with
