@@ -9,14 +9,24 @@
 //! does; resolutions are cached for [`KIND_CACHE_TTL`]. A kind no API serves is
 //! [`Error::FindKind`], which callers turn into a condition that names it.
 //!
+//! Each provider kind in use is watched once for the whole process: the watch keeps a cache
+//! ([`ExternalObjects::get_cached`]) and tells subscribers ([`ExternalObjects::subscribe`]) about
+//! every change, which is how a Cluster or Machine is reconciled when its provider objects
+//! change. [`ExternalObjects::get`] and everything that deletes read the API server itself.
+//!
 //! Controllers read fields through the contract views of [`corral_api::contract`]
 //! ([`ExternalObject::infrastructure_cluster`] and friends), never through provider types.
 //! Writes are merge patches with the read resourceVersion as precondition, sent only when
 //! something changed.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
+
+use futures::channel::mpsc;
+use futures::{FutureExt, StreamExt};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 
 use corral_api::ContractVersionedObjectReference;
 use corral_api::annotations::{TEMPLATE_CLONED_FROM_GROUP_KIND, TEMPLATE_CLONED_FROM_NAME};
@@ -33,6 +43,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::runtime::patch::{Part, patch_if_changed};
+use crate::runtime::triggers::AbortOnDrop;
 
 #[cfg(test)]
 mod tests;
@@ -301,10 +312,20 @@ impl Error {
     }
 }
 
-/// Reads and writes provider objects; resolves and caches their kinds.
+/// Reads and writes provider objects; resolves and caches their kinds; keeps one watch (and
+/// cache) per provider kind for the whole process.
 pub struct ExternalObjects {
     client: Client,
     kinds: RwLock<HashMap<(String, String), (ResolvedKind, Instant)>>,
+    informers: Mutex<HashMap<(String, String), Arc<Informer>>>,
+}
+
+/// The watch of one provider kind: a cache of its objects, and who to tell about changes.
+struct Informer {
+    resource: ApiResource,
+    store: Store<DynamicObject>,
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<DynamicObject>>>>,
+    _task: AbortOnDrop,
 }
 
 impl ExternalObjects {
@@ -313,7 +334,84 @@ impl ExternalObjects {
         ExternalObjects {
             client,
             kinds: RwLock::new(HashMap::new()),
+            informers: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The watch of a kind, started on first use.
+    fn informer(&self, kind: &ResolvedKind) -> Arc<Informer> {
+        let key = (kind.resource.group.clone(), kind.resource.kind.clone());
+        let mut informers = self.informers.lock().expect("informers lock");
+        if let Some(informer) = informers.get(&key)
+            && informer.resource == kind.resource
+        {
+            return informer.clone();
+        }
+        tracing::debug!(kind = %kind.resource.kind, group = %kind.resource.group, "Watching provider kind");
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
+        let writer = reflector::store::Writer::new(kind.resource.clone());
+        let store = writer.as_reader();
+        let subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<DynamicObject>>>> = Arc::default();
+        let tell = subscribers.clone();
+        let resource_kind = kind.resource.kind.clone();
+        let task = tokio::spawn(async move {
+            let mut events = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .reflect(writer)
+                .touched_objects()
+                .boxed();
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(object) => {
+                        let mut subscribers = tell.lock().expect("subscribers lock");
+                        subscribers.retain(|s| s.unbounded_send(object.clone()).is_ok());
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, kind = %resource_kind, "Provider kind watch failed, retrying");
+                    }
+                }
+            }
+        });
+        let informer = Arc::new(Informer {
+            resource: kind.resource.clone(),
+            store,
+            subscribers,
+            _task: AbortOnDrop(task),
+        });
+        informers.insert(key, informer.clone());
+        informer
+    }
+
+    /// Every change of an object of the kind from now on, for as long as the receiver lives.
+    pub fn subscribe(&self, kind: &ResolvedKind) -> mpsc::UnboundedReceiver<DynamicObject> {
+        let (sender, receiver) = mpsc::unbounded();
+        let informer = self.informer(kind);
+        informer
+            .subscribers
+            .lock()
+            .expect("subscribers lock")
+            .push(sender);
+        receiver
+    }
+
+    /// Reads the object a reference names from the kind's cache, which lags the API server a
+    /// little: for decisions a later watch event corrects, as upstream reads through its
+    /// informers. Falls back to [`ExternalObjects::get`] until the cache is filled.
+    pub async fn get_cached(
+        &self,
+        reference: &ContractVersionedObjectReference,
+        namespace: &str,
+    ) -> Result<Option<ExternalObject>, Error> {
+        let kind = self.resolve(&reference.api_group, &reference.kind).await?;
+        let informer = self.informer(&kind);
+        if informer.store.wait_until_ready().now_or_never().is_none() {
+            return self.get(reference, namespace).await;
+        }
+        let key = ObjectRef::new_with(&reference.name, kind.resource.clone()).within(namespace);
+        Ok(informer.store.get(&key).map(|object| ExternalObject {
+            object: (*object).clone(),
+            kind,
+        }))
     }
 
     /// Where a kind is served and which contract it implements.
@@ -387,7 +485,8 @@ impl ExternalObjects {
         Api::namespaced_with(self.client.clone(), namespace, &kind.resource)
     }
 
-    /// Reads the object a reference names, in `namespace`; `None` when it does not exist.
+    /// Reads the object a reference names, in `namespace`, from the API server; `None` when it
+    /// does not exist.
     pub async fn get(
         &self,
         reference: &ContractVersionedObjectReference,

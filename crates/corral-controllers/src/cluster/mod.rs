@@ -273,7 +273,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     );
 
     let controller = Arc::new(ClusterController {
-        external: ExternalWatches::new(client, triggers),
+        external: ExternalWatches::new(ctx.external().clone(), triggers),
         machines: machine_store,
         machine_deployments: machine_deployment_store,
         machine_sets: machine_set_store,

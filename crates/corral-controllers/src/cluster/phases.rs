@@ -35,7 +35,7 @@ async fn reconcile_external(
         .resolve(&reference.api_group, &reference.kind)
         .await?;
     controller.external.watch(&kind);
-    let Some(mut object) = external.get(reference, &scope.key.namespace).await? else {
+    let Some(mut object) = external.get_cached(reference, &scope.key.namespace).await? else {
         return Ok(None);
     };
     let owner = scope.owner_reference(scope.cluster.spec.topology.is_some());

@@ -375,7 +375,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     );
 
     let controller = Arc::new(MachineController {
-        external: ExternalWatches::new(client, triggers),
+        external: ExternalWatches::new(ctx.external().clone(), triggers),
         clusters: cluster_store,
         machines: machine_store.clone(),
         ctx: ctx.clone(),

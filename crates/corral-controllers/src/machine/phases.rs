@@ -89,7 +89,7 @@ async fn reconcile_external(
         .resolve(&reference.api_group, &reference.kind)
         .await?;
     controller.external.watch(&kind);
-    let Some(mut object) = objects.get(reference, &namespace).await? else {
+    let Some(mut object) = objects.get_cached(reference, &namespace).await? else {
         return Ok(None);
     };
     let owner = OwnerReference {

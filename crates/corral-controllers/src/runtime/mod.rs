@@ -93,7 +93,7 @@ pub struct Context {
     client: Client,
     config: Config,
     recorder: Recorder,
-    external: ExternalObjects,
+    external: Arc<ExternalObjects>,
     cluster_cache: ClusterCache,
 }
 
@@ -108,7 +108,7 @@ impl Context {
             },
         );
         Arc::new(Context {
-            external: ExternalObjects::new(client.clone()),
+            external: Arc::new(ExternalObjects::new(client.clone())),
             cluster_cache: ClusterCache::new(client.clone(), config.cluster_cache.clone()),
             recorder,
             client,
@@ -132,7 +132,7 @@ impl Context {
     }
 
     /// Reads and writes provider objects.
-    pub fn external(&self) -> &ExternalObjects {
+    pub fn external(&self) -> &Arc<ExternalObjects> {
         &self.external
     }
 
@@ -263,14 +263,26 @@ pub async fn run_controller<K, C, E, F, Fut>(
     let error_policy = move |object: Arc<K>, error: &E, _: Arc<C>| {
         let key = object_key(object.as_ref());
         let delay = backoff.fail(&key);
-        tracing::warn!(
-            controller = name,
-            object = %key,
-            cluster = %object.cluster_name(),
-            error = %error_chain(error),
-            retry_in = ?delay,
-            "Reconcile failed"
-        );
+        if is_conflict(error) {
+            // Another writer came first, from a cache a little behind; the retry reads anew.
+            tracing::debug!(
+                controller = name,
+                object = %key,
+                cluster = %object.cluster_name(),
+                error = %error_chain(error),
+                retry_in = ?delay,
+                "Reconcile lost a write race"
+            );
+        } else {
+            tracing::warn!(
+                controller = name,
+                object = %key,
+                cluster = %object.cluster_name(),
+                error = %error_chain(error),
+                retry_in = ?delay,
+                "Reconcile failed"
+            );
+        }
         Action::requeue(delay)
     };
     let settings = controller::Config::default().concurrency(config.concurrency);
@@ -291,6 +303,20 @@ pub async fn run_controller<K, C, E, F, Fut>(
         }
     })
     .await;
+}
+
+/// Whether an error comes from a write whose resourceVersion precondition failed (HTTP 409).
+pub fn is_conflict(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if let Some(kube::Error::Api(status)) = error.downcast_ref::<kube::Error>()
+            && status.is_conflict()
+        {
+            return true;
+        }
+        current = error.source();
+    }
+    false
 }
 
 /// An error with its sources, `: `-separated, for a log line or a condition message.

@@ -8,13 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use tokio::task::JoinHandle;
 
-use crate::external::ResolvedKind;
+use crate::external::{ExternalObjects, ResolvedKind};
 
 /// A task that is aborted when its handle is dropped.
 #[derive(Debug)]
@@ -74,14 +72,14 @@ pub struct ReferencedObject {
 /// time before the owner reference is set, such as an infrastructure object created after its
 /// Cluster).
 ///
-/// One watch per kind, started the first time a reference to it resolves; they stop when this
-/// is dropped.
+/// The watches themselves are the process-wide ones of [`ExternalObjects`]; this subscribes to
+/// each kind the first time a reference to it resolves, and stops when dropped.
 pub struct ExternalWatches<K>
 where
     K: Resource<DynamicType = ()>,
     ObjectRef<K>: Hash + Eq,
 {
-    client: Client,
+    external: Arc<ExternalObjects>,
     triggers: Triggers<K>,
     watched: Mutex<HashMap<(String, String), AbortOnDrop>>,
     referrers: Arc<Mutex<HashMap<ReferencedObject, HashSet<ObjectRef<K>>>>>,
@@ -92,10 +90,10 @@ where
     K: Resource<DynamicType = ()> + 'static,
     ObjectRef<K>: Hash + Eq + Clone + Send + Sync,
 {
-    /// Watches that send into `triggers`.
-    pub fn new(client: Client, triggers: Triggers<K>) -> Self {
+    /// Watches through `external` that send into `triggers`.
+    pub fn new(external: Arc<ExternalObjects>, triggers: Triggers<K>) -> Self {
         ExternalWatches {
-            client,
+            external,
             triggers,
             watched: Mutex::new(HashMap::new()),
             referrers: Arc::new(Mutex::new(HashMap::new())),
@@ -117,32 +115,20 @@ where
         });
     }
 
-    /// Starts watching a kind, unless already watched.
+    /// Starts following a kind, unless already followed.
     pub fn watch(&self, kind: &ResolvedKind) {
         let key = (kind.resource.group.clone(), kind.resource.kind.clone());
         let mut watched = self.watched.lock().expect("watched lock");
         if watched.contains_key(&key) {
             return;
         }
-        tracing::debug!(kind = %kind.resource.kind, group = %kind.resource.group, "Watching provider kind");
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
+        let mut events = self.external.subscribe(kind);
         let triggers = self.triggers.clone();
         let referrers = self.referrers.clone();
         let group = kind.resource.group.clone();
         let resource_kind = kind.resource.kind.clone();
         let task = tokio::spawn(async move {
-            let mut events = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .touched_objects()
-                .boxed();
-            while let Some(event) = events.next().await {
-                let object = match event {
-                    Ok(object) => object,
-                    Err(error) => {
-                        tracing::debug!(%error, kind = %resource_kind, "Provider kind watch failed, retrying");
-                        continue;
-                    }
-                };
+            while let Some(object) = events.next().await {
                 let namespace = object.namespace().unwrap_or_default();
                 let mut targets: HashSet<ObjectRef<K>> = object
                     .owner_references()
