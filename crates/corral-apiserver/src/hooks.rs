@@ -36,7 +36,10 @@ pub fn prepare_create(target: &Target, object: &mut Value) -> Result<(), ApiErro
                 list.push(json!(crd::CLEANUP_FINALIZER));
             }
         }
+    } else if let Some(kind) = crate::webhook::configuration_kind(target) {
+        crate::webhook::prepare(kind, object);
     } else if is(target, "", "secrets") {
+        merge_string_data(object);
         let map = object.as_object_mut().unwrap();
         let empty_type = map
             .get("type")
@@ -47,6 +50,37 @@ pub fn prepare_create(target: &Target, object: &mut Value) -> Result<(), ApiErro
         }
     }
     Ok(())
+}
+
+/// A Secret's `stringData` is write-only: its entries are base64-encoded into `data` (taking
+/// precedence over `data` entries of the same key) and the field is dropped, as kube-apiserver
+/// does.
+fn merge_string_data(secret: &mut Value) {
+    use base64::Engine;
+    let Some(map) = secret.as_object_mut() else {
+        return;
+    };
+    let Some(string_data) = map.remove("stringData") else {
+        return;
+    };
+    let Some(entries) = string_data.as_object() else {
+        return;
+    };
+    let data = map.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    let data = data.as_object_mut().expect("just made an object");
+    for (key, value) in entries {
+        let text = match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        data.insert(
+            key.clone(),
+            json!(base64::engine::general_purpose::STANDARD.encode(text)),
+        );
+    }
 }
 
 /// Server-set fields of an updated object.
@@ -68,7 +102,10 @@ pub fn prepare_update(target: &Target, current: &Value, new: &mut Value) -> Resu
         }
     } else if is_crds(target) {
         crd::prepare(new, Some(current));
+    } else if let Some(kind) = crate::webhook::configuration_kind(target) {
+        crate::webhook::prepare(kind, new);
     } else if is(target, "", "secrets") {
+        merge_string_data(new);
         let old_type = current.get("type").cloned();
         let map = new.as_object_mut().unwrap();
         if map
@@ -97,6 +134,8 @@ pub fn validate(
         if let Some(old) = old {
             causes.extend(crd::validate_update(old, object));
         }
+    } else if let Some(kind) = crate::webhook::configuration_kind(target) {
+        causes.extend(crate::webhook::validate_configuration(kind, object));
     } else if is(target, "", "secrets") {
         use base64::Engine;
         if let Some(data) = object.get("data") {
@@ -202,11 +241,16 @@ pub async fn after_write(state: &ApiState, target: &Target, object: &Value) {
         if let Some(name) = object::name(object) {
             namespaces::start_cleanup(state.self_handle(), name.to_string());
         }
+    } else if let Some(kind) = crate::webhook::configuration_kind(target) {
+        crate::webhook::after_write(state, kind, object);
     }
 }
 
 /// Effects of a successful delete on the server itself.
 pub async fn after_delete(state: &ApiState, target: &Target, object: &Value) {
+    if let Some(kind) = crate::webhook::configuration_kind(target) {
+        crate::webhook::after_delete(state, kind, object);
+    }
     if is_crds(target) {
         let group = object.pointer("/spec/group").and_then(Value::as_str);
         let plural = object.pointer("/spec/names/plural").and_then(Value::as_str);

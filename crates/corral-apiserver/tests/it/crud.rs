@@ -412,7 +412,55 @@ async fn events_are_one_resource_in_two_apis(server: TestServer) {
     assert_eq!(event["regarding"]["name"], "p");
 }
 
+async fn built_in_kinds_refuse_or_drop_unknown_fields(server: TestServer) {
+    let path = "/api/v1/namespaces/default/configmaps";
+    let body = r#"{"metadata":{"name":"c","flavor":"x"},"data":{"a":"1"},"flavor":"mint"}"#;
+    let raw = server
+        .raw(
+            "POST",
+            &format!("{path}?fieldValidation=Strict"),
+            None,
+            body,
+        )
+        .await;
+    assert_eq!(raw.status, 400);
+    let message = raw.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains(
+            r#"strict decoding error: unknown field "flavor", unknown field "metadata.flavor""#
+        ),
+        "{message}"
+    );
+    let raw = server.raw("POST", path, None, body).await;
+    assert_eq!(raw.status, 201, "warned about and dropped by default");
+    let warnings: Vec<_> = raw.headers.get_all("warning").iter().collect();
+    assert_eq!(warnings.len(), 2);
+    let stored = raw.json();
+    assert!(stored.get("flavor").is_none());
+    assert!(stored["metadata"].get("flavor").is_none());
+    assert_eq!(stored["data"]["a"], "1");
+}
+
+async fn secret_string_data_is_merged_into_data(server: TestServer) {
+    let raw = server
+        .post_json(
+            "/api/v1/namespaces/default/secrets",
+            &json!({"metadata": {"name": "s"}, "data": {"a": "b2xk", "b": "Yg=="}, "stringData": {"a": "new"}}),
+        )
+        .await;
+    assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
+    let secret = raw.json();
+    assert!(
+        secret.get("stringData").is_none(),
+        "stringData is write-only"
+    );
+    assert_eq!(secret["data"]["a"], "bmV3", "stringData wins over data");
+    assert_eq!(secret["data"]["b"], "Yg==");
+}
+
 backend_tests!(
+    built_in_kinds_refuse_or_drop_unknown_fields,
+    secret_string_data_is_merged_into_data,
     events_are_one_resource_in_two_apis,
     initial_namespaces_exist,
     config_map_crud,

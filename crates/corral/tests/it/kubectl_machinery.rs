@@ -41,10 +41,6 @@ backend_tests!(
     explain_fields,
     api_resources_and_get_all,
     validation_errors_name_the_field,
-    #[ignore = "server bug: built-in kinds accept unknown fields under fieldValidation=Strict \
-                (POST /api/v1/namespaces/default/configmaps?fieldValidation=Strict with a \
-                top-level `flavor` answers 201 and stores `flavor`; kube-apiserver answers \
-                400 `strict decoding error: unknown field \"flavor\"`)"]
     configmap_unknown_field_refused,
 );
 
