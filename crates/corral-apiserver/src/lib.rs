@@ -36,7 +36,6 @@ pub mod strategic_merge;
 mod table;
 mod watch;
 pub mod watch_cache;
-mod webhook;
 
 pub use error::ApiError;
 pub use server::{ApiState, Server, ServerConfig, serve_request};
