@@ -13,6 +13,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use corral_apiserver::{Server, ServerConfig};
 use corral_store::DynStore;
 
+mod up;
+
 #[derive(Parser)]
 #[command(name = "corral", version, about = "Cluster API, in Rust")]
 struct Cli {
@@ -22,8 +24,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the Kubernetes-compatible API server.
+    /// Run the whole management plane: API server, Cluster API CRDs, controllers and the
+    /// in-memory infrastructure provider.
+    Up(UpArgs),
+    /// Run the Kubernetes-compatible API server only.
     Apiserver(ApiserverArgs),
+}
+
+#[derive(clap::Args)]
+struct UpArgs {
+    #[command(flatten)]
+    server: ApiserverArgs,
+    /// Also create a demo cluster (3 control plane machines and 3 workers, in-memory) and show
+    /// its machines until they are Running.
+    #[arg(long)]
+    demo: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -75,6 +90,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Apiserver(args) => apiserver(args).await,
+            Command::Up(args) => up_command(args).await,
         }
     });
     match result {
@@ -131,6 +147,52 @@ fn write_kubeconfig(data_dir: &Path, server_url: &str) -> anyhow::Result<PathBuf
 }
 
 async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
+    let server = start_apiserver(&args).await?;
+    shutdown_signal().await;
+    tracing::info!("Shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn up_command(args: UpArgs) -> anyhow::Result<()> {
+    let server = start_apiserver(&args.server).await?;
+    let config = kube::Config::new(server.url().parse().context("the server URL")?);
+    let client = kube::Client::try_from(config).context("building a client for the API server")?;
+    up::install_crds(&client).await?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        let mut stopped = stopped;
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    let controllers = up::start_controllers(client.clone(), shutdown);
+    println!(
+        "Corral is up. To use it:\n  export KUBECONFIG={}",
+        args.server.data_dir.join("kubeconfig").display()
+    );
+    if args.demo {
+        up::create_demo(&client, "demo").await?;
+        tokio::select! {
+            result = up::show_until_ready(&client, "demo") => result?,
+            _ = shutdown_signal() => {
+                let _ = stop.send(true);
+                let _ = controllers.await;
+                server.shutdown().await;
+                return Ok(());
+            }
+        }
+        println!("Try: kubectl get clusters,machinedeployments,machines");
+    }
+    shutdown_signal().await;
+    tracing::info!("Shutting down");
+    let _ = stop.send(true);
+    let _ = controllers.await;
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Starts the API server of `args` and writes its kubeconfig.
+async fn start_apiserver(args: &ApiserverArgs) -> anyhow::Result<Server> {
     if !args.listen.ip().is_loopback() {
         bail!(
             "refusing to listen on {}: only loopback addresses are allowed until TLS and authentication are available (use 127.0.0.1 or ::1)",
@@ -143,7 +205,7 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
             args.data_dir.display()
         )
     })?;
-    let store = open_store(&args).await?;
+    let store = open_store(args).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -158,10 +220,7 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
         "Corral API server listening on {}",
         server.url()
     );
-    shutdown_signal().await;
-    tracing::info!("Shutting down");
-    server.shutdown().await;
-    Ok(())
+    Ok(server)
 }
 
 async fn shutdown_signal() {

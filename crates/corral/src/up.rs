@@ -1,0 +1,271 @@
+//! `corral up`: the whole management plane in one process — the API server, the Cluster API
+//! CRDs, the core controllers and the in-memory infrastructure provider — and, with `--demo`,
+//! a demo cluster whose machines come up on screen.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+
+/// The field manager of everything `corral up` writes.
+const FIELD_MANAGER: &str = "corral-up";
+
+/// Creates or updates the Cluster API and in-memory provider CRDs.
+pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
+    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crd_resource());
+    let all = corral_api::crds()
+        .into_iter()
+        .chain(corral_infra_inmemory::crds());
+    for crd in all {
+        let mut value = serde_json::to_value(&crd).context("serializing a CRD")?;
+        value["apiVersion"] = json!("apiextensions.k8s.io/v1");
+        value["kind"] = json!("CustomResourceDefinition");
+        let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
+        crds.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&value),
+        )
+        .await
+        .with_context(|| format!("installing the CRD {name}"))?;
+    }
+    Ok(())
+}
+
+fn crd_resource() -> ApiResource {
+    ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    }
+}
+
+/// Starts the controllers and the in-memory provider; they stop when `shutdown` resolves.
+pub fn start_controllers(
+    client: kube::Client,
+    shutdown: impl std::future::Future<Output = ()> + Send + Clone + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let cloud = Arc::new(corral_infra_inmemory::cloud::InProcessCloud::new());
+    let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
+    let controllers =
+        corral_controllers::run(client, corral_controllers::Config::default(), shutdown);
+    tokio::spawn(async move {
+        let (_, result) = tokio::join!(provider, controllers);
+        if let Err(error) = result {
+            tracing::error!(error = %error, "The controllers stopped");
+        }
+    })
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The demo cluster: in-memory infrastructure, three control plane machines and a
+/// MachineDeployment of three workers. Until a control plane provider exists, the control plane
+/// is machine-based (Machines labelled as control plane, as upstream supports without a
+/// `controlPlaneRef`), and bootstrap data is a fixed Secret.
+fn demo_objects(name: &str) -> Vec<(ApiResource, Value)> {
+    let infra = "infrastructure.cluster.x-k8s.io";
+    let core = "cluster.x-k8s.io";
+    let version = "v1.32.0";
+    let machine_provisioning = json!({
+        "vm": {"provisioning": {"startupDuration": "2s", "startupJitter": "0.2"}},
+        "node": {"provisioning": {"startupDuration": "1s", "startupJitter": "0.2"}},
+        "apiServer": {"provisioning": {"startupDuration": "1s", "startupJitter": "0.2"}},
+        "etcd": {"provisioning": {"startupDuration": "1s", "startupJitter": "0.2"}},
+    });
+    let mut objects = vec![
+        (
+            resource("", "v1", "Secret", "secrets"),
+            json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": format!("{name}-bootstrap"),
+                             "labels": {"cluster.x-k8s.io/cluster-name": name}},
+                "type": "cluster.x-k8s.io/secret",
+                "stringData": {"value": "#cloud-config\n# simulated machines boot without bootstrap data\n", "format": "cloud-config"},
+            }),
+        ),
+        (
+            resource(infra, "v1beta2", "DevCluster", "devclusters"),
+            json!({
+                "apiVersion": format!("{infra}/v1beta2"), "kind": "DevCluster",
+                "metadata": {"name": name},
+                "spec": {"backend": {"inMemory": {}}},
+            }),
+        ),
+        (
+            resource(core, "v1beta2", "Cluster", "clusters"),
+            json!({
+                "apiVersion": format!("{core}/v1beta2"), "kind": "Cluster",
+                "metadata": {"name": name},
+                "spec": {
+                    "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}},
+                    "infrastructureRef": {"apiGroup": infra, "kind": "DevCluster", "name": name},
+                },
+            }),
+        ),
+        (
+            resource(
+                infra,
+                "v1beta2",
+                "DevMachineTemplate",
+                "devmachinetemplates",
+            ),
+            json!({
+                "apiVersion": format!("{infra}/v1beta2"), "kind": "DevMachineTemplate",
+                "metadata": {"name": format!("{name}-md-0")},
+                "spec": {"template": {"spec": {"backend": {"inMemory": machine_provisioning}}}},
+            }),
+        ),
+        (
+            resource(core, "v1beta2", "MachineDeployment", "machinedeployments"),
+            json!({
+                "apiVersion": format!("{core}/v1beta2"), "kind": "MachineDeployment",
+                "metadata": {"name": format!("{name}-md-0")},
+                "spec": {
+                    "clusterName": name,
+                    "replicas": 3,
+                    "selector": {"matchLabels": {"demo.corral.dev/pool": "md-0"}},
+                    "template": {
+                        "metadata": {"labels": {"demo.corral.dev/pool": "md-0"}},
+                        "spec": {
+                            "clusterName": name,
+                            "version": version,
+                            "bootstrap": {"dataSecretName": format!("{name}-bootstrap")},
+                            "infrastructureRef": {"apiGroup": infra, "kind": "DevMachineTemplate", "name": format!("{name}-md-0")},
+                        },
+                    },
+                },
+            }),
+        ),
+    ];
+    for index in 0..3 {
+        let machine = format!("{name}-control-plane-{index}");
+        objects.push((
+            resource(infra, "v1beta2", "DevMachine", "devmachines"),
+            json!({
+                "apiVersion": format!("{infra}/v1beta2"), "kind": "DevMachine",
+                "metadata": {"name": machine, "labels": {"cluster.x-k8s.io/cluster-name": name}},
+                "spec": {"backend": {"inMemory": machine_provisioning}},
+            }),
+        ));
+        objects.push((
+            resource(core, "v1beta2", "Machine", "machines"),
+            json!({
+                "apiVersion": format!("{core}/v1beta2"), "kind": "Machine",
+                "metadata": {"name": machine, "labels": {
+                    "cluster.x-k8s.io/cluster-name": name,
+                    "cluster.x-k8s.io/control-plane": "",
+                }},
+                "spec": {
+                    "clusterName": name,
+                    "version": version,
+                    "bootstrap": {"dataSecretName": format!("{name}-bootstrap")},
+                    "infrastructureRef": {"apiGroup": infra, "kind": "DevMachine", "name": machine},
+                },
+            }),
+        ));
+    }
+    objects
+}
+
+/// Creates (or re-applies) the demo cluster in the `default` namespace.
+pub async fn create_demo(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    for (resource, object) in demo_objects(name) {
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+        let object_name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        api.patch(
+            &object_name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .with_context(|| format!("creating the demo {} {object_name}", resource.kind))?;
+    }
+    Ok(())
+}
+
+/// One line per machine of the cluster: name, phase, and the node it became.
+async fn machine_lines(
+    client: &kube::Client,
+    cluster: &str,
+) -> anyhow::Result<(Vec<String>, bool)> {
+    let machines: Api<corral_api::Machine> = Api::namespaced(client.clone(), "default");
+    let list = machines
+        .list(
+            &kube::api::ListParams::default()
+                .labels(&format!("cluster.x-k8s.io/cluster-name={cluster}")),
+        )
+        .await
+        .context("listing machines")?;
+    let mut rows = BTreeMap::new();
+    let mut all_running = !list.items.is_empty();
+    for machine in &list.items {
+        let name = machine.metadata.name.clone().unwrap_or_default();
+        let status = serde_json::to_value(&machine.status).unwrap_or(Value::Null);
+        let phase = status["phase"].as_str().unwrap_or("Pending").to_string();
+        let node = status["nodeRef"]["name"].as_str().unwrap_or("").to_string();
+        all_running &= phase == "Running";
+        let role = if machine
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("cluster.x-k8s.io/control-plane"))
+        {
+            "control plane"
+        } else {
+            "worker"
+        };
+        rows.insert(
+            name.clone(),
+            format!("  {name:<32} {role:<14} {phase:<12} {node}"),
+        );
+    }
+    Ok((rows.into_values().collect(), all_running))
+}
+
+/// Prints the demo cluster's machines as they change, until all are Running.
+pub async fn show_until_ready(client: &kube::Client, cluster: &str) -> anyhow::Result<()> {
+    let mut last = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
+    loop {
+        let (lines, ready) = machine_lines(client, cluster).await?;
+        if lines != last {
+            println!("Cluster {cluster}:");
+            println!("  {:<32} {:<14} {:<12} NODE", "MACHINE", "ROLE", "PHASE");
+            for line in &lines {
+                println!("{line}");
+            }
+            last = lines;
+        }
+        if ready {
+            println!("Cluster {cluster} is up: every machine is Running.");
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "the demo cluster was not ready after 5 minutes; see `kubectl get machines`"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
