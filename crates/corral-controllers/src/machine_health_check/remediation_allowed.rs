@@ -14,6 +14,8 @@
 //!
 //! "Unhealthy" counts every target that is not healthy, including those not yet judged (no
 //! Node yet, a condition within its timeout): upstream's `expectedMachines − currentHealthy`.
+//! The message, though, counts only the targets judged unhealthy, as upstream's does
+//! (`len(unhealthy)`); the two differ while some targets are not yet judged.
 
 use corral_api::MachineHealthCheckRemediationTriggerIf;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -22,6 +24,17 @@ use crate::machine_deployment::int_or_percent::{IntOrPercentError, display, scal
 
 #[cfg(test)]
 mod tests;
+
+/// How a MachineHealthCheck's targets were judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetCounts {
+    /// All targets (`status.expectedMachines`).
+    pub expected: i32,
+    /// The healthy ones (`status.currentHealthy`).
+    pub healthy: i32,
+    /// The ones judged unhealthy; those neither healthy nor unhealthy are not yet judged.
+    pub unhealthy: i32,
+}
 
 /// The answer of [`compute_remediation_allowed`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,13 +69,15 @@ pub enum RemediationAllowedError {
     },
 }
 
-/// Whether a MachineHealthCheck with `total_targets` targets, `unhealthy` of which are not
-/// healthy, may remediate under `trigger_if`.
+/// Whether a MachineHealthCheck whose targets were judged as `counts` says may remediate
+/// under `trigger_if`.
 pub fn compute_remediation_allowed(
-    total_targets: i32,
-    unhealthy: i32,
+    counts: TargetCounts,
     trigger_if: &MachineHealthCheckRemediationTriggerIf,
 ) -> Result<RemediationAllowance, RemediationAllowedError> {
+    let total_targets = counts.expected;
+    let not_healthy = counts.expected - counts.healthy;
+    let unhealthy = counts.unhealthy;
     if let Some(range) = trigger_if
         .unhealthy_in_range
         .as_deref()
@@ -70,7 +85,7 @@ pub fn compute_remediation_allowed(
     {
         let (min, max) = parse_unhealthy_range(range)?;
         let (min, max) = (i64::from(min), i64::from(max));
-        let count = i64::from(unhealthy);
+        let count = i64::from(not_healthy);
         if (min..=max).contains(&count) {
             return Ok(allowed(max - count));
         }
@@ -79,8 +94,8 @@ pub fn compute_remediation_allowed(
         )));
     }
     let threshold = max_unhealthy(trigger_if, total_targets)?;
-    if unhealthy <= threshold {
-        return Ok(allowed(i64::from(threshold) - i64::from(unhealthy)));
+    if not_healthy <= threshold {
+        return Ok(allowed(i64::from(threshold) - i64::from(not_healthy)));
     }
     let written = trigger_if
         .unhealthy_less_than_or_equal_to

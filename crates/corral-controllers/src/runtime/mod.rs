@@ -22,6 +22,7 @@
 //! [`run_controller`]; [`run`] starts it.
 
 pub mod backoff;
+pub mod clock;
 pub mod patch;
 pub mod triggers;
 
@@ -49,6 +50,7 @@ use crate::cluster_cache::{ClusterCache, ClusterCacheConfig};
 use crate::external::ExternalObjects;
 
 pub use backoff::Backoff;
+pub use clock::Clock;
 
 /// The name controllers report events under (`reportingController`).
 pub const REPORTING_CONTROLLER: &str = "corral";
@@ -73,6 +75,8 @@ pub struct Config {
     pub remote_conditions_grace_period: Duration,
     /// Connections to workload clusters.
     pub cluster_cache: ClusterCacheConfig,
+    /// The time timeouts are judged by (MachineHealthCheck timeouts); tests move it forward.
+    pub clock: Clock,
 }
 
 impl Default for Config {
@@ -84,6 +88,7 @@ impl Default for Config {
             remote_connection_grace_period: Duration::from_secs(50),
             remote_conditions_grace_period: Duration::from_secs(300),
             cluster_cache: ClusterCacheConfig::default(),
+            clock: Clock::default(),
         }
     }
 }
@@ -363,8 +368,9 @@ pub async fn run(
     let cache = context.cluster_cache().clone().run(shutdown.clone());
     let clusters = crate::cluster::run(context.clone(), shutdown.clone());
     let machines = crate::machine::run(context.clone(), shutdown.clone());
+    let health_checks = crate::machine_health_check::run(context.clone(), shutdown.clone());
     tracing::info!("Controllers started");
-    futures::join!(cache, clusters, machines);
+    futures::join!(cache, clusters, machines, health_checks);
     tracing::info!("Controllers stopped");
     Ok(())
 }

@@ -5,4 +5,5 @@
 mod cluster;
 mod cluster_cache;
 mod machine;
+mod machine_health_check;
 mod support;

@@ -152,6 +152,8 @@ pub struct Harness {
     pub env: TestEnv,
     pub client: kube::Client,
     pub namespace: String,
+    /// The controllers' clock, to move timeouts forward instead of sleeping.
+    pub clock: corral_controllers::runtime::Clock,
     stop: Option<oneshot::Sender<()>>,
     controllers: Option<JoinHandle<()>>,
     workloads: Vec<TestEnv>,
@@ -180,8 +182,10 @@ impl Harness {
         let client = env.client.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let run_client = client.clone();
+        let config = test_config();
+        let clock = config.clock.clone();
         let controllers = tokio::spawn(async move {
-            corral_controllers::run(run_client, test_config(), async move {
+            corral_controllers::run(run_client, config, async move {
                 let _ = stopped.await;
             })
             .await
@@ -191,6 +195,7 @@ impl Harness {
             env,
             client,
             namespace: "default".into(),
+            clock,
             stop: Some(stop),
             controllers: Some(controllers),
             workloads: Vec::new(),

@@ -22,6 +22,15 @@ fn in_range(range: &str) -> MachineHealthCheckRemediationTriggerIf {
     }
 }
 
+/// `expected` targets, `not_healthy` of them judged unhealthy and the others healthy.
+fn all_judged(expected: i32, not_healthy: i32) -> TargetCounts {
+    TargetCounts {
+        expected,
+        healthy: expected - not_healthy,
+        unhealthy: not_healthy,
+    }
+}
+
 fn percent(text: &str) -> Option<IntOrString> {
     Some(IntOrString::String(text.into()))
 }
@@ -83,8 +92,7 @@ fn upstream_is_allowed_remediation() {
     ];
     for (description, value, expected, healthy, allowed) in cases {
         let result = compute_remediation_allowed(
-            expected,
-            expected - healthy,
+            all_judged(expected, expected - healthy),
             &less_than_or_equal_to(value),
         );
         // Upstream's isAllowedRemediation answers false with its error; here the error is the
@@ -131,7 +139,9 @@ fn upstream_reconcile_short_circuit_cases() {
     // "it marks unhealthy machines as unhealthy but not for remediation when the unhealthy
     // Machines exceed UnhealthyLessThanOrEqualTo": 40% of 3 is 1.
     assert_eq!(
-        compute_remediation_allowed(3, 2, &less_than_or_equal_to(percent("40%"))),
+        compute_remediation_allowed(
+            all_judged(3, 2),
+            &less_than_or_equal_to(percent("40%"))),
         Ok(RemediationAllowance {
             allowed: false,
             remediations_allowed: 0,
@@ -144,7 +154,7 @@ fn upstream_reconcile_short_circuit_cases() {
     // "it marks unhealthy machines for remediation when number of unhealthy machines is within
     // unhealthyRange".
     assert_eq!(
-        compute_remediation_allowed(3, 1, &in_range("[1-3]")),
+        compute_remediation_allowed(all_judged(3, 1), &in_range("[1-3]")),
         Ok(RemediationAllowance {
             allowed: true,
             remediations_allowed: 2,
@@ -154,7 +164,9 @@ fn upstream_reconcile_short_circuit_cases() {
     // "it marks unhealthy machines as unhealthy but not for remediation when the unhealthy
     // Machines is not within UnhealthyInRange".
     assert_eq!(
-        compute_remediation_allowed(3, 2, &in_range("[3-5]")),
+        compute_remediation_allowed(
+            all_judged(3, 2),
+            &in_range("[3-5]")),
         Ok(RemediationAllowance {
             allowed: false,
             remediations_allowed: 0,
@@ -170,7 +182,7 @@ fn upstream_reconcile_short_circuit_cases() {
 fn remediations_allowed_is_the_room_left() {
     let unset = less_than_or_equal_to(None);
     assert_eq!(
-        compute_remediation_allowed(5, 0, &unset)
+        compute_remediation_allowed(all_judged(5, 0), &unset)
             .unwrap()
             .remediations_allowed,
         5,
@@ -178,13 +190,13 @@ fn remediations_allowed_is_the_room_left() {
     );
     let two = less_than_or_equal_to(Some(IntOrString::Int(2)));
     assert_eq!(
-        compute_remediation_allowed(5, 2, &two)
+        compute_remediation_allowed(all_judged(5, 2), &two)
             .unwrap()
             .remediations_allowed,
         0
     );
     assert_eq!(
-        compute_remediation_allowed(5, 1, &two)
+        compute_remediation_allowed(all_judged(5, 1), &two)
             .unwrap()
             .remediations_allowed,
         1
@@ -192,7 +204,7 @@ fn remediations_allowed_is_the_room_left() {
     // No targets, nothing unhealthy: allowed, with no room under a percentage.
     let forty = less_than_or_equal_to(percent("40%"));
     assert_eq!(
-        compute_remediation_allowed(0, 0, &forty),
+        compute_remediation_allowed(all_judged(0, 0), &forty),
         Ok(RemediationAllowance {
             allowed: true,
             remediations_allowed: 0,
@@ -201,7 +213,7 @@ fn remediations_allowed_is_the_room_left() {
     );
     // The default's message names 100%.
     assert!(
-        compute_remediation_allowed(2, 3, &unset)
+        compute_remediation_allowed(all_judged(2, 3), &unset)
             .unwrap()
             .message
             .unwrap()
@@ -217,7 +229,7 @@ fn the_range_takes_precedence_and_includes_its_bounds() {
     };
     for (unhealthy, allowed) in [(1, false), (2, true), (4, true), (5, false)] {
         assert_eq!(
-            compute_remediation_allowed(10, unhealthy, &both)
+            compute_remediation_allowed(all_judged(10, unhealthy), &both)
                 .unwrap()
                 .allowed,
             allowed,
@@ -229,7 +241,11 @@ fn the_range_takes_precedence_and_includes_its_bounds() {
         unhealthy_less_than_or_equal_to: Some(IntOrString::Int(1)),
         unhealthy_in_range: Some(String::new()),
     };
-    assert!(!compute_remediation_allowed(3, 2, &empty).unwrap().allowed);
+    assert!(
+        !compute_remediation_allowed(all_judged(3, 2), &empty)
+            .unwrap()
+            .allowed
+    );
 }
 
 #[test]
@@ -238,12 +254,12 @@ fn malformed_ranges_are_errors() {
         "1-3", "[1-3", "[13]", "[a-3]", "[1-b]", "[-1-3]", "[+1-3]", "[1-]", "[]",
     ] {
         assert_eq!(
-            compute_remediation_allowed(3, 1, &in_range(range)),
+            compute_remediation_allowed(all_judged(3, 1), &in_range(range)),
             Err(RemediationAllowedError::ParseUnhealthyInRange(range.into())),
             "{range}"
         );
     }
-    let reversed = compute_remediation_allowed(3, 1, &in_range("[5-3]")).unwrap_err();
+    let reversed = compute_remediation_allowed(all_judged(3, 1), &in_range("[5-3]")).unwrap_err();
     assert_eq!(
         reversed,
         RemediationAllowedError::UnhealthyInRangeReversed { min: 5, max: 3 }
@@ -251,5 +267,34 @@ fn malformed_ranges_are_errors() {
     assert_eq!(
         reversed.to_string(),
         "max value 3 cannot be less than min value 5 for unhealthyRange"
+    );
+}
+
+#[test]
+fn the_message_counts_only_targets_judged_unhealthy() {
+    // Upstream decides on expectedMachines − currentHealthy (here 3 − 0) but prints
+    // len(unhealthy): a target without a Node yet weighs against the bound without being
+    // called unhealthy.
+    let counts = TargetCounts {
+        expected: 3,
+        healthy: 0,
+        unhealthy: 2,
+    };
+    let result =
+        compute_remediation_allowed(counts, &less_than_or_equal_to(Some(IntOrString::Int(2))))
+            .unwrap();
+    assert!(!result.allowed);
+    assert_eq!(
+        result.message.as_deref(),
+        Some(
+            "Remediation is not allowed, the number of not started or unhealthy machines exceeds maxUnhealthy (total: 3, unhealthy: 2, maxUnhealthy: 2)"
+        )
+    );
+    let result = compute_remediation_allowed(counts, &in_range("[1-2]")).unwrap();
+    assert_eq!(
+        result.message.as_deref(),
+        Some(
+            "Remediation is not allowed, the number of not started or unhealthy machines does not fall within the range (total: 3, unhealthy: 2, unhealthyRange: [1-2])"
+        )
     );
 }
