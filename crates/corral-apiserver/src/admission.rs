@@ -39,12 +39,14 @@ pub struct Request<'a> {
 /// Admits `object` (possibly changing it) or refuses the write. Returns the warnings to send
 /// back in `Warning` headers.
 pub async fn admit(
-    _state: &ApiState,
+    state: &ApiState,
     request: &Request<'_>,
     object: &mut Value,
 ) -> Result<Vec<String>, ApiError> {
-    let mut warnings = crate::schema::admit(request, object)?;
+    let mut warnings = crate::webhook::mutate(state, request, object).await?;
+    warnings.extend(crate::schema::admit(request, object)?);
     warnings.extend(crate::builtin_fields::admit(request, object)?);
+    warnings.extend(crate::webhook::validate(state, request, object).await?);
     Ok(warnings)
 }
 

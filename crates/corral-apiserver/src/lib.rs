@@ -36,6 +36,7 @@ pub mod strategic_merge;
 mod table;
 mod watch;
 pub mod watch_cache;
+mod webhook;
 
 pub use error::ApiError;
 pub use server::{ApiState, Server, ServerConfig, serve_request};

@@ -292,5 +292,21 @@ pub fn builtins() -> Vec<ResourceInfo> {
         },
         builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
         crds,
+        builtin(
+            "admissionregistration.k8s.io",
+            "v1",
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            false,
+            &[],
+        ),
+        builtin(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            false,
+            &[],
+        ),
     ]
 }

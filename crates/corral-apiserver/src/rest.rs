@@ -1047,6 +1047,7 @@ pub async fn delete(
                 ));
             }
         }
+        crate::webhook::admit_delete(state, target, name, &current, options).await?;
         // The garbage collector's finalizers follow the propagation policy, also on an
         // object already being deleted.
         let collector_finalizers = crate::gc::finalizers_after_delete(

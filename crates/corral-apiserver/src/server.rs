@@ -52,6 +52,8 @@ pub struct ApiState {
     pub(crate) cleanups: Mutex<HashSet<String>>,
     /// The garbage collector; see `gc.rs`.
     pub(crate) gc: crate::gc::Collector,
+    /// The admission webhook configurations, compiled; see `webhook/`.
+    pub(crate) webhooks: crate::webhook::Webhooks,
     this: Weak<ApiState>,
 }
 
@@ -68,12 +70,14 @@ impl ApiState {
             config,
             cleanups: Mutex::new(HashSet::new()),
             gc: crate::gc::Collector::new(),
+            webhooks: Default::default(),
             this: this.clone(),
         });
         namespaces::ensure_initial(&state).await?;
         load_crds(&state).await?;
         namespaces::resume_cleanups(&state).await?;
         follow_crds(&state).await?;
+        crate::webhook::start(&state).await?;
         crate::gc::start(&state);
         if let Some(interval) = state.config.compaction_interval {
             tokio::spawn(compact_periodically(Arc::downgrade(&state), interval));

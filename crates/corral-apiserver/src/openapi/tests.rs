@@ -47,6 +47,7 @@ fn the_index_links_every_group_version_by_hash() {
     let paths = index["paths"].as_object().unwrap();
     for path in [
         "api/v1",
+        "apis/admissionregistration.k8s.io/v1",
         "apis/apiextensions.k8s.io/v1",
         "apis/coordination.k8s.io/v1",
         "apis/events.k8s.io/v1",
@@ -58,7 +59,7 @@ fn the_index_links_every_group_version_by_hash() {
             format!("/openapi/v3/{path}?hash={etag}")
         );
     }
-    assert_eq!(paths.len(), 5);
+    assert_eq!(paths.len(), 6);
 }
 
 #[test]

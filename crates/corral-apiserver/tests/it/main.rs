@@ -46,3 +46,4 @@ mod gc;
 mod runtime;
 mod schema;
 mod watch;
+mod webhooks;
