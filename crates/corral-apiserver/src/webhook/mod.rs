@@ -81,6 +81,17 @@ impl Webhooks {
         self.inner.read().unwrap().snapshot.clone()
     }
 
+    /// The configurations of a kind that currently exist.
+    fn names(&self, kind: Kind) -> Vec<String> {
+        let inner = self.inner.read().unwrap();
+        inner
+            .configurations
+            .iter()
+            .filter(|((k, _), (_, webhooks))| *k == kind && webhooks.is_some())
+            .map(|((_, name), _)| name.clone())
+            .collect()
+    }
+
     /// Records the state of a configuration at `revision` (`None`: deleted). News older
     /// than what was already seen of that configuration is ignored.
     fn observe(&self, kind: Kind, name: &str, revision: Revision, object: Option<&Value>) {
@@ -121,56 +132,97 @@ impl Webhooks {
 /// other sharing the store) until the state is dropped.
 pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
     for kind in [Kind::Mutating, Kind::Validating] {
-        let prefix = kind.key_prefix();
-        // The cacher first: it replays history from before the read, so no change between
-        // the read and the subscription is missed.
-        let cacher = state.hub.cacher(&prefix).await?;
-        let page = state
-            .store
-            .range(RangeRequest {
-                prefix: prefix.clone(),
-                ..Default::default()
-            })
-            .await?;
-        for kv in &page.kvs {
-            let configuration = object::decode_stored(kv)?;
-            let name = object::name(&configuration).unwrap_or("");
-            state
-                .webhooks
-                .observe(kind, name, kv.mod_revision, Some(&configuration));
+        let subscription = load(state, kind).await?;
+        tokio::spawn(follow(Arc::downgrade(state), kind, subscription));
+    }
+    Ok(())
+}
+
+/// Reads every configuration of a kind into the cache and subscribes to the changes after
+/// that read. A configuration the read no longer finds counts as deleted then.
+async fn load(
+    state: &ApiState,
+    kind: Kind,
+) -> Result<Option<crate::watch_cache::Subscription>, ApiError> {
+    let prefix = kind.key_prefix();
+    // The cacher first: it replays history from before the read, so no change between the
+    // read and the subscription is missed.
+    let cacher = state.hub.cacher(&prefix).await?;
+    let page = state
+        .store
+        .range(RangeRequest {
+            prefix: prefix.clone(),
+            ..Default::default()
+        })
+        .await?;
+    let mut listed = HashSet::new();
+    for kv in &page.kvs {
+        let configuration = object::decode_stored(kv)?;
+        let name = object::name(&configuration).unwrap_or("").to_string();
+        state
+            .webhooks
+            .observe(kind, &name, kv.mod_revision, Some(&configuration));
+        listed.insert(name);
+    }
+    for name in state.webhooks.names(kind) {
+        if !listed.contains(&name) {
+            state.webhooks.observe(kind, &name, page.revision, None);
         }
-        let mut subscription = match cacher.subscribe(page.revision) {
-            Ok(subscription) => subscription,
-            Err(error) => {
-                tracing::warn!(
-                    prefix,
-                    requested = error.requested,
-                    oldest = error.oldest,
-                    "Following webhook configurations failed; changes by other servers will not be seen"
-                );
-                continue;
-            }
-        };
-        let weak = Arc::downgrade(state);
-        tokio::spawn(async move {
-            let backlog = std::mem::take(&mut subscription.backlog);
+    }
+    match cacher.subscribe(page.revision) {
+        Ok(subscription) => Ok(Some(subscription)),
+        Err(error) => {
+            tracing::warn!(
+                prefix,
+                requested = error.requested,
+                oldest = error.oldest,
+                "Subscribing to webhook configuration changes failed"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Applies the changes of a subscription; when it ends (the watch cache dropped or expired
+/// it) while the server lives, reads everything again and resubscribes.
+async fn follow(
+    state: std::sync::Weak<ApiState>,
+    kind: Kind,
+    mut subscription: Option<crate::watch_cache::Subscription>,
+) {
+    let retry = std::time::Duration::from_secs(1);
+    loop {
+        if let Some(mut current) = subscription.take() {
+            let backlog = std::mem::take(&mut current.backlog);
             let mut backlog = backlog.into_iter();
             loop {
                 let event = match backlog.next() {
                     Some(event) => event,
-                    None => match subscription.receiver.recv().await {
+                    None => match current.receiver.recv().await {
                         Some(event) => event,
-                        None => return,
+                        None => break,
                     },
                 };
-                let Some(state) = weak.upgrade() else { return };
+                let Some(state) = state.upgrade() else { return };
                 let name = object::name(&event.object).unwrap_or("");
                 let object = (event.kind == EventKind::Put).then_some(&event.object);
                 state.webhooks.observe(kind, name, event.revision, object);
             }
-        });
+        } else {
+            tokio::time::sleep(retry).await;
+        }
+        let Some(state) = state.upgrade() else { return };
+        tracing::debug!(
+            kind = kind.kind(),
+            "Reading webhook configurations again: their watch ended"
+        );
+        match load(&state, kind).await {
+            Ok(resubscribed) => subscription = resubscribed,
+            Err(error) => {
+                tracing::warn!(kind = kind.kind(), %error, "Reading webhook configurations failed");
+            }
+        }
     }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------

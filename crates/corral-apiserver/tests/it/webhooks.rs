@@ -27,6 +27,7 @@ backend_tests!(
     object_selectors_match_new_or_old_labels,
     match_conditions_decide_whether_to_call,
     equivalent_versions_are_sent_in_the_rules_version,
+    configurations_written_elsewhere_are_followed,
 );
 
 /// How long the slow handler takes: longer than the 1 s timeout of the webhooks calling it.
@@ -1050,4 +1051,45 @@ async fn equivalent_versions_are_sent_in_the_rules_version(server: TestServer) {
     );
     assert_eq!(request["object"]["apiVersion"], "example.com/v1beta1");
     assert!(hooks.requests("/deny").is_empty());
+}
+
+/// Whether a dry-run create of a ConfigMap is refused, polled until it is `refused`.
+async fn wait_until_refused(server: &TestServer, namespace: &str, refused: bool) {
+    let path = format!("{}?dryRun=All", configmaps(namespace));
+    crate::support::eventually(10, "the webhook configuration to take effect", || async {
+        let raw = server
+            .post_json(&path, &configmap("probe", json!({})))
+            .await;
+        (raw.status == if refused { 400 } else { 201 }).then_some(())
+    })
+    .await;
+}
+
+async fn configurations_written_elsewhere_are_followed(server: TestServer) {
+    let namespace = server.namespace("elsewhere").await;
+    let hooks = WebhookServer::start().await;
+    // Another server sharing the store writes the configuration: this one learns of it
+    // through its watch.
+    let store = server.server.state().store.clone();
+    let key = "/registry/admissionregistration.k8s.io/validatingwebhookconfigurations/elsewhere";
+    let configuration = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "elsewhere", "uid": "0b5e4d2c-0000-4000-8000-000000000001"},
+        "webhooks": [hooks.webhook("elsewhere.corral.test", "/deny-all", rule(&["CREATE"], &["configmaps"]))],
+    });
+    let revision = store
+        .create(
+            key,
+            Bytes::from(serde_json::to_vec(&configuration).unwrap()),
+        )
+        .await
+        .unwrap();
+    wait_until_refused(&server, &namespace, true).await;
+
+    // A compaction ends every watch; the configurations are read again, and a delete made
+    // while no watch was open is still seen.
+    server.server.compact().await.unwrap();
+    store.delete(key, revision).await.unwrap();
+    wait_until_refused(&server, &namespace, false).await;
 }
