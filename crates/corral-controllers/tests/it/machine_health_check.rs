@@ -677,3 +677,116 @@ async fn deleted_node_is_unhealthy() {
     );
     h.stop().await;
 }
+
+/// Upstream `paused.EnsurePausedCondition`: a paused MachineHealthCheck says so and judges
+/// nothing until unpaused.
+#[tokio::test]
+async fn paused_health_check_judges_nothing_until_unpaused() {
+    let mut h = Harness::start().await;
+    let workload = ready_cluster(&mut h, "prod").await;
+    running_machine(&h, &workload, "m1", "prod").await;
+    set_node_ready(&workload, "m1-node", "False", an_hour_ago()).await;
+    let mut object = json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "MachineHealthCheck",
+        "metadata": {
+            "name": "workers",
+            "annotations": { "cluster.x-k8s.io/paused": "" },
+        },
+        "spec": {
+            "clusterName": "prod",
+            "selector": { "matchLabels": { "pool": "workers" } },
+        },
+    });
+    merge(
+        &mut object,
+        json!({ "spec": { "checks": { "unhealthyNodeConditions": [
+            { "type": "Ready", "status": "False", "timeoutSeconds": 300 },
+        ]}}}),
+    );
+    h.create::<MachineHealthCheck>(object).await;
+    let check = h
+        .wait_for::<MachineHealthCheck>("workers", "the Paused condition", |c| {
+            has_status(check_condition(c, "Paused"), "True")
+        })
+        .await;
+    assert_eq!(
+        check_condition(&check, "Paused").unwrap().message,
+        "MachineHealthCheck has the cluster.x-k8s.io/paused annotation"
+    );
+    assert_eq!(counts(&check), (None, None, None));
+    let machine = h.api::<Machine>().get("m1").await.unwrap();
+    assert!(machine_condition(&machine, "HealthCheckSucceeded").is_none());
+
+    annotate::<MachineHealthCheck>(&h, "workers", "cluster.x-k8s.io/paused", None).await;
+    h.wait_for::<Machine>("m1", "the Machine to be handed over", |m| {
+        has_status(machine_condition(m, "OwnerRemediated"), "False")
+    })
+    .await;
+    let check = h
+        .wait_for::<MachineHealthCheck>("workers", "the Paused condition to clear", |c| {
+            has_status(check_condition(c, "Paused"), "False")
+        })
+        .await;
+    assert_eq!(
+        check_condition(&check, "Paused").unwrap().reason,
+        "NotPaused"
+    );
+    h.stop().await;
+}
+
+/// Upstream "it marks unhealthy machines for remediation when there is one unhealthy Machine
+/// and skips deleting machines": a Machine being deleted is judged, never healthy, and not
+/// handed over.
+#[tokio::test]
+async fn machine_being_deleted_is_judged_but_not_handed_over() {
+    let mut h = Harness::start().await;
+    let workload = ready_cluster(&mut h, "prod").await;
+    running_machine(&h, &workload, "m1", "prod").await;
+    // The hook holds the deletion before the drain, so the Node stays.
+    let hook = "pre-drain.delete.hook.machine.cluster.x-k8s.io/test";
+    annotate::<Machine>(&h, "m1", hook, Some("")).await;
+    set_node_ready(&workload, "m1-node", "Unknown", an_hour_ago()).await;
+    h.api::<Machine>()
+        .delete("m1", &Default::default())
+        .await
+        .expect("the Machine is deleted");
+    h.wait_for::<Machine>("m1", "the deletion to wait for the hook", |m| {
+        machine_condition(m, "Deleting").is_some_and(|d| d.reason == "WaitingForPreDrainHook")
+    })
+    .await;
+
+    health_check(&h, "workers", "prod", json!({})).await;
+    let machine = h
+        .wait_for::<Machine>("m1", "the Machine to fail its health check", |m| {
+            has_status(machine_condition(m, "HealthCheckSucceeded"), "False")
+        })
+        .await;
+    assert_eq!(
+        machine_condition(&machine, "HealthCheckSucceeded")
+            .unwrap()
+            .reason,
+        "UnhealthyNode"
+    );
+    let check = h
+        .wait_for::<MachineHealthCheck>("workers", "the target to be counted", |c| {
+            counts(c) == (Some(1), Some(0), Some(0))
+        })
+        .await;
+    assert!(has_status(
+        check_condition(&check, "RemediationAllowed"),
+        "True"
+    ));
+    let machine = h.api::<Machine>().get("m1").await.unwrap();
+    assert!(machine_condition(&machine, "OwnerRemediated").is_none());
+
+    // Let it go.
+    annotate::<Machine>(&h, "m1", hook, None).await;
+    h.wait_gone::<Machine>("m1", "the Machine to be deleted")
+        .await;
+    h.wait_for::<MachineHealthCheck>("workers", "no targets", |c| {
+        counts(c) == (Some(0), Some(0), Some(0))
+    })
+    .await;
+    h.stop().await;
+}
