@@ -142,6 +142,8 @@ impl PatchMeta for BuiltinPatchMeta {
             ["metadata", "ownerReferences"] => FieldPatchMeta::merge_by("uid"),
             ["metadata", "finalizers"] => FieldPatchMeta::merge_set(),
             ["status", "conditions"] => FieldPatchMeta::merge_by("type"),
+            // Validating- and MutatingWebhookConfigurations.
+            ["webhooks"] => FieldPatchMeta::merge_by("name"),
             _ => FieldPatchMeta::default(),
         }
     }

@@ -387,6 +387,24 @@ async fn configurations_are_validated_and_defaulted(server: TestServer) {
     assert_eq!(webhook["namespaceSelector"], json!({}));
     assert_eq!(webhook["rules"][0]["scope"], "*");
 
+    // kubectl's client-side apply patches webhooks by name (strategic merge).
+    let patch = json!({
+        "$setElementOrder/webhooks": [{"name": "allow.corral.test"}],
+        "webhooks": [{"name": "allow.corral.test", "timeoutSeconds": 5}],
+    });
+    let raw = server
+        .raw(
+            "PATCH",
+            &format!("{MUTATING}/defaults"),
+            Some("application/strategic-merge-patch+json"),
+            serde_json::to_vec(&patch).unwrap(),
+        )
+        .await;
+    assert_eq!(raw.status, 200, "{}", text(&raw));
+    let webhook = &raw.json()["webhooks"][0];
+    assert_eq!(webhook["timeoutSeconds"], 5);
+    assert_eq!(webhook["sideEffects"], "None", "the rest of the webhook stays");
+
     // Discovery lists both resources, cluster-scoped.
     let resources = server
         .get_json("/apis/admissionregistration.k8s.io/v1")
