@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// The system clock, possibly moved forward; clones share the offset.
@@ -25,13 +24,6 @@ impl Clock {
         let offset = SignedDuration::from_nanos(self.offset_nanos.load(Ordering::Relaxed));
         let now = Timestamp::now();
         now.checked_add(offset).unwrap_or(now)
-    }
-
-    /// The current time at the precision conditions are stored with (whole seconds), so that
-    /// what is computed equals what is read back.
-    pub fn now_time(&self) -> Time {
-        let now = self.now();
-        Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
     }
 
     /// Moves the clock forward, for every clone.
