@@ -153,6 +153,7 @@ pub fn library() -> &'static BTreeMap<String, Value> {
         coordination(&mut schemas);
         autoscaling(&mut schemas);
         apiextensions(&mut schemas);
+        schemas.extend(crate::webhook::openapi::schemas());
         schemas
     });
     &LIBRARY
@@ -169,6 +170,12 @@ pub fn builtin_models(group: &str, plural: &str) -> Option<(String, String)> {
         ("coordination.k8s.io", "leases") => (COORDINATION, "Lease"),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             (APIEXTENSIONS, "CustomResourceDefinition")
+        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            (crate::webhook::openapi::PACKAGE, "ValidatingWebhookConfiguration")
+        }
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            (crate::webhook::openapi::PACKAGE, "MutatingWebhookConfiguration")
         }
         _ => return None,
     };

@@ -28,6 +28,7 @@
 
 mod client;
 pub mod config;
+pub mod openapi;
 mod review;
 
 #[cfg(test)]
