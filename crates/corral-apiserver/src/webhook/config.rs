@@ -898,6 +898,7 @@ pub struct MatchCondition {
 }
 
 /// The variables of a match condition, as JSON.
+#[cfg_attr(not(feature = "cel"), allow(dead_code))]
 pub struct ConditionInput<'a> {
     pub object: &'a Value,
     pub old_object: &'a Value,
