@@ -56,6 +56,8 @@ fn known_fields(group: &str, plural: &str) -> Option<&'static [&'static str]> {
         ],
         ("coordination.k8s.io", "leases") => &["spec"],
         ("apiextensions.k8s.io", "customresourcedefinitions") => &["spec", "status"],
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+        | ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => &["webhooks"],
         _ => return None,
     })
 }
