@@ -37,12 +37,12 @@ use corral_api::contract::{
 use corral_api::labels::CLUSTER_NAME;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::runtime::patch::{Part, patch_if_changed};
+use crate::runtime::patch::{Part, object_patch, patch_if_changed};
 use crate::runtime::triggers::AbortOnDrop;
 
 #[cfg(test)]
@@ -531,6 +531,10 @@ impl ExternalObjects {
     /// removed first: the MachineSet or control plane that created an object for a Machine
     /// hands it over to the Machine. Fails when `owner` should be the controller and another
     /// object already is.
+    ///
+    /// As upstream's, the write is a merge patch without a resourceVersion precondition: the
+    /// object may come from the cache, a little behind, and its provider writes it often; the
+    /// labels merge key by key, and the owner list is the one read plus `owner`.
     pub async fn ensure_owner_and_cluster_label(
         &self,
         object: &mut ExternalObject,
@@ -570,7 +574,31 @@ impl ExternalObjects {
         after
             .labels_mut()
             .insert(CLUSTER_NAME.to_owned(), cluster_name.to_owned());
-        self.patch(object, &after).await?;
+        let namespace = object.object.namespace().unwrap_or_default();
+        if let Some(mut patch) = object_patch(&object.object, &after, Part::Main) {
+            if let Some(metadata) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.remove("resourceVersion");
+            }
+            if patch
+                .get("metadata")
+                .is_some_and(|m| m.as_object().is_some_and(|m| m.is_empty()))
+            {
+                return Ok(());
+            }
+            self.api(&object.kind, &namespace)
+                .patch(
+                    &object.name(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .map_err(|source| Error::Patch {
+                    kind: object.kind.resource.kind.clone(),
+                    namespace,
+                    name: object.name(),
+                    source,
+                })?;
+        }
         object.object = after;
         Ok(())
     }

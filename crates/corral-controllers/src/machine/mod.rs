@@ -514,18 +514,40 @@ async fn reconcile(
 
     // Every step runs, as upstream's `doReconcile` does; the first failure is returned.
     let mut result = Ok(());
-    let mut keep = |step: Result<(), Error>| {
+    let keep = |result: &mut Result<(), Error>, step: Result<(), Error>| {
         if result.is_ok() {
-            result = step;
+            *result = step;
         }
     };
     phases::reconcile_owner_and_labels(&mut scope);
-    keep(phases::reconcile_bootstrap(&controller, &mut scope).await);
-    keep(phases::reconcile_infrastructure(&controller, &mut scope).await);
-    keep(node_ref::reconcile_node(&controller, &mut scope).await);
-    keep(phases::reconcile_certificates_expiry(&mut scope).map_err(|e| *e));
-    if deleting {
-        keep(delete::reconcile_delete(&controller, &mut scope).await);
+    keep(
+        &mut result,
+        phases::reconcile_bootstrap(&controller, &mut scope).await,
+    );
+    keep(
+        &mut result,
+        phases::reconcile_infrastructure(&controller, &mut scope).await,
+    );
+    keep(
+        &mut result,
+        node_ref::reconcile_node(&controller, &mut scope).await,
+    );
+    keep(
+        &mut result,
+        phases::reconcile_certificates_expiry(&mut scope).map_err(|e| *e),
+    );
+    // Deletion decides on what the steps above read (is the infrastructure there, is there a
+    // Node): after a lost write race, retry with a fresh read rather than decide on a partial
+    // one.
+    let lost_race = result
+        .as_ref()
+        .err()
+        .is_some_and(|error| runtime::is_conflict(error));
+    if deleting && !lost_race {
+        keep(
+            &mut result,
+            delete::reconcile_delete(&controller, &mut scope).await,
+        );
     }
 
     update_status(&controller, &mut scope, &now);
