@@ -369,8 +369,17 @@ pub async fn run(
     let clusters = crate::cluster::run(context.clone(), shutdown.clone());
     let machines = crate::machine::run(context.clone(), shutdown.clone());
     let health_checks = crate::machine_health_check::run(context.clone(), shutdown.clone());
+    let machine_sets = crate::machine_set::run(context.clone(), shutdown.clone());
+    let machine_deployments = crate::machine_deployment::run(context.clone(), shutdown.clone());
     tracing::info!("Controllers started");
-    futures::join!(cache, clusters, machines, health_checks);
+    futures::join!(
+        cache,
+        clusters,
+        machines,
+        health_checks,
+        machine_sets,
+        machine_deployments
+    );
     tracing::info!("Controllers stopped");
     Ok(())
 }

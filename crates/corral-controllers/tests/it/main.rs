@@ -5,5 +5,7 @@
 mod cluster;
 mod cluster_cache;
 mod machine;
+mod machine_deployment;
 mod machine_health_check;
+mod machine_set;
 mod support;

@@ -375,6 +375,26 @@ impl Harness {
                 .expect("the controllers do not panic");
         }
     }
+
+    /// Kills the controllers mid-flight, as a crash would (reconciles under way are dropped
+    /// wherever they are), and starts a fresh set with empty caches.
+    pub async fn crash_and_restart_controllers(&mut self) {
+        self.stop.take();
+        if let Some(controllers) = self.controllers.take() {
+            controllers.abort();
+            let _ = controllers.await;
+        }
+        let (stop, stopped) = oneshot::channel::<()>();
+        let run_client = self.client.clone();
+        self.controllers = Some(tokio::spawn(async move {
+            corral_controllers::run(run_client, test_config(), async move {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("the controllers start");
+        }));
+        self.stop = Some(stop);
+    }
 }
 
 impl Drop for Harness {

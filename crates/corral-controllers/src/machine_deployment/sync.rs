@@ -1,0 +1,334 @@
+//! Turning a [`RolloutPlan`] into MachineSets (upstream
+//! `createOrUpdateMachineSetsAndSyncMachineDeploymentRevision`, `computeDesiredMS` and
+//! `cleanupDeployment`): each MachineSet gets the MachineDeployment's labels, selector,
+//! annotations and the template fields that change in place, the replicas and bookkeeping
+//! annotations the plan gives it; the current one is created when it does not exist; old ones
+//! without Machines are deleted once the rollout is complete.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use corral_api::annotations::{DESIRED_REPLICAS, MAX_REPLICAS, REVISION};
+use corral_api::labels::{MACHINE_DEPLOYMENT_NAME, MACHINE_DEPLOYMENT_UNIQUE};
+use corral_api::{
+    GROUP, MachineDeployment, MachineSet, MachineSetSpec, MachineTemplateSpec, VERSION,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+
+use super::rollout_planner::{MachineSetPlan, REVISION_HISTORY, RolloutPlan};
+use super::{
+    Error, MachineDeploymentController, REVISION_HISTORY_LIMIT, ROLLBACK_TO_REVISION, Scope,
+};
+use crate::machine_set::naming::fnv32a;
+use crate::runtime::patch::{Part, patch_if_changed};
+
+/// Annotations of the MachineDeployment its MachineSets do not get (upstream
+/// `annotationsToSkip`, plus Corral's requests, which are for the MachineDeployment alone).
+const ANNOTATIONS_NOT_COPIED: &[&str] = &[
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    REVISION_HISTORY,
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    ROLLBACK_TO_REVISION,
+    REVISION_HISTORY_LIMIT,
+];
+
+/// The hash of the fields of a template that call for new Machines (upstream
+/// `hash.Compute(MachineTemplateDeepCopyRolloutFields(...))`); the fields changed in place
+/// are left out, so that changing them keeps the MachineSet.
+pub fn template_hash(template: &MachineTemplateSpec) -> u32 {
+    let mut spec = template.spec.clone();
+    spec.cluster_name = String::new();
+    spec.provider_id = None;
+    spec.min_ready_seconds = None;
+    spec.readiness_gates = Vec::new();
+    spec.deletion = Default::default();
+    spec.taints = Vec::new();
+    let bytes = serde_json::to_vec(&spec).unwrap_or_default();
+    fnv32a(&bytes)
+}
+
+/// The annotations every MachineSet of the MachineDeployment carries (upstream
+/// `MachineSetAnnotationsFromMachineDeployment`), before the plan's own.
+fn annotations_from(machine_deployment: &MachineDeployment) -> BTreeMap<String, String> {
+    machine_deployment
+        .annotations()
+        .iter()
+        .filter(|(key, _)| !ANNOTATIONS_NOT_COPIED.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+/// The MachineSet as the plan wants it: `existing` (or a new one named by the plan) with the
+/// MachineDeployment's labels, selector, annotations and in-place fields, and the plan's
+/// replicas and annotations (upstream `computeDesiredMS`).
+fn desired_machine_set(
+    machine_deployment: &MachineDeployment,
+    existing: Option<&MachineSet>,
+    plan: &MachineSetPlan,
+) -> MachineSet {
+    let template = &machine_deployment.spec.template;
+    let mut machine_set = match existing {
+        Some(existing) => existing.clone(),
+        None => {
+            let suffix = plan.name.rsplit('-').next().unwrap_or_default().to_owned();
+            let unique = format!("{}-{suffix}", template_hash(template));
+            let mut spec = template.spec.clone();
+            spec.cluster_name = machine_deployment.spec.cluster_name.clone();
+            MachineSet {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(plan.name.clone()),
+                    namespace: machine_deployment.namespace(),
+                    labels: Some(BTreeMap::from([(
+                        MACHINE_DEPLOYMENT_UNIQUE.to_owned(),
+                        unique,
+                    )])),
+                    owner_references: Some(vec![OwnerReference {
+                        api_version: format!("{GROUP}/{VERSION}"),
+                        kind: "MachineDeployment".into(),
+                        name: machine_deployment.name_any(),
+                        uid: machine_deployment.uid().unwrap_or_default(),
+                        controller: Some(true),
+                        block_owner_deletion: Some(true),
+                    }]),
+                    ..Default::default()
+                },
+                spec: MachineSetSpec {
+                    cluster_name: machine_deployment.spec.cluster_name.clone(),
+                    replicas: Some(0),
+                    selector: Default::default(),
+                    template: MachineTemplateSpec {
+                        metadata: Default::default(),
+                        spec,
+                    },
+                    machine_naming: Default::default(),
+                    deletion: Default::default(),
+                },
+                status: None,
+            }
+        }
+    };
+    let unique = machine_set
+        .labels()
+        .get(MACHINE_DEPLOYMENT_UNIQUE)
+        .cloned()
+        .unwrap_or_default();
+
+    // Labels: the template's, the unique label and the deployment name; others are kept.
+    let labels = machine_set.labels_mut();
+    labels.extend(template.metadata.labels.clone());
+    labels.insert(MACHINE_DEPLOYMENT_UNIQUE.to_owned(), unique.clone());
+    labels.insert(
+        MACHINE_DEPLOYMENT_NAME.to_owned(),
+        machine_deployment.name_any(),
+    );
+    let mut selector = machine_deployment.spec.selector.clone();
+    selector
+        .match_labels
+        .get_or_insert_with(Default::default)
+        .insert(MACHINE_DEPLOYMENT_UNIQUE.to_owned(), unique.clone());
+    machine_set.spec.selector = selector;
+    let mut template_labels = template.metadata.labels.clone();
+    template_labels.insert(MACHINE_DEPLOYMENT_UNIQUE.to_owned(), unique);
+    machine_set.spec.template.metadata.labels = template_labels;
+    machine_set.spec.template.metadata.annotations = template.metadata.annotations.clone();
+
+    let annotations = machine_set.annotations_mut();
+    annotations.extend(annotations_from(machine_deployment));
+    for (key, value) in &plan.annotations {
+        annotations.insert((*key).to_owned(), value.clone());
+    }
+
+    machine_set.spec.deletion.order = machine_deployment.spec.deletion.order;
+    machine_set.spec.machine_naming = machine_deployment.spec.machine_naming.clone();
+    let spec = &mut machine_set.spec.template.spec;
+    spec.min_ready_seconds = template.spec.min_ready_seconds;
+    spec.readiness_gates = template.spec.readiness_gates.clone();
+    spec.deletion = template.spec.deletion.clone();
+    spec.taints = template.spec.taints.clone();
+    machine_set.spec.replicas = Some(plan.replicas);
+    machine_set
+}
+
+fn is_not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.is_not_found())
+}
+
+/// Writes the plan: the current MachineSet first (created if new), then the old ones, then the
+/// cleanup; the revision goes on the MachineDeployment.
+pub(super) async fn apply_plan(
+    controller: &MachineDeploymentController,
+    scope: &mut Scope,
+    plan: &RolloutPlan,
+) -> Result<(), Error> {
+    let namespace = scope.namespace();
+    let api: Api<MachineSet> = Api::namespaced(controller.ctx.client().clone(), &namespace);
+    let owner = ObjectRef::from_obj(scope.before.as_ref());
+    let summary: Vec<String> = plan
+        .machine_sets
+        .iter()
+        .map(|ms| format!("{} {}->{}", ms.name, ms.replicas_before, ms.replicas))
+        .collect();
+    let mut ordered: Vec<&MachineSetPlan> =
+        plan.machine_sets.iter().filter(|ms| ms.current).collect();
+    ordered.extend(plan.machine_sets.iter().filter(|ms| !ms.current));
+    for machine_set_plan in ordered {
+        let existing: Option<Arc<MachineSet>> = scope
+            .machine_sets
+            .iter()
+            .find(|ms| ms.name_any() == machine_set_plan.name)
+            .cloned();
+        let desired = desired_machine_set(
+            &scope.machine_deployment,
+            existing.as_deref(),
+            machine_set_plan,
+        );
+        let name = machine_set_plan.name.clone();
+        let Some(existing) = existing else {
+            if !machine_set_plan.create {
+                continue;
+            }
+            if !scope.blockers.is_empty() {
+                return Err(Error::TemplatesMissing);
+            }
+            if let Some(reason) = &plan.create_reason {
+                tracing::info!(reason = %reason, "MachineSets need rollout");
+            }
+            tracing::info!(machine_set = %name, "Creating MachineSet {namespace}/{name} with {} replicas", machine_set_plan.replicas);
+            let created = api
+                .create(&PostParams::default(), &desired)
+                .await
+                .map_err(|source| Error::CreateMachineSet {
+                    machine_set: name.clone(),
+                    source,
+                })?;
+            controller.expectations.created(&owner, &name);
+            scope.machine_sets.push(Arc::new(created));
+            scope.event(
+                EventType::Normal,
+                "SuccessfulCreate",
+                format!(
+                    "Created MachineSet {namespace}/{name} with {} replicas",
+                    machine_set_plan.replicas
+                ),
+            );
+            continue;
+        };
+        let before_replicas = existing.spec.replicas.unwrap_or(1);
+        if before_replicas != machine_set_plan.replicas {
+            let direction = if machine_set_plan.replicas > before_replicas {
+                "up"
+            } else {
+                "down"
+            };
+            tracing::info!(
+                machine_set = %name,
+                reason = %machine_set_plan.notes.join(", "),
+                machine_sets = ?summary,
+                "Scaling {direction} MachineSet {namespace}/{name} from {before_replicas} to {} replicas",
+                machine_set_plan.replicas
+            );
+        }
+        match patch_if_changed(&api, &existing, &desired, Part::Main).await {
+            Ok(Some(written)) => {
+                controller.expectations.updated(
+                    &owner,
+                    &name,
+                    &existing.resource_version().unwrap_or_default(),
+                );
+                if let Some(slot) = scope
+                    .machine_sets
+                    .iter_mut()
+                    .find(|ms| ms.name_any() == name)
+                {
+                    *slot = Arc::new(written);
+                }
+                if before_replicas != machine_set_plan.replicas {
+                    let direction = if machine_set_plan.replicas > before_replicas {
+                        "up"
+                    } else {
+                        "down"
+                    };
+                    scope.event(
+                        EventType::Normal,
+                        "SuccessfulScale",
+                        format!(
+                            "Scaled {direction} MachineSet {name}: {before_replicas} -> {}",
+                            machine_set_plan.replicas
+                        ),
+                    );
+                }
+            }
+            Ok(None) => {}
+            // Being deleted, it may be gone, or changing under us: the event brings another
+            // reconcile.
+            Err(kube::Error::Api(status))
+                if existing.metadata.deletion_timestamp.is_some()
+                    && (status.is_conflict() || status.is_not_found()) => {}
+            Err(source) => {
+                scope.event(
+                    EventType::Warning,
+                    "FailedUpdate",
+                    format!("Failed to update MachineSet {name}: {source}"),
+                );
+                return Err(Error::PatchMachineSet {
+                    machine_set: name,
+                    source,
+                });
+            }
+        }
+    }
+
+    for name in &plan.machine_sets_to_delete {
+        let Some(machine_set) = scope
+            .machine_sets
+            .iter()
+            .find(|ms| &ms.name_any() == name)
+            .cloned()
+        else {
+            continue;
+        };
+        tracing::info!(machine_set = %name, "Deleting MachineSet {namespace}/{name} (cleanup of old MachineSets)");
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: machine_set.uid(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => {}
+            Err(error) if is_not_found(&error) => {}
+            Err(source) => {
+                scope.event(
+                    EventType::Warning,
+                    "FailedDelete",
+                    format!("Failed to delete MachineSet {name:?}: {source}"),
+                );
+                return Err(Error::DeleteMachineSet {
+                    machine_set: name.clone(),
+                    source,
+                });
+            }
+        }
+        controller.expectations.deleted(&owner, name);
+        scope.event(
+            EventType::Normal,
+            "SuccessfulDelete",
+            format!("Deleted MachineSet {name:?}"),
+        );
+    }
+
+    if let Some(revision) = &plan.revision {
+        scope
+            .machine_deployment
+            .annotations_mut()
+            .insert(REVISION.to_owned(), revision.clone());
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! Names and label values the MachineSet and MachineDeployment controllers make up: Machine
+//! names from `spec.machineNaming.template` (upstream
+//! `internal/topology/names/names.go`, `MachineSetMachineNameGenerator`), the five random
+//! characters they end in (apimachinery's `util/rand.String`), label values that must fit a
+//! label (upstream `util/labels/format.MustFormatValue`) and the hash of a Machine template.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The longest object name that is also a valid label value.
+const MAX_NAME_LENGTH: usize = 63;
+
+/// How many random characters end a generated name.
+pub const RANDOM_LENGTH: usize = 5;
+
+/// apimachinery's alphabet for random names: no vowels, so that no word is spelled by
+/// accident, and no characters easily confused (0, 1, 3).
+const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// The template upstream uses when `spec.machineNaming.template` is unset.
+pub const DEFAULT_MACHINE_NAMING_TEMPLATE: &str = "{{ .machineSet.name }}-{{ .random }}";
+
+/// Five random characters from apimachinery's alphabet.
+///
+/// The randomness comes from the standard library's per-process hash keys mixed with a
+/// counter: names need to be unlikely to collide, not unpredictable.
+pub fn random_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    let mut bits = hasher.finish();
+    let mut suffix = String::with_capacity(RANDOM_LENGTH);
+    for _ in 0..RANDOM_LENGTH {
+        suffix.push(ALPHABET[(bits % ALPHABET.len() as u64) as usize] as char);
+        bits /= ALPHABET.len() as u64;
+    }
+    suffix
+}
+
+/// Why a Machine name could not be made from a naming template.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NamingError {
+    /// The template does not use `{{ .random }}`, so names would repeat.
+    #[error("cannot generate Machine name: {{{{ .random }}}} is missing in machineNaming.template")]
+    MissingRandom,
+    /// The template uses something other than `.cluster.name`, `.machineSet.name` and
+    /// `.random`, or is not a template.
+    #[error("cannot generate Machine name from template {template:?}: {reason}")]
+    Render {
+        /// The template.
+        template: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// A Machine name from `template` (upstream's default when `None`): `{{ .cluster.name }}`,
+/// `{{ .machineSet.name }}` and `{{ .random }}` are replaced, and a name longer than 63
+/// characters is cut to 58 and given five more random characters, as upstream does.
+pub fn machine_name(
+    template: Option<&str>,
+    cluster: &str,
+    machine_set: &str,
+    random: &mut dyn FnMut() -> String,
+) -> Result<String, NamingError> {
+    let template = template.unwrap_or(DEFAULT_MACHINE_NAMING_TEMPLATE);
+    if !template.contains("{{ .random }}") {
+        return Err(NamingError::MissingRandom);
+    }
+    let render_error = |reason: String| NamingError::Render {
+        template: template.to_owned(),
+        reason,
+    };
+    // One random value per name, however often `.random` appears, as Go's template data holds
+    // one.
+    let random_value = random();
+    let mut name = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        name.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find("}}")
+            .ok_or_else(|| render_error("unclosed action".into()))?;
+        let field = after[..end].trim();
+        let value = match field {
+            ".cluster.name" => cluster,
+            ".machineSet.name" => machine_set,
+            ".random" => random_value.as_str(),
+            other => return Err(render_error(format!("unknown field {other:?}"))),
+        };
+        name.push_str(value);
+        rest = &after[end + 2..];
+    }
+    if rest.contains("}}") {
+        return Err(render_error("unexpected \"}}\"".into()));
+    }
+    name.push_str(rest);
+    if name.len() > MAX_NAME_LENGTH {
+        let mut cut = MAX_NAME_LENGTH - RANDOM_LENGTH;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+        name.push_str(&random());
+    }
+    Ok(name)
+}
+
+/// FNV-1a, 32 bits, as Go's `hash/fnv.New32a`.
+pub fn fnv32a(bytes: &[u8]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in bytes {
+        hash ^= u32::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
+/// Whether a string is a valid label value: at most 63 characters, empty or alphanumeric at
+/// both ends, with `-`, `_` and `.` inside.
+pub fn is_valid_label_value(value: &str) -> bool {
+    if value.len() > MAX_NAME_LENGTH {
+        return false;
+    }
+    if value.is_empty() {
+        return true;
+    }
+    let bytes = value.as_bytes();
+    let edge = |byte: u8| byte.is_ascii_alphanumeric();
+    edge(bytes[0])
+        && edge(bytes[bytes.len() - 1])
+        && bytes
+            .iter()
+            .all(|&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'))
+}
+
+/// The value itself when it is a valid label value, else `hash_<base64url(fnv32a)>_z` (upstream
+/// `MustFormatValue`): MachineSet names longer than 63 characters are labelled so.
+pub fn format_label_value(value: &str) -> String {
+    if is_valid_label_value(value) {
+        return value.to_owned();
+    }
+    let hash = fnv32a(value.as_bytes()).to_be_bytes();
+    format!("hash_{}_z", base64url_no_pad(&hash))
+}
+
+fn base64url_no_pad(bytes: &[u8]) -> String {
+    const TABLE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let mut buffer = [0u8; 3];
+        buffer[..chunk.len()].copy_from_slice(chunk);
+        let group =
+            (u32::from(buffer[0]) << 16) | (u32::from(buffer[1]) << 8) | u32::from(buffer[2]);
+        let symbols = chunk.len() + 1;
+        for index in 0..symbols {
+            let shift = 18 - 6 * index;
+            out.push(TABLE[((group >> shift) & 0x3f) as usize] as char);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
