@@ -415,6 +415,21 @@ async fn reconcile(
         ctx.publish_event(cluster.as_ref(), type_, reason, "Reconcile", note)
             .await;
     }
+    // A failure reaches people as a condition and an Event, not only a log line; retries of
+    // the same failure add to one Event's count.
+    if let Err(error) = &result
+        && !runtime::is_conflict(error)
+    {
+        let note = runtime::error_chain(error);
+        ctx.publish_event(
+            cluster.as_ref(),
+            EventType::Warning,
+            "ReconcileError",
+            "Reconcile",
+            note,
+        )
+        .await;
+    }
     result?;
     Ok(runtime::action(scope.requeue_after))
 }

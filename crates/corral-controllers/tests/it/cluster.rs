@@ -254,6 +254,11 @@ async fn reference_to_a_kind_that_is_not_installed_sets_a_condition_naming_it() 
     );
     // Retries do not write: the Cluster stays as it is.
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    let reasons = event_reasons(&h.client, &h.namespace, "missing").await;
+    assert!(
+        reasons.contains(&"ReconcileError".to_owned()),
+        "{reasons:?}"
+    );
     let again = h.api::<Cluster>().get("missing").await.unwrap();
     assert_eq!(again.resource_version(), cluster.resource_version());
 
