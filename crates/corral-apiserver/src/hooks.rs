@@ -237,9 +237,12 @@ pub async fn after_write(state: &ApiState, target: &Target, object: &Value) {
         if let Some(resource) = crd::resource_info(object) {
             state.registry.insert(resource);
         }
-    } else if is_namespaces(target) && object::deletion_timestamp(object).is_some() {
-        if let Some(name) = object::name(object) {
-            namespaces::start_cleanup(state.self_handle(), name.to_string());
+    } else if is_namespaces(target) {
+        state.namespace_cache.record(object);
+        if object::deletion_timestamp(object).is_some() {
+            if let Some(name) = object::name(object) {
+                namespaces::start_cleanup(state.self_handle(), name.to_string());
+            }
         }
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::after_write(state, kind, object);
@@ -248,6 +251,11 @@ pub async fn after_write(state: &ApiState, target: &Target, object: &Value) {
 
 /// Effects of a successful delete on the server itself.
 pub async fn after_delete(state: &ApiState, target: &Target, object: &Value) {
+    if is_namespaces(target) {
+        if let Some(name) = object::name(object) {
+            state.namespace_cache.forget(name);
+        }
+    }
     if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::after_delete(state, kind, object);
     }

@@ -153,3 +153,72 @@ async fn cleanup_pass(state: &Arc<ApiState>, namespace: &str) -> Result<bool, Ap
         Err(error) => Err(error),
     }
 }
+
+/// Which namespaces exist and whether they are terminating, as kube-apiserver's
+/// NamespaceLifecycle admission knows them from an informer: creates check it instead of
+/// reading the store. Fed by this server's own namespace writes at once and by a watch of the
+/// namespace resource (writes by other servers sharing the store). A name it does not know is
+/// looked up in the store, so a namespace created elsewhere a moment ago is never refused.
+#[derive(Default)]
+pub struct Cache {
+    /// Name → terminating.
+    entries: std::sync::RwLock<std::collections::HashMap<String, bool>>,
+}
+
+impl Cache {
+    /// `Some(terminating)` for a known namespace.
+    pub fn lookup(&self, name: &str) -> Option<bool> {
+        self.entries.read().unwrap().get(name).copied()
+    }
+
+    /// Records a namespace as stored.
+    pub fn record(&self, namespace: &Value) {
+        if let Some(name) = object::name(namespace) {
+            let terminating = object::deletion_timestamp(namespace).is_some();
+            self.entries
+                .write()
+                .unwrap()
+                .insert(name.to_string(), terminating);
+        }
+    }
+
+    pub fn forget(&self, name: &str) {
+        self.entries.write().unwrap().remove(name);
+    }
+}
+
+/// Fills the namespace cache and keeps it in step with the store.
+pub async fn follow(state: &Arc<ApiState>) -> Result<(), ApiError> {
+    let prefix = "/registry/core/namespaces/";
+    let cacher = state.hub.cacher(prefix).await?;
+    let page = state
+        .store
+        .range(RangeRequest {
+            prefix: prefix.into(),
+            ..Default::default()
+        })
+        .await?;
+    for kv in &page.kvs {
+        state.namespace_cache.record(&object::decode_stored(kv)?);
+    }
+    let Ok(mut subscription) = cacher.subscribe(page.revision) else {
+        return Ok(());
+    };
+    let weak = Arc::downgrade(state);
+    tokio::spawn(async move {
+        while let Some(event) = subscription.receiver.recv().await {
+            let Some(state) = weak.upgrade() else { return };
+            match event.kind {
+                corral_store::EventKind::Put => state.namespace_cache.record(&event.object),
+                corral_store::EventKind::Delete => {
+                    // A delete event may arrive after this server created the name again.
+                    let name = object::name(&event.object).unwrap_or("").to_string();
+                    if !matches!(state.store.get(&key(&name), None).await, Ok(Some(_))) {
+                        state.namespace_cache.forget(&name);
+                    }
+                }
+            }
+        }
+    });
+    Ok(())
+}

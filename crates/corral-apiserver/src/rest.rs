@@ -530,16 +530,11 @@ async fn check_namespace(
         }
     }
     if creating {
-        let key = crate::namespaces::key(&namespace);
-        let Some(kv) = state.store.get(&key, None).await? else {
-            return Err(ApiError::not_found(Subject {
-                resource: "namespaces",
-                group: "",
-                name: &namespace,
-            }));
+        let terminating = match state.namespace_cache.lookup(&namespace) {
+            Some(terminating) => terminating,
+            None => namespace_terminating_in_store(state, &namespace).await?,
         };
-        let ns = object::decode_stored(&kv)?;
-        if object::deletion_timestamp(&ns).is_some() {
+        if terminating {
             let name = object::name(object).unwrap_or("").to_string();
             return Err(ApiError::forbidden(
                 target.subject(&name),
@@ -550,6 +545,28 @@ async fn check_namespace(
         }
     }
     Ok(())
+}
+
+/// Whether a namespace the cache does not know is terminating, read from the store; a
+/// missing namespace is a 404.
+async fn namespace_terminating_in_store(
+    state: &ApiState,
+    namespace: &str,
+) -> Result<bool, ApiError> {
+    let Some(kv) = state
+        .store
+        .get(&crate::namespaces::key(namespace), None)
+        .await?
+    else {
+        return Err(ApiError::not_found(Subject {
+            resource: "namespaces",
+            group: "",
+            name: namespace,
+        }));
+    };
+    let stored = object::decode_stored(&kv)?;
+    state.namespace_cache.record(&stored);
+    Ok(object::deletion_timestamp(&stored).is_some())
 }
 
 fn random_suffix() -> String {

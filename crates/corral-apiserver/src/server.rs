@@ -50,6 +50,8 @@ pub struct ApiState {
     pub config: ServerConfig,
     /// Namespaces whose cleanup is running.
     pub(crate) cleanups: Mutex<HashSet<String>>,
+    /// Which namespaces exist; see `namespaces::Cache`.
+    pub(crate) namespace_cache: namespaces::Cache,
     /// The garbage collector; see `gc.rs`.
     pub(crate) gc: crate::gc::Collector,
     /// The admission webhook configurations, compiled; see `webhook/`.
@@ -69,11 +71,13 @@ impl ApiState {
             openapi: Default::default(),
             config,
             cleanups: Mutex::new(HashSet::new()),
+            namespace_cache: Default::default(),
             gc: crate::gc::Collector::new(),
             webhooks: Default::default(),
             this: this.clone(),
         });
         namespaces::ensure_initial(&state).await?;
+        namespaces::follow(&state).await?;
         load_crds(&state).await?;
         namespaces::resume_cleanups(&state).await?;
         follow_crds(&state).await?;
@@ -121,6 +125,11 @@ impl Server {
             .with_state(state.clone());
         let (shutdown, shutdown_signal) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
+            // Without TCP_NODELAY, small writes such as watch events wait behind the peer's
+            // delayed ACK (tens of milliseconds).
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
                 let _ = shutdown_signal.await;
             });

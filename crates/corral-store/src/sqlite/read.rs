@@ -14,10 +14,13 @@ use crate::{Error, Event, EventKind, KeyValue, RangeRequest, RangeResponse, Resu
 // The queries that run on every read, named so that tests can check their plans.
 
 /// The current version of one key.
+///
+/// Written as a scalar subquery rather than a join: SQLite re-plans the join for every new
+/// value of `?1`, which cost about half of a get; this form keeps one plan (two index lookups).
 pub(super) const CURRENT_GET: &str = "
-    SELECT c.key, l.value, l.create_revision, l.revision
-    FROM current AS c JOIN log AS l ON l.revision = c.revision
-    WHERE c.key = ?1";
+    SELECT l.key, l.value, l.create_revision, l.revision
+    FROM log AS l
+    WHERE l.revision = (SELECT revision FROM current WHERE key = ?1)";
 
 /// The newest version of a key at or below a revision; a tombstone means it did not exist.
 pub(super) const PAST_GET: &str = "
