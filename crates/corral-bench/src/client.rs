@@ -35,12 +35,22 @@ impl Http {
     }
 
     fn request(&self, method: Method, path: &str, body: Option<Bytes>) -> Request<Full<Bytes>> {
+        self.typed_request(method, path, body, "application/json")
+    }
+
+    fn typed_request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+    ) -> Request<Full<Bytes>> {
         let mut builder = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
             .header(header::ACCEPT, "application/json");
         if body.is_some() {
-            builder = builder.header(header::CONTENT_TYPE, "application/json");
+            builder = builder.header(header::CONTENT_TYPE, content_type);
         }
         builder
             .body(Full::new(body.unwrap_or_default()))
@@ -67,6 +77,37 @@ impl Http {
             .with_context(|| format!("reading the answer to {method} {path}"))?
             .to_bytes();
         Ok((status, body))
+    }
+
+    /// Sends a request whose body has this content type (a patch), and returns the answer's
+    /// body when the status is the expected one.
+    pub async fn expect_typed(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        content_type: &str,
+        expected: StatusCode,
+    ) -> anyhow::Result<Bytes> {
+        let response = self
+            .client
+            .request(self.typed_request(method.clone(), path, Some(body), content_type))
+            .await
+            .with_context(|| format!("{method} {path}"))?;
+        let status = response.status();
+        let answer = response
+            .into_body()
+            .collect()
+            .await
+            .with_context(|| format!("reading the answer to {method} {path}"))?
+            .to_bytes();
+        if status != expected {
+            bail!(
+                "{method} {path} ({content_type}): {status} (expected {expected}): {}",
+                snippet(&answer)
+            );
+        }
+        Ok(answer)
     }
 
     /// Sends a request and returns its body when the status is the expected one.

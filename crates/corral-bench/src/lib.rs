@@ -12,6 +12,7 @@ pub mod env;
 #[cfg(feature = "etcd")]
 pub mod etcd_process;
 pub mod load;
+pub mod machinery;
 pub mod objects;
 pub mod phases;
 pub mod stats;
@@ -460,7 +461,7 @@ impl Side {
     }
 }
 
-fn machine() -> Vec<String> {
+pub(crate) fn machine() -> Vec<String> {
     let cpus = std::thread::available_parallelism().map_or(0, usize::from);
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -487,7 +488,7 @@ fn machine() -> Vec<String> {
 }
 
 /// The 1, 5 and 15 minute load averages.
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .map(|text| {

@@ -122,3 +122,52 @@ async fn quick_run_on_etcd_measures_raw_puts_and_the_etcd_store() {
         "{ratios}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machinery_run_measures_validation_gc_and_apply() {
+    use corral_bench::machinery::{MachineryConfig, MachineryOp, run};
+    let dir = tempfile::tempdir().unwrap();
+    let config = MachineryConfig {
+        duration: Duration::from_millis(100),
+        warmup: Duration::from_millis(20),
+        concurrencies: vec![4],
+        rounds: 2,
+        gc_children: 3,
+        gc_grandchildren: 4,
+        fg_children: 2,
+        fg_grandchildren: 3,
+        fill_clients: 4,
+        apply_objects: 20,
+        apply_clients: 4,
+        data_root: Some(dir.path().to_path_buf()),
+        gc_timeout: Duration::from_secs(60),
+        ..MachineryConfig::quick()
+    };
+    let report = run(&config).await.unwrap();
+    for (op, clients) in [
+        (MachineryOp::CreateSchemaless, 4),
+        (MachineryOp::CreateValidated, 4),
+        (MachineryOp::PostCreate, 4),
+        (MachineryOp::ApplyCreate, 4),
+        (MachineryOp::Reapply, 4),
+        (MachineryOp::NoopMergePatch, 4),
+    ] {
+        let row = report
+            .find(op, clients)
+            .unwrap_or_else(|| panic!("no {op:?} row"));
+        assert!(row.measured.ops > 0 && row.measured.rate() > 0.0, "{row:?}");
+        assert_eq!(row.measured.errors, 0, "{row:?}");
+        assert_eq!(row.round_rates.len(), 2);
+    }
+    assert_eq!(report.gc.len(), 2);
+    assert_eq!(report.gc[0].dependents, 3 + 3 * 4);
+    assert_eq!(report.gc[1].dependents, 2 + 2 * 3);
+    for gc in &report.gc {
+        assert!(gc.dependents_gone > Duration::ZERO, "{gc:?}");
+        assert!(gc.root_gone > Duration::ZERO, "{gc:?}");
+    }
+    let markdown = report.markdown();
+    assert!(markdown.contains("validated / schemaless"), "{markdown}");
+    assert!(markdown.contains("| Foreground | 8 |"), "{markdown}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
