@@ -51,7 +51,7 @@ pub mod rollout_planner;
 pub mod status;
 mod sync;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,6 +74,7 @@ use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
 use crate::machine_set::expectations::{Expectations, Seen};
 use crate::machine_set::naming::random_suffix;
+use crate::machine_set::templates::{self, TemplateFailure};
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
 
 use rollback::RollbackOutcome;
@@ -197,9 +198,6 @@ pub(crate) struct MachineDeploymentController {
     /// MachineSets each MachineDeployment created, changed or deleted that the cache does not
     /// show yet.
     expectations: Expectations<ObjectRef<MachineDeployment>>,
-    /// Templates known to carry their Cluster's owner reference: `(namespace, group, kind,
-    /// name, cluster uid)`.
-    owned_templates: Mutex<HashSet<(String, String, String, String, String)>>,
 }
 
 /// What one reconcile works on. Fields are valid from the start unless their doc says when
@@ -217,6 +215,8 @@ pub(crate) struct Scope {
     pub machines: Vec<Arc<Machine>>,
     /// Why a MachineSet cannot be created now (missing templates, kinds not installed).
     pub blockers: Vec<String>,
+    /// The current MachineSet, once a plan says which (`Some(None)`: none matches).
+    pub current: Option<Option<String>>,
     /// A timed requeue, for waits that produce no event.
     pub requeue_after: Option<Duration>,
     /// Events to publish once the MachineDeployment is written: type, reason, note.
@@ -336,7 +336,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         machines: machine_store,
         clusters: cluster_store,
         expectations: Expectations::default(),
-        owned_templates: Mutex::new(HashSet::new()),
     });
     runtime::run_controller(
         "machinedeployment",
@@ -565,6 +564,7 @@ async fn reconcile(
         machine_sets: Vec::new(),
         machines: Vec::new(),
         blockers: Vec::new(),
+        current: None,
         requeue_after: None,
         events: Vec::new(),
         now,
@@ -659,91 +659,26 @@ async fn reconcile_templates(
     controller: &MachineDeploymentController,
     scope: &mut Scope,
 ) -> Result<(), Error> {
-    let template = &scope.machine_deployment.spec.template.spec;
-    let mut references = vec![template.infrastructure_ref.clone()];
-    references.extend(template.bootstrap.config_ref.clone());
-    let namespace = scope.namespace();
-    let cluster_uid = scope.cluster.uid().unwrap_or_default();
-    let mut missing: Vec<String> = Vec::new();
-    let mut result = Ok(());
-    for reference in references {
-        if !reference.kind.ends_with("Template") {
-            continue;
-        }
-        let key = (
-            namespace.clone(),
-            reference.api_group.clone(),
-            reference.kind.clone(),
-            reference.name.clone(),
-            cluster_uid.clone(),
-        );
-        if controller
-            .owned_templates
-            .lock()
-            .expect("templates lock")
-            .contains(&key)
-        {
-            continue;
-        }
-        let template_error = |source| Error::ReconcileTemplate {
-            kind: reference.kind.clone(),
-            name: reference.name.clone(),
+    let (blockers, failure) = templates::check_templates(
+        controller.ctx.external(),
+        &scope.machine_deployment.spec.template.spec,
+        &scope.namespace(),
+        &scope.cluster,
+    )
+    .await;
+    scope.blockers.extend(blockers);
+    match failure {
+        None => Ok(()),
+        Some((reference, TemplateFailure::Missing)) => Err(Error::FindTemplate {
+            kind: reference.kind,
+            name: reference.name,
+        }),
+        Some((reference, TemplateFailure::Error(source))) => Err(Error::ReconcileTemplate {
+            kind: reference.kind,
+            name: reference.name,
             source,
-        };
-        let objects = controller.ctx.external();
-        let object = match objects.get(&reference, &namespace).await {
-            Ok(Some(object)) => object,
-            Ok(None) => {
-                missing.push(reference.kind.clone());
-                if result.is_ok() {
-                    result = Err(Error::FindTemplate {
-                        kind: reference.kind.clone(),
-                        name: reference.name.clone(),
-                    });
-                }
-                continue;
-            }
-            Err(error) => {
-                if error.is_kind_not_installed() {
-                    scope.blockers.push(error_chain(&error));
-                }
-                if result.is_ok() {
-                    result = Err(template_error(error));
-                }
-                continue;
-            }
-        };
-        if scope.cluster.uid().is_some() {
-            let mut after = object.object.clone();
-            let owners = after.metadata.owner_references.get_or_insert_with(Vec::new);
-            if !owners.iter().any(|owner| owner.uid == cluster_uid) {
-                owners.push(OwnerReference {
-                    api_version: format!("{GROUP}/{VERSION}"),
-                    kind: "Cluster".into(),
-                    name: scope.cluster.name_any(),
-                    uid: cluster_uid.clone(),
-                    controller: None,
-                    block_owner_deletion: None,
-                });
-                if let Err(error) = objects.patch(&object, &after).await {
-                    if result.is_ok() {
-                        result = Err(template_error(error));
-                    }
-                    continue;
-                }
-            }
-            controller
-                .owned_templates
-                .lock()
-                .expect("templates lock")
-                .insert(key);
-        }
+        }),
     }
-    let kinds: Vec<&str> = missing.iter().map(String::as_str).collect();
-    if let Some(message) = crate::machine_set::status::missing_references_message(&kinds) {
-        scope.blockers.insert(0, message);
-    }
-    result
 }
 
 /// The MachineSets of the MachineDeployment (upstream `getAndAdoptMachineSetsForDeployment`):
@@ -943,6 +878,7 @@ async fn reconcile_rollout(
         generation_observed,
     };
     let plan = rollout_planner::compute_rollout_plan(&input).map_err(Error::PlanRollout)?;
+    scope.current = Some(plan.current.clone());
     if let Some(after) = rollout_after.filter(|after| *after > now) {
         // Nothing announces the time passing.
         let wait: Duration = (after - now).try_into().unwrap_or_default();
@@ -968,7 +904,8 @@ fn update_status(scope: &mut Scope) {
         }
         Err(error) => tracing::warn!(%error, "Cannot render spec.selector for status.selector"),
     }
-    status::set_replicas(machine_deployment, &machine_sets);
+    let current = scope.current.as_ref().map(|current| current.as_deref());
+    status::set_replicas(machine_deployment, &machine_sets, current);
     status::set_phase(machine_deployment, &machine_sets);
     status::set_available_condition(machine_deployment, &strategy, &now);
     status::set_rolling_out_condition(machine_deployment, &machines, &now);

@@ -60,7 +60,16 @@ pub fn actual_replicas(machine_sets: &[&MachineSet]) -> Option<i32> {
 }
 
 /// The replica counters and versions, summed over the MachineSets (upstream `setReplicas`).
-pub fn set_replicas(machine_deployment: &mut MachineDeployment, machine_sets: &[&MachineSet]) {
+///
+/// When the step's plan says which MachineSet is current (`Some(current)`, `None` inside for
+/// none), only its Machines count as up to date: the Machines of the others are not, whatever
+/// their MachineSet's status says in the moments before it notices the new template. Upstream
+/// sums the MachineSets' counts, which a new template leaves stale for a reconcile or two.
+pub fn set_replicas(
+    machine_deployment: &mut MachineDeployment,
+    machine_sets: &[&MachineSet],
+    current: Option<Option<&str>>,
+) {
     let versions = merge_versions(
         machine_sets
             .iter()
@@ -73,7 +82,18 @@ pub fn set_replicas(machine_deployment: &mut MachineDeployment, machine_sets: &[
     status.replicas = actual_replicas(machine_sets);
     status.ready_replicas = sum(machine_sets, |status| status.ready_replicas);
     status.available_replicas = sum(machine_sets, |status| status.available_replicas);
-    status.up_to_date_replicas = sum(machine_sets, |status| status.up_to_date_replicas);
+    status.up_to_date_replicas = match current {
+        None => sum(machine_sets, |status| status.up_to_date_replicas),
+        Some(current) => {
+            let current: Vec<&MachineSet> = machine_sets
+                .iter()
+                .copied()
+                .filter(|machine_set| machine_set.metadata.name.as_deref() == current)
+                .collect();
+            sum(&current, |status| status.up_to_date_replicas)
+                .or_else(|| status.replicas.map(|_| 0))
+        }
+    };
     status.versions = versions;
 }
 

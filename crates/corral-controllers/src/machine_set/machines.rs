@@ -14,7 +14,7 @@ use corral_api::conditions::machine_set::reason as remediation_reason;
 use corral_api::labels::{MACHINE_DEPLOYMENT_NAME, MACHINE_SET_NAME};
 use corral_api::{
     ConditionStatus, ContractVersionedObjectReference, DEFAULT_NODE_DELETION_TIMEOUT_SECONDS,
-    GROUP, Machine, MachineSetDeletionOrder, VERSION,
+    Machine, MachineSetDeletionOrder,
 };
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -25,6 +25,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::naming::{self, random_suffix};
 use super::status::{self, is_unhealthy_and_owner_remediated, list_to_string, machine_conditions};
+use super::templates::{self, TemplateFailure};
 use super::{
     Error, MachineSetController, Scope, controller_of, deletion_order, is_deployment_child,
 };
@@ -64,107 +65,30 @@ pub(super) async fn reconcile_templates(
     controller: &MachineSetController,
     scope: &mut Scope,
 ) -> Result<(), Error> {
-    let template = &scope.machine_set.spec.template.spec;
-    let mut references = vec![template.infrastructure_ref.clone()];
-    references.extend(template.bootstrap.config_ref.clone());
-    let namespace = scope.namespace();
-    let cluster_uid = scope.cluster.uid().unwrap_or_default();
+    let (blockers, failure) = templates::check_templates(
+        controller.ctx.external(),
+        &scope.machine_set.spec.template.spec,
+        &scope.namespace(),
+        &scope.cluster,
+    )
+    .await;
     let tolerate_missing = scope.machine_set.metadata.deletion_timestamp.is_some()
         || (is_deployment_child(&scope.machine_set) && !is_current(scope));
-    let mut missing: Vec<String> = Vec::new();
-    let mut result = Ok(());
-    for reference in references {
-        if !reference.kind.ends_with("Template") {
-            continue;
-        }
-        let key = (
-            namespace.clone(),
-            reference.api_group.clone(),
-            reference.kind.clone(),
-            reference.name.clone(),
-            cluster_uid.clone(),
-        );
-        if controller
-            .owned_templates
-            .lock()
-            .expect("templates lock")
-            .contains(&key)
-        {
-            continue;
-        }
-        let template_error = |source| Error::ReconcileTemplate {
-            kind: reference.kind.clone(),
-            name: reference.name.clone(),
+    if tolerate_missing {
+        return Ok(());
+    }
+    scope.blockers.extend(blockers);
+    match failure {
+        None => Ok(()),
+        Some((reference, TemplateFailure::Missing)) => Err(Error::FindTemplate {
+            kind: reference.kind,
+            name: reference.name,
+        }),
+        Some((reference, TemplateFailure::Error(source))) => Err(Error::ReconcileTemplate {
+            kind: reference.kind,
+            name: reference.name,
             source,
-        };
-        let objects = controller.ctx.external();
-        let found = match objects.get(&reference, &namespace).await {
-            Ok(found) => found,
-            Err(error) if error.is_kind_not_installed() => {
-                if !tolerate_missing {
-                    scope.blockers.push(error_chain(&error));
-                    if result.is_ok() {
-                        result = Err(template_error(error));
-                    }
-                }
-                continue;
-            }
-            Err(error) => {
-                if result.is_ok() {
-                    result = Err(template_error(error));
-                }
-                continue;
-            }
-        };
-        let Some(object) = found else {
-            if !tolerate_missing {
-                missing.push(reference.kind.clone());
-                if result.is_ok() {
-                    result = Err(Error::FindTemplate {
-                        kind: reference.kind.clone(),
-                        name: reference.name.clone(),
-                    });
-                }
-            }
-            continue;
-        };
-        if scope.cluster.uid().is_some() {
-            let mut after = object.object.clone();
-            let owners = after.metadata.owner_references.get_or_insert_with(Vec::new);
-            let has_owner = owners
-                .iter()
-                .any(|owner| owner.kind == "Cluster" && owner.uid == cluster_uid);
-            if !has_owner {
-                owners.push(cluster_owner(scope));
-                if let Err(error) = objects.patch(&object, &after).await {
-                    if result.is_ok() {
-                        result = Err(template_error(error));
-                    }
-                    continue;
-                }
-            }
-            controller
-                .owned_templates
-                .lock()
-                .expect("templates lock")
-                .insert(key);
-        }
-    }
-    let kinds: Vec<&str> = missing.iter().map(String::as_str).collect();
-    if let Some(message) = status::missing_references_message(&kinds) {
-        scope.blockers.insert(0, message);
-    }
-    result
-}
-
-fn cluster_owner(scope: &Scope) -> OwnerReference {
-    OwnerReference {
-        api_version: format!("{GROUP}/{VERSION}"),
-        kind: "Cluster".into(),
-        name: scope.cluster.name_any(),
-        uid: scope.cluster.uid().unwrap_or_default(),
-        controller: None,
-        block_owner_deletion: None,
+        }),
     }
 }
 
@@ -404,10 +328,8 @@ pub(super) async fn reconcile_unhealthy_machines(
         let healthy_again = conditions::is_true(machine_conditions, HEALTH_CHECK_SUCCEEDED)
             && conditions::get(machine_conditions, OWNER_REMEDIATED)
                 .is_some_and(|c| c.status == "False");
-        if healthy_again {
-            if let Err(error) = set_owner_remediated(&api, scope, index, None).await {
-                result = result.and(Err(error));
-            }
+        if healthy_again && let Err(error) = set_owner_remediated(&api, scope, index, None).await {
+            result = result.and(Err(error));
         }
     }
     result?;
@@ -534,11 +456,16 @@ fn machine_labels(scope: &Scope) -> BTreeMap<String, String> {
 /// Machine, and `syncMachines`): its labels and annotations added, the fields that change in
 /// place copied (for a Machine being deleted, only those that affect its teardown), and its
 /// UpToDate condition.
-fn desired_machine(scope: &Scope, machine: &Machine, up_to_date: Option<&NewCondition>) -> Machine {
+fn desired_machine(
+    scope: &Scope,
+    machine: &Machine,
+    labels: &BTreeMap<String, String>,
+    up_to_date: Option<&NewCondition>,
+) -> Machine {
     let template = &scope.machine_set.spec.template;
     let mut desired = machine.clone();
     if desired.metadata.deletion_timestamp.is_none() {
-        desired.labels_mut().extend(machine_labels(scope));
+        desired.labels_mut().extend(labels.clone());
         desired
             .annotations_mut()
             .extend(template.metadata.annotations.clone());
@@ -569,6 +496,51 @@ fn desired_machine(scope: &Scope, machine: &Machine, up_to_date: Option<&NewCond
     desired
 }
 
+/// Whether a Machine already has what [`desired_machine`] would give it (leaving aside the
+/// observed generation of its UpToDate condition).
+fn in_sync(
+    scope: &Scope,
+    machine: &Machine,
+    labels: &BTreeMap<String, String>,
+    up_to_date: Option<&NewCondition>,
+) -> bool {
+    let template = &scope.machine_set.spec.template;
+    let contains = |have: &BTreeMap<String, String>, want: &BTreeMap<String, String>| {
+        want.iter().all(|(key, value)| have.get(key) == Some(value))
+    };
+    if machine.metadata.deletion_timestamp.is_none()
+        && !(contains(machine.labels(), labels)
+            && contains(machine.annotations(), &template.metadata.annotations))
+    {
+        return false;
+    }
+    let (have, want) = (&machine.spec, &template.spec);
+    let deletion_in_sync = have.deletion.node_drain_timeout_seconds
+        == want.deletion.node_drain_timeout_seconds
+        && have.deletion.node_volume_detach_timeout_seconds
+            == want.deletion.node_volume_detach_timeout_seconds
+        && have.deletion.node_deletion_timeout_seconds
+            == Some(
+                want.deletion
+                    .node_deletion_timeout_seconds
+                    .unwrap_or(DEFAULT_NODE_DELETION_TIMEOUT_SECONDS),
+            );
+    if !(deletion_in_sync
+        && have.readiness_gates == want.readiness_gates
+        && have.min_ready_seconds == want.min_ready_seconds
+        && have.taints == want.taints)
+    {
+        return false;
+    }
+    up_to_date.is_none_or(|wanted| {
+        conditions::get(machine_conditions(machine), &wanted.type_).is_some_and(|current| {
+            current.status == wanted.status.as_str()
+                && current.reason == wanted.reason
+                && current.message == wanted.message
+        })
+    })
+}
+
 /// Propagates the fields that change in place to the Machines, and their UpToDate condition
 /// (upstream `syncMachines` and `newMachineUpToDateCondition`). A write that loses a race is
 /// left to the reconcile the race's event brings.
@@ -581,9 +553,14 @@ pub(super) async fn sync_machines(
         scope.machine_deployment.as_deref(),
         scope.now.0,
     );
+    let labels = machine_labels(scope);
     let mut writes: Vec<(usize, Machine)> = Vec::new();
     for (index, machine) in scope.machines.iter().enumerate() {
-        let desired = desired_machine(scope, machine, up_to_date.as_ref());
+        // Most Machines are in sync most of the time; checking is much cheaper than diffing.
+        if in_sync(scope, machine, &labels, up_to_date.as_ref()) {
+            continue;
+        }
+        let desired = desired_machine(scope, machine, &labels, up_to_date.as_ref());
         let changed = object_patch(machine.as_ref(), &desired, Part::Main).is_some()
             || object_patch(machine.as_ref(), &desired, Part::Status).is_some();
         if changed {
@@ -829,15 +806,15 @@ impl MachineFactory<'_> {
             &self.namespace,
             &source.target.resource,
         );
-        if let Err(error) = api.delete(name, &DeleteParams::default()).await {
-            if !is_not_found(&error) {
-                tracing::warn!(
-                    kind = %source.target.resource.kind,
-                    name,
-                    error = %error_chain(&error),
-                    "Failed to clean up after a failed Machine creation"
-                );
-            }
+        if let Err(error) = api.delete(name, &DeleteParams::default()).await
+            && !is_not_found(&error)
+        {
+            tracing::warn!(
+                kind = %source.target.resource.kind,
+                name,
+                error = %error_chain(&error),
+                "Failed to clean up after a failed Machine creation"
+            );
         }
     }
 

@@ -43,6 +43,7 @@ pub mod expectations;
 mod machines;
 pub mod naming;
 pub mod status;
+pub mod templates;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -194,9 +195,6 @@ pub(crate) struct MachineSetController {
     machine_deployments: Store<MachineDeployment>,
     /// Creations and deletions of Machines, per MachineSet, the cache does not show yet.
     expectations: Expectations<ObjectRef<MachineSet>>,
-    /// Templates known to carry their Cluster's owner reference: `(namespace, group, kind,
-    /// name, cluster uid)`.
-    owned_templates: Mutex<HashSet<(String, String, String, String, String)>>,
     /// MachineSets (by uid) whose provider objects left without a Machine by an interrupted
     /// creation were cleaned up since this process started.
     orphans_checked: Mutex<HashSet<String>>,
@@ -398,7 +396,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         clusters: cluster_store,
         machine_deployments: machine_deployment_store,
         expectations: Expectations::default(),
-        owned_templates: Mutex::new(HashSet::new()),
         orphans_checked: Mutex::new(HashSet::new()),
     });
     runtime::run_controller(

@@ -570,3 +570,184 @@ async fn crash_mid_rollout_creates_no_extra_machines() {
     drop(infra);
     h.stop().await;
 }
+
+/// Upstream `sync` for a paused MachineDeployment: a new template makes no MachineSet and
+/// replaces no Machine, while `spec.replicas` is still followed; resumed, it rolls out.
+#[tokio::test]
+async fn paused_machine_deployment_scales_but_does_not_roll_out() {
+    let mut h = Harness::start().await;
+    let workload = provisioned_cluster(&mut h, "prod").await;
+    let _provider = FakeProvider::start(&h, &workload);
+    templates(&h, "v1").await;
+    templates(&h, "v2").await;
+    h.create::<MachineDeployment>(machine_deployment_json("pz", 2, "v1", json!({}), json!({})))
+        .await;
+    wait_settled(&h, "pz", 2, "two available Machines").await;
+
+    patch_md(&h, "pz", json!({ "spec": { "paused": true } })).await;
+    change_template(&h, "pz", "v2").await;
+    patch_md(&h, "pz", json!({ "spec": { "replicas": 3 } })).await;
+    let md = h
+        .wait_for::<MachineDeployment>("pz", "the paused MachineDeployment to scale", |md| {
+            observed(md) && counters(md).1 == Some(3)
+        })
+        .await;
+    assert_eq!(
+        md.annotations()[REVISION],
+        "1",
+        "no new revision while paused"
+    );
+    assert_eq!(
+        machine_sets(&h).await.len(),
+        1,
+        "no new MachineSet while paused"
+    );
+    let all = machines(&h).await;
+    assert_eq!(all.len(), 3);
+    for machine in &all {
+        assert_eq!(cloned_from(&h, machine).await, "v1");
+    }
+    let status = md.status.as_ref().unwrap();
+    assert_eq!(
+        condition(&status.conditions, "Paused").unwrap().status,
+        "False",
+        "spec.paused is not the paused annotation"
+    );
+
+    patch_md(&h, "pz", json!({ "spec": { "paused": false } })).await;
+    h.wait_for::<MachineDeployment>("pz", "the rollout once resumed", |md| {
+        settled(md, 3) && md.annotations().get(REVISION).map(String::as_str) == Some("2")
+    })
+    .await;
+    for machine in wait_machines(&h, "the v1 Machines to be gone", |m| m.len() == 3).await {
+        assert_eq!(cloned_from(&h, &machine).await, "v2");
+    }
+    h.stop().await;
+}
+
+/// A template of a kind no API serves: ScalingUp names the kind, no MachineSet is made, and
+/// the MachineDeployment is not rewritten over and over while it waits.
+#[tokio::test]
+async fn machine_deployment_template_of_a_missing_kind_names_it() {
+    let mut h = Harness::start_with_kinds(&[
+        INFRA_CLUSTER,
+        CONTROL_PLANE,
+        BOOTSTRAP_CONFIG,
+        BOOTSTRAP_CONFIG_TEMPLATE,
+    ])
+    .await;
+    provisioned_cluster(&mut h, "prod").await;
+    h.create_provider(
+        BOOTSTRAP_CONFIG_TEMPLATE,
+        "v1",
+        json!({ "spec": { "template": { "spec": {} } } }),
+    )
+    .await;
+    h.create::<MachineDeployment>(machine_deployment_json("mk", 2, "v1", json!({}), json!({})))
+        .await;
+    let md = h
+        .wait_for::<MachineDeployment>("mk", "ScalingUp to name the missing kind", |md| {
+            let Some(status) = md.status.as_ref() else {
+                return false;
+            };
+            let current = status
+                .conditions
+                .iter()
+                .all(|c| c.observed_generation == md.metadata.generation);
+            current
+                && condition(&status.conditions, "ScalingUp")
+                    .is_some_and(|c| c.message.contains("is not installed"))
+        })
+        .await;
+    let scaling_up = condition(&md.status.as_ref().unwrap().conditions, "ScalingUp").unwrap();
+    assert_eq!(scaling_up.status, "True");
+    assert!(
+        scaling_up.message.starts_with(
+            "Scaling up from 0 to 2 replicas is blocked because TestInfraMachineTemplate.test.infrastructure.cluster.x-k8s.io is not installed"
+        ),
+        "{}",
+        scaling_up.message
+    );
+    assert!(machine_sets(&h).await.is_empty());
+    // A quiet period: nothing changes, so nothing is written.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let again = h.api::<MachineDeployment>().get("mk").await.unwrap();
+    assert_eq!(again.resource_version(), md.resource_version());
+    h.stop().await;
+}
+
+/// Issue 4's benchmark with the generic provider: a MachineDeployment of
+/// `CORRAL_BENCH_REPLICAS` (default 1,000) Machines reaches Running, then rolls to a new
+/// template. Run with
+/// `cargo nextest run --release -p corral-controllers --run-ignored only machine_deployment_benchmark --no-capture`.
+#[tokio::test]
+#[ignore = "a benchmark, minutes in a debug build"]
+async fn machine_deployment_benchmark() {
+    let replicas: i32 = std::env::var("CORRAL_BENCH_REPLICAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let timeout = std::time::Duration::from_secs(600);
+    let mut h = Harness::start().await;
+    let workload = provisioned_cluster(&mut h, "prod").await;
+    let _provider = FakeProvider::start(&h, &workload);
+    templates(&h, "v1").await;
+    templates(&h, "v2").await;
+    let running = |machines: &[Machine]| {
+        machines
+            .iter()
+            .filter(|m| {
+                m.status
+                    .as_ref()
+                    .and_then(|s| s.phase)
+                    .is_some_and(|p| p.as_str() == "Running")
+            })
+            .count()
+    };
+    let started = std::time::Instant::now();
+    h.create::<MachineDeployment>(machine_deployment_json(
+        "bench",
+        replicas,
+        "v1",
+        json!({}),
+        json!({}),
+    ))
+    .await;
+    corral_testenv::eventually(timeout, "every Machine to be Running", || async {
+        let machines = machines(&h).await;
+        (running(&machines) == replicas as usize).then_some(())
+    })
+    .await;
+    let to_running = started.elapsed();
+    wait_settled_within(&h, "bench", replicas, timeout).await;
+    let to_settled = started.elapsed();
+
+    let started = std::time::Instant::now();
+    change_template(&h, "bench", "v2").await;
+    corral_testenv::eventually(timeout, "the rollout to complete", || async {
+        let md = h.api::<MachineDeployment>().get("bench").await.ok()?;
+        let sets = machine_sets(&h).await;
+        // Only the new MachineSet is left once every old Machine is gone.
+        let done = settled(&md, replicas)
+            && sets.len() == 1
+            && sets[0].annotations().get(REVISION).map(String::as_str) == Some("2");
+        done.then_some(())
+    })
+    .await;
+    let rolled = started.elapsed();
+    println!(
+        "BENCHMARK replicas={replicas} running={:.1}s available_and_up_to_date={:.1}s rollout={:.1}s",
+        to_running.as_secs_f64(),
+        to_settled.as_secs_f64(),
+        rolled.as_secs_f64()
+    );
+    h.stop().await;
+}
+
+async fn wait_settled_within(h: &Harness, name: &str, replicas: i32, timeout: std::time::Duration) {
+    corral_testenv::eventually(timeout, "the MachineDeployment to settle", || async {
+        let md = h.api::<MachineDeployment>().get(name).await.ok()?;
+        settled(&md, replicas).then_some(())
+    })
+    .await;
+}

@@ -128,22 +128,25 @@ impl FakeProvider {
                 .applied_objects()
                 .boxed();
             while let Some(Ok(object)) = events.next().await {
-                let created = object
-                    .data
-                    .pointer("/status/initialization/dataSecretCreated")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                if created || object.metadata.deletion_timestamp.is_some() {
-                    continue;
-                }
-                let name = object.name_any();
-                let status = json!({ "status": {
-                    "initialization": { "dataSecretCreated": true },
-                    "dataSecretName": format!("{name}-bootstrap"),
-                }});
-                let _ = bootstrap
-                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
-                    .await;
+                let bootstrap = bootstrap.clone();
+                tokio::spawn(async move {
+                    let created = object
+                        .data
+                        .pointer("/status/initialization/dataSecretCreated")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    if created || object.metadata.deletion_timestamp.is_some() {
+                        return;
+                    }
+                    let name = object.name_any();
+                    let status = json!({ "status": {
+                        "initialization": { "dataSecretCreated": true },
+                        "dataSecretName": format!("{name}-bootstrap"),
+                    }});
+                    let _ = bootstrap
+                        .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+                        .await;
+                });
             }
         });
         let infrastructure = h.provider(INFRA_MACHINE);
@@ -155,8 +158,11 @@ impl FakeProvider {
                 .default_backoff()
                 .applied_objects()
                 .boxed();
+            let nodes = std::sync::Arc::new(nodes);
             while let Some(Ok(object)) = events.next().await {
-                provision(&infrastructure, &nodes, &object).await;
+                // One at a time would make the provider the slowest part of a large scale-up.
+                let (api, nodes) = (infrastructure.clone(), nodes.clone());
+                tokio::spawn(async move { provision(&api, &nodes, &object).await });
             }
         });
         FakeProvider {

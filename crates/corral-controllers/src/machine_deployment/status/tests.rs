@@ -97,16 +97,29 @@ fn replicas_and_versions_add_up_over_machine_sets() {
     let sets = [machine_set(2, 2, "v1.35.0"), machine_set(1, 0, "v1.36.0")];
     let refs: Vec<&MachineSet> = sets.iter().collect();
     let mut md = machine_deployment(3);
-    set_replicas(&mut md, &refs);
+    set_replicas(&mut md, &refs, None);
     let status = md.status.as_ref().unwrap();
     assert_eq!(status.replicas, Some(3));
     assert_eq!(status.available_replicas, Some(2));
     assert_eq!(status.versions.len(), 2);
     assert_eq!(status.versions[0].version, "v1.35.0");
 
+    // The plan says which MachineSet is current: the other's Machines are not up to date.
+    let mut named = sets.clone();
+    named[0].metadata.name = Some("old".into());
+    named[1].metadata.name = Some("new".into());
+    let refs: Vec<&MachineSet> = named.iter().collect();
+    let mut md = machine_deployment(3);
+    set_replicas(&mut md, &refs, Some(Some("new")));
+    assert_eq!(md.status.as_ref().unwrap().up_to_date_replicas, Some(0));
+    set_replicas(&mut md, &refs, Some(None));
+    assert_eq!(md.status.as_ref().unwrap().up_to_date_replicas, Some(0));
+    set_replicas(&mut md, &refs, Some(Some("old")));
+    assert_eq!(md.status.as_ref().unwrap().up_to_date_replicas, Some(2));
+
     // No MachineSet reports: nothing to say.
     let mut md = machine_deployment(3);
-    set_replicas(&mut md, &[]);
+    set_replicas(&mut md, &[], None);
     assert_eq!(md.status.as_ref().unwrap().available_replicas, None);
     set_available_condition(&mut md, &rolling(1, 0), &now());
     let c = get(&md, "Available");
@@ -135,7 +148,7 @@ fn available_allows_max_unavailable() {
     let sets = [machine_set(3, 2, "v1")];
     let refs: Vec<&MachineSet> = sets.iter().collect();
     let mut md = machine_deployment(3);
-    set_replicas(&mut md, &refs);
+    set_replicas(&mut md, &refs, None);
     set_available_condition(&mut md, &rolling(0, 1), &now());
     assert_eq!(get(&md, "Available").status, "True");
     set_available_condition(&mut md, &rolling(1, 0), &now());

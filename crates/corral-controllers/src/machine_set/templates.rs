@@ -1,0 +1,126 @@
+//! The infrastructure and bootstrap templates a MachineSet or MachineDeployment clones
+//! (upstream `reconcileExternalTemplateReference` in both controllers): they must exist, and
+//! they get the Cluster as an owner, so that they go with it.
+
+use corral_api::{Cluster, ContractVersionedObjectReference, GROUP, VERSION};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::ResourceExt;
+
+use crate::external::{self, ExternalObjects};
+use crate::runtime::error_chain;
+
+/// What became of one template reference.
+#[derive(Debug)]
+pub enum TemplateCheck {
+    /// It exists, and the Cluster owns it (or is unknown, for a Cluster already gone).
+    Present,
+    /// It does not exist.
+    Missing,
+    /// Its kind is not served; the message names it.
+    KindNotInstalled(external::Error),
+}
+
+/// The owner reference a template gets from its Cluster.
+pub fn cluster_owner(cluster: &Cluster) -> OwnerReference {
+    OwnerReference {
+        api_version: format!("{GROUP}/{VERSION}"),
+        kind: "Cluster".into(),
+        name: cluster.name_any(),
+        uid: cluster.uid().unwrap_or_default(),
+        controller: None,
+        block_owner_deletion: None,
+    }
+}
+
+/// Checks one reference, read through the provider kind's cache, and adds the Cluster as
+/// owner when it is missing. References to something other than a template are left alone.
+pub async fn ensure_template(
+    objects: &ExternalObjects,
+    reference: &ContractVersionedObjectReference,
+    namespace: &str,
+    cluster: &Cluster,
+) -> Result<TemplateCheck, external::Error> {
+    if !reference.kind.ends_with("Template") {
+        return Ok(TemplateCheck::Present);
+    }
+    let object = match objects.get_cached(reference, namespace).await {
+        Ok(Some(object)) => object,
+        Ok(None) => return Ok(TemplateCheck::Missing),
+        Err(error) if error.is_kind_not_installed() => {
+            return Ok(TemplateCheck::KindNotInstalled(error));
+        }
+        Err(error) => return Err(error),
+    };
+    let Some(uid) = cluster.uid() else {
+        return Ok(TemplateCheck::Present);
+    };
+    let owned = object
+        .object
+        .owner_references()
+        .iter()
+        .any(|owner| owner.uid == uid);
+    if !owned {
+        let mut after = object.object.clone();
+        after
+            .metadata
+            .owner_references
+            .get_or_insert_with(Vec::new)
+            .push(cluster_owner(cluster));
+        objects.patch(&object, &after).await?;
+    }
+    Ok(TemplateCheck::Present)
+}
+
+/// Checks the templates of a Machine template spec; returns the blockers for ScalingUp (the
+/// missing kinds first, as upstream words them, then the kinds not installed) and the first
+/// failure, for the reconcile's result.
+pub async fn check_templates(
+    objects: &ExternalObjects,
+    spec: &corral_api::MachineSpec,
+    namespace: &str,
+    cluster: &Cluster,
+) -> (
+    Vec<String>,
+    Option<(ContractVersionedObjectReference, TemplateFailure)>,
+) {
+    let mut references = vec![spec.infrastructure_ref.clone()];
+    references.extend(spec.bootstrap.config_ref.clone());
+    let mut missing: Vec<String> = Vec::new();
+    let mut not_installed: Vec<String> = Vec::new();
+    let mut failure = None;
+    for reference in references {
+        let outcome = ensure_template(objects, &reference, namespace, cluster).await;
+        let failed = match outcome {
+            Ok(TemplateCheck::Present) => None,
+            Ok(TemplateCheck::Missing) => {
+                missing.push(reference.kind.clone());
+                Some(TemplateFailure::Missing)
+            }
+            Ok(TemplateCheck::KindNotInstalled(error)) => {
+                not_installed.push(error_chain(&error));
+                Some(TemplateFailure::Error(error))
+            }
+            Err(error) => Some(TemplateFailure::Error(error)),
+        };
+        if let Some(failed) = failed
+            && failure.is_none()
+        {
+            failure = Some((reference, failed));
+        }
+    }
+    let kinds: Vec<&str> = missing.iter().map(String::as_str).collect();
+    let mut blockers: Vec<String> = super::status::missing_references_message(&kinds)
+        .into_iter()
+        .collect();
+    blockers.extend(not_installed);
+    (blockers, failure)
+}
+
+/// Why a template check failed.
+#[derive(Debug)]
+pub enum TemplateFailure {
+    /// The template does not exist.
+    Missing,
+    /// Reading or writing it failed, or its kind is not installed.
+    Error(external::Error),
+}
