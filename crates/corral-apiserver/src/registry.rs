@@ -284,6 +284,17 @@ pub fn builtins() -> Vec<ResourceInfo> {
     vec![
         namespaces,
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
+        // Nodes and Pods are served so that a Corral API server can stand in for a workload
+        // cluster's (simulated clusters register Nodes; drain lists Pods by node).
+        ResourceInfo {
+            status_subresource: true,
+            ..builtin("", "v1", "nodes", "Node", false, &["no"])
+        },
+        ResourceInfo {
+            status_subresource: true,
+            categories: vec!["all".to_string()],
+            ..builtin("", "v1", "pods", "Pod", true, &["po"])
+        },
         builtin("", "v1", "secrets", "Secret", true, &[]),
         builtin("", "v1", "events", "Event", true, &["ev"]),
         ResourceInfo {

@@ -196,6 +196,18 @@ fn field_supported(resource: &ResourceInfo, field: &str) -> bool {
         "metadata.namespace" => resource.namespaced,
         "type" if resource.plural == "secrets" && resource.group.is_empty() => true,
         "status.phase" if resource.plural == "namespaces" && resource.group.is_empty() => true,
+        "spec.nodeName"
+        | "status.phase"
+        | "spec.restartPolicy"
+        | "spec.schedulerName"
+        | "spec.serviceAccountName"
+        | "status.podIP"
+        | "status.nominatedNodeName"
+            if resource.plural == "pods" && resource.group.is_empty() =>
+        {
+            true
+        }
+        "spec.unschedulable" if resource.plural == "nodes" && resource.group.is_empty() => true,
         _ if is_core_event(resource) => matches!(
             field,
             "involvedObject.kind"

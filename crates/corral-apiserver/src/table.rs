@@ -81,6 +81,8 @@ enum Cells {
     Secret,
     Namespace,
     Lease,
+    Node,
+    Pod,
     Event,
     CustomResourceDefinition,
     /// Name and Age.
@@ -186,6 +188,37 @@ impl Printer {
                 ],
                 Cells::Lease,
             )
+        } else if is_builtin(resource, "", "nodes") {
+            (
+                vec![
+                    Column::name_column(),
+                    Column::new(
+                        "Status",
+                        "string",
+                        "The node's Ready condition, and whether it is cordoned.",
+                    ),
+                    Column::new(
+                        "Roles",
+                        "string",
+                        "The roles from the node's node-role.kubernetes.io labels.",
+                    ),
+                    age(),
+                    Column::new("Version", "string", "The kubelet version the node reports."),
+                ],
+                Cells::Node,
+            )
+        } else if is_builtin(resource, "", "pods") {
+            (
+                vec![
+                    Column::name_column(),
+                    Column::new("Ready", "string", "Ready containers out of all containers."),
+                    Column::new("Status", "string", "The pod's phase."),
+                    Column::new("Restarts", "string", "Container restarts."),
+                    age(),
+                    Column::new("Node", "string", "The node the pod is bound to.").wide(),
+                ],
+                Cells::Pod,
+            )
         } else if resource.builtin && resource.plural == "events" {
             (
                 vec![
@@ -283,6 +316,77 @@ impl Printer {
                 json!(str_at(object, &["spec", "holderIdentity"]).unwrap_or("")),
                 age(),
             ],
+            Cells::Node => {
+                let ready = object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|conditions| {
+                        conditions
+                            .iter()
+                            .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+                    })
+                    .and_then(|c| c.get("status").and_then(Value::as_str));
+                let mut status = match ready {
+                    Some("True") => "Ready".to_string(),
+                    Some(_) => "NotReady".to_string(),
+                    None => "Unknown".to_string(),
+                };
+                if object
+                    .pointer("/spec/unschedulable")
+                    .and_then(Value::as_bool)
+                    == Some(true)
+                {
+                    status.push_str(",SchedulingDisabled");
+                }
+                let mut roles: Vec<&str> = crate::object::labels(object)
+                    .map(|labels| {
+                        labels
+                            .keys()
+                            .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                roles.sort_unstable();
+                let roles = if roles.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    roles.join(",")
+                };
+                vec![
+                    name(),
+                    json!(status),
+                    json!(roles),
+                    age(),
+                    json!(str_at(object, &["status", "nodeInfo", "kubeletVersion"]).unwrap_or("")),
+                ]
+            }
+            Cells::Pod => {
+                let containers = object
+                    .pointer("/spec/containers")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                let statuses = object
+                    .pointer("/status/containerStatuses")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let ready = statuses
+                    .iter()
+                    .filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true))
+                    .count();
+                let restarts: i64 = statuses
+                    .iter()
+                    .filter_map(|s| s.get("restartCount").and_then(Value::as_i64))
+                    .sum();
+                vec![
+                    name(),
+                    json!(format!("{ready}/{containers}")),
+                    json!(str_at(object, &["status", "phase"]).unwrap_or("Pending")),
+                    json!(restarts),
+                    age(),
+                    json!(str_at(object, &["spec", "nodeName"]).unwrap_or("<none>")),
+                ]
+            }
             Cells::Event => self.event_cells(object, now),
             Cells::CustomResourceDefinition => vec![
                 name(),

@@ -458,7 +458,60 @@ async fn secret_string_data_is_merged_into_data(server: TestServer) {
     assert_eq!(secret["data"]["b"], "Yg==");
 }
 
+async fn nodes_and_pods_serve_a_workload_cluster(server: TestServer) {
+    let raw = server
+        .post_json(
+            "/api/v1/nodes",
+            &json!({"metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+                    "spec": {"providerID": "in-memory://n1"},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                               "nodeInfo": {"kubeletVersion": "v1.32.0"}}}),
+        )
+        .await;
+    assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
+    for (name, node) in [("p1", "n1"), ("p2", "n2")] {
+        let raw = server
+            .post_json(
+                "/api/v1/namespaces/default/pods",
+                &json!({"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}}),
+            )
+            .await;
+        assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
+    }
+    // Drain lists a node's pods with a field selector.
+    let pods = server
+        .get_json("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1")
+        .await;
+    let names: Vec<&str> = pods["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["p1"]);
+    // `kubectl get nodes` columns.
+    let raw = crate::machinery::get_with_accept(
+        &server,
+        "/api/v1/nodes",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+    )
+    .await;
+    let table = raw.json();
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Name", "Status", "Roles", "Age", "Version"]);
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(cells[1], "Ready");
+    assert_eq!(cells[2], "control-plane");
+    assert_eq!(cells[4], "v1.32.0");
+}
+
 backend_tests!(
+    nodes_and_pods_serve_a_workload_cluster,
     built_in_kinds_refuse_or_drop_unknown_fields,
     secret_string_data_is_merged_into_data,
     events_are_one_resource_in_two_apis,

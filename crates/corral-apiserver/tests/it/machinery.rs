@@ -18,7 +18,7 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 const GIZMOS: &str = "/apis/example.com/v1/namespaces/default/gizmos";
 
 /// A request with headers of the test's choosing.
-async fn request(
+pub(crate) async fn request(
     server: &TestServer,
     method: &str,
     path: &str,
@@ -44,7 +44,7 @@ async fn request(
     }
 }
 
-async fn get_with_accept(server: &TestServer, path: &str, accept: &str) -> Raw {
+pub(crate) async fn get_with_accept(server: &TestServer, path: &str, accept: &str) -> Raw {
     let raw = request(server, "GET", path, &[("Accept", accept)], Vec::new()).await;
     assert_eq!(
         raw.status,
