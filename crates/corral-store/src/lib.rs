@@ -56,7 +56,6 @@ pub mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-
 /// A store revision. Revisions are positive; 0 is never a revision of a write.
 pub type Revision = i64;
 

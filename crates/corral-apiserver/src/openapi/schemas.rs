@@ -171,12 +171,14 @@ pub fn builtin_models(group: &str, plural: &str) -> Option<(String, String)> {
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             (APIEXTENSIONS, "CustomResourceDefinition")
         }
-        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
-            (crate::webhook::openapi::PACKAGE, "ValidatingWebhookConfiguration")
-        }
-        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
-            (crate::webhook::openapi::PACKAGE, "MutatingWebhookConfiguration")
-        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => (
+            crate::webhook::openapi::PACKAGE,
+            "ValidatingWebhookConfiguration",
+        ),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => (
+            crate::webhook::openapi::PACKAGE,
+            "MutatingWebhookConfiguration",
+        ),
         _ => return None,
     };
     Some((format!("{package}.{kind}"), format!("{package}.{kind}List")))

@@ -403,7 +403,10 @@ async fn configurations_are_validated_and_defaulted(server: TestServer) {
     assert_eq!(raw.status, 200, "{}", text(&raw));
     let webhook = &raw.json()["webhooks"][0];
     assert_eq!(webhook["timeoutSeconds"], 5);
-    assert_eq!(webhook["sideEffects"], "None", "the rest of the webhook stays");
+    assert_eq!(
+        webhook["sideEffects"], "None",
+        "the rest of the webhook stays"
+    );
 
     // Discovery lists both resources, cluster-scoped.
     let resources = server
