@@ -72,7 +72,7 @@ use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
-use crate::machine_set::expectations::{Expectations, Seen};
+use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
@@ -198,6 +198,8 @@ pub(crate) struct MachineDeploymentController {
     /// MachineSets each MachineDeployment created, changed or deleted that the cache does not
     /// show yet.
     expectations: Expectations<ObjectRef<MachineDeployment>>,
+    /// The MachineDeployments this controller wrote, to skip reconciles of a copy it replaced.
+    own_writes: OwnWrites<ObjectRef<MachineDeployment>>,
 }
 
 /// What one reconcile works on. Fields are valid from the start unless their doc says when
@@ -336,6 +338,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         machines: machine_store,
         clusters: cluster_store,
         expectations: Expectations::default(),
+        own_writes: OwnWrites::default(),
     });
     runtime::run_controller(
         "machinedeployment",
@@ -494,11 +497,18 @@ async fn reconcile(
     controller: Arc<MachineDeploymentController>,
 ) -> Result<Action, Error> {
     controller.caches_ready().await;
+    let object_ref = ObjectRef::from_obj(machine_deployment.as_ref());
+    if controller.own_writes.is_stale(
+        &object_ref,
+        machine_deployment.metadata.resource_version.as_deref(),
+    ) {
+        // The watch event of the last write brings the current version.
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
     let ctx = &controller.ctx;
     let namespace = machine_deployment.namespace().unwrap_or_default();
     let api: Api<MachineDeployment> = Api::namespaced(ctx.client().clone(), &namespace);
     let key = runtime::object_key(machine_deployment.as_ref());
-    let object_ref = ObjectRef::from_obj(machine_deployment.as_ref());
     let write_error = |source| Error::PatchMachineDeployment {
         machine_deployment: key.clone(),
         source,
@@ -511,6 +521,7 @@ async fn reconcile(
     let deleting = machine_deployment.metadata.deletion_timestamp.is_some();
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
+        controller.own_writes.forget(&object_ref);
         return Ok(Action::await_change());
     }
 
@@ -536,9 +547,14 @@ async fn reconcile(
     if !deleting && !has_finalizer {
         let mut with_finalizer = (*machine_deployment).clone();
         with_finalizer.finalizers_mut().push(finalizer.to_owned());
-        patch::write(&api, &machine_deployment, &with_finalizer)
-            .await
-            .map_err(write_error)?;
+        write_recorded(
+            &api,
+            &machine_deployment,
+            &with_finalizer,
+            &controller.own_writes,
+        )
+        .await
+        .map_err(write_error)?;
         return Ok(Action::await_change());
     }
 
@@ -546,7 +562,7 @@ async fn reconcile(
     let mut desired = (*machine_deployment).clone();
     if status::set_paused_condition(&mut desired, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");
-        patch::write(&api, &machine_deployment, &desired)
+        write_recorded(&api, &machine_deployment, &desired, &controller.own_writes)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -594,9 +610,14 @@ async fn reconcile(
             record_rollback(&mut scope, outcome);
             // The new template is planned by the reconcile the write brings, with a new
             // generation.
-            patch::write(&api, &machine_deployment, &scope.machine_deployment)
-                .await
-                .map_err(write_error)?;
+            write_recorded(
+                &api,
+                &machine_deployment,
+                &scope.machine_deployment,
+                &controller.own_writes,
+            )
+            .await
+            .map_err(write_error)?;
             publish_events(ctx, &machine_deployment, &mut scope).await;
             return Ok(Action::await_change());
         }
@@ -611,9 +632,14 @@ async fn reconcile(
             .get_or_insert_with(Default::default)
             .observed_generation = scope.machine_deployment.metadata.generation;
     }
-    patch::write(&api, &machine_deployment, &scope.machine_deployment)
-        .await
-        .map_err(write_error)?;
+    write_recorded(
+        &api,
+        &machine_deployment,
+        &scope.machine_deployment,
+        &controller.own_writes,
+    )
+    .await
+    .map_err(write_error)?;
     publish_events(ctx, &machine_deployment, &mut scope).await;
     result?;
     Ok(runtime::action(scope.requeue_after))

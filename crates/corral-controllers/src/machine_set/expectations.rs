@@ -167,5 +167,96 @@ impl<K: Hash + Eq + Clone> Expectations<K> {
     }
 }
 
+/// A controller's writes of its own objects, for telling a stale copy from its cache: a
+/// reconcile handed the very version the last write replaced would compute from a state that
+/// is already gone, and its write would fail on the resourceVersion precondition. The watch
+/// event of the write brings a fresh copy.
+#[derive(Debug)]
+pub struct OwnWrites<K> {
+    replaced: Mutex<HashMap<K, String>>,
+}
+
+impl<K: Hash + Eq + Clone> Default for OwnWrites<K> {
+    fn default() -> Self {
+        OwnWrites {
+            replaced: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> OwnWrites<K> {
+    /// `object` was written over its version `resource_version`.
+    pub fn wrote(&self, object: &K, resource_version: &str) {
+        self.replaced
+            .lock()
+            .expect("own writes lock")
+            .insert(object.clone(), resource_version.to_owned());
+    }
+
+    /// Whether `resource_version` is the version the last write of `object` replaced.
+    pub fn is_stale(&self, object: &K, resource_version: Option<&str>) -> bool {
+        let mut replaced = self.replaced.lock().expect("own writes lock");
+        match (replaced.get(object), resource_version) {
+            (Some(old), Some(version)) if old == version => true,
+            (Some(_), _) => {
+                replaced.remove(object);
+                false
+            }
+            (None, _) => false,
+        }
+    }
+
+    /// Forgets an object that is gone.
+    pub fn forget(&self, object: &K) {
+        self.replaced
+            .lock()
+            .expect("own writes lock")
+            .remove(object);
+    }
+}
+
+/// Writes an object like [`crate::runtime::patch::write`] (metadata and spec, then status,
+/// each when changed) and records in `own` that its version `before` was replaced.
+pub async fn write_recorded<K>(
+    api: &kube::Api<K>,
+    before: &K,
+    after: &K,
+    own: &OwnWrites<kube::runtime::reflector::ObjectRef<K>>,
+) -> Result<(), kube::Error>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    use crate::runtime::patch::{Part, patch_if_changed};
+    let key = kube::runtime::reflector::ObjectRef::from_obj(before);
+    let version = before.meta().resource_version.clone().unwrap_or_default();
+    let mut base = before.clone();
+    let mut wrote = false;
+    if let Some(written) = patch_if_changed(api, before, after, Part::Main).await? {
+        let meta = written.meta();
+        if meta.deletion_timestamp.is_some()
+            && meta.finalizers.as_ref().is_none_or(|f| f.is_empty())
+        {
+            own.forget(&key);
+            return Ok(());
+        }
+        base.meta_mut().resource_version = meta.resource_version.clone();
+        wrote = true;
+    }
+    if patch_if_changed(api, &base, after, Part::Status)
+        .await?
+        .is_some()
+    {
+        wrote = true;
+    }
+    if wrote {
+        own.wrote(&key, &version);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

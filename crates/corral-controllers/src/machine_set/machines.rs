@@ -553,6 +553,19 @@ pub(super) async fn sync_machines(
         scope.machine_deployment.as_deref(),
         scope.now.0,
     );
+    // Nothing announces `spec.rollout.after` passing, which makes the Machines out of date.
+    let after = scope
+        .machine_deployment
+        .as_ref()
+        .and_then(|md| md.spec.rollout.after.as_ref())
+        .filter(|after| after.0 > scope.now.0)
+        .and_then(|after| std::time::Duration::try_from(after.0 - scope.now.0).ok());
+    if let Some(wait) = after {
+        scope.requeue_after = crate::runtime::sooner(
+            scope.requeue_after,
+            Some(wait + std::time::Duration::from_secs(1)),
+        );
+    }
     let labels = machine_labels(scope);
     let mut writes: Vec<(usize, Machine)> = Vec::new();
     for (index, machine) in scope.machines.iter().enumerate() {

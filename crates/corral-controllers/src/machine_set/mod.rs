@@ -64,9 +64,9 @@ use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
-use crate::runtime::{self, Context, Queue, Shutdown, patch};
+use crate::runtime::{self, Context, Queue, Shutdown};
 
-use expectations::{Expectations, Seen};
+use expectations::{Expectations, OwnWrites, Seen, write_recorded};
 
 /// A failed step of reconciling a MachineSet.
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +195,8 @@ pub(crate) struct MachineSetController {
     machine_deployments: Store<MachineDeployment>,
     /// Creations and deletions of Machines, per MachineSet, the cache does not show yet.
     expectations: Expectations<ObjectRef<MachineSet>>,
+    /// The MachineSets this controller wrote, to skip reconciles of a copy it replaced.
+    own_writes: OwnWrites<ObjectRef<MachineSet>>,
     /// MachineSets (by uid) whose provider objects left without a Machine by an interrupted
     /// creation were cleaned up since this process started.
     orphans_checked: Mutex<HashSet<String>>,
@@ -396,6 +398,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         clusters: cluster_store,
         machine_deployments: machine_deployment_store,
         expectations: Expectations::default(),
+        own_writes: OwnWrites::default(),
         orphans_checked: Mutex::new(HashSet::new()),
     });
     runtime::run_controller(
@@ -521,11 +524,18 @@ async fn reconcile(
     controller: Arc<MachineSetController>,
 ) -> Result<Action, Error> {
     controller.caches_ready().await;
+    let object_ref = ObjectRef::from_obj(machine_set.as_ref());
+    if controller.own_writes.is_stale(
+        &object_ref,
+        machine_set.metadata.resource_version.as_deref(),
+    ) {
+        // The watch event of the last write brings the current version.
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
     let ctx = &controller.ctx;
     let namespace = machine_set.namespace().unwrap_or_default();
     let api: Api<MachineSet> = Api::namespaced(ctx.client().clone(), &namespace);
     let key = runtime::object_key(machine_set.as_ref());
-    let object_ref = ObjectRef::from_obj(machine_set.as_ref());
     let write_error = |source| Error::PatchMachineSet {
         machine_set: key.clone(),
         source,
@@ -535,6 +545,7 @@ async fn reconcile(
     let deleting = machine_set.metadata.deletion_timestamp.is_some();
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
+        controller.own_writes.forget(&object_ref);
         return Ok(Action::await_change());
     }
 
@@ -562,7 +573,7 @@ async fn reconcile(
     if !deleting && !has_finalizer {
         let mut with_finalizer = (*machine_set).clone();
         with_finalizer.finalizers_mut().push(finalizer.to_owned());
-        patch::write(&api, &machine_set, &with_finalizer)
+        write_recorded(&api, &machine_set, &with_finalizer, &controller.own_writes)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -572,7 +583,7 @@ async fn reconcile(
     let mut paused = (*machine_set).clone();
     if status::set_paused_condition(&mut paused, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");
-        patch::write(&api, &machine_set, &paused)
+        write_recorded(&api, &machine_set, &paused, &controller.own_writes)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -624,9 +635,14 @@ async fn reconcile(
             .get_or_insert_with(Default::default)
             .observed_generation = scope.machine_set.metadata.generation;
     }
-    patch::write(&api, &machine_set, &scope.machine_set)
-        .await
-        .map_err(write_error)?;
+    write_recorded(
+        &api,
+        &machine_set,
+        &scope.machine_set,
+        &controller.own_writes,
+    )
+    .await
+    .map_err(write_error)?;
     for (type_, reason, note) in std::mem::take(&mut scope.events) {
         ctx.publish_event(machine_set.as_ref(), type_, reason, "Reconcile", note)
             .await;
@@ -635,10 +651,16 @@ async fn reconcile(
     Ok(runtime::action(scope.requeue_after))
 }
 
-/// The cluster-name label on the MachineSet, its selector and its template, the set-name label
-/// as selector when there is none (upstream's webhook default), and a Cluster owner reference
-/// when no MachineDeployment owns it (upstream `reconcileMachineSetOwnerAndLabels`).
+/// The cluster-name label on the MachineSet, its selector and its template, what upstream's
+/// webhook defaults (`spec.replicas`, and the set-name label as selector when there is none),
+/// and a Cluster owner reference when no MachineDeployment owns it (upstream
+/// `reconcileMachineSetOwnerAndLabels`).
 fn reconcile_owner_and_labels(machine_set: &mut MachineSet, cluster: &Cluster) {
+    if machine_set.spec.replicas.is_none() {
+        machine_set.spec.replicas = Some(crate::machine_deployment::default_replicas(
+            machine_set.annotations(),
+        ));
+    }
     let cluster_name = machine_set.spec.cluster_name.clone();
     machine_set
         .labels_mut()

@@ -678,7 +678,8 @@ async fn machine_deployment_template_of_a_missing_kind_names_it() {
 
 /// Issue 4's benchmark with the generic provider: a MachineDeployment of
 /// `CORRAL_BENCH_REPLICAS` (default 1,000) Machines reaches Running, then rolls to a new
-/// template. Run with
+/// template with `CORRAL_BENCH_MAX_SURGE` (default 10%) and `CORRAL_BENCH_MAX_UNAVAILABLE`
+/// (default 0). Run with
 /// `cargo nextest run --release -p corral-controllers --run-ignored only machine_deployment_benchmark --no-capture`.
 #[tokio::test]
 #[ignore = "a benchmark, minutes in a debug build"]
@@ -687,6 +688,16 @@ async fn machine_deployment_benchmark() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
+    let bound = |name: &str, default: &str| {
+        let value = std::env::var(name).unwrap_or_else(|_| default.to_owned());
+        value
+            .parse::<i64>()
+            .map_or(json!(value), |number| json!(number))
+    };
+    let rollout = json!({ "strategy": { "type": "RollingUpdate", "rollingUpdate": {
+        "maxSurge": bound("CORRAL_BENCH_MAX_SURGE", "10%"),
+        "maxUnavailable": bound("CORRAL_BENCH_MAX_UNAVAILABLE", "0"),
+    } } });
     let timeout = std::time::Duration::from_secs(600);
     let mut h = Harness::start().await;
     let workload = provisioned_cluster(&mut h, "prod").await;
@@ -709,7 +720,7 @@ async fn machine_deployment_benchmark() {
         "bench",
         replicas,
         "v1",
-        json!({}),
+        rollout.clone(),
         json!({}),
     ))
     .await;
@@ -736,7 +747,7 @@ async fn machine_deployment_benchmark() {
     .await;
     let rolled = started.elapsed();
     println!(
-        "BENCHMARK replicas={replicas} running={:.1}s available_and_up_to_date={:.1}s rollout={:.1}s",
+        "BENCHMARK replicas={replicas} rollout={rollout} running={:.1}s available_and_up_to_date={:.1}s rolled={:.1}s",
         to_running.as_secs_f64(),
         to_settled.as_secs_f64(),
         rolled.as_secs_f64()
