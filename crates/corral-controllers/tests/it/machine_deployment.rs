@@ -681,7 +681,7 @@ async fn machine_deployment_template_of_a_missing_kind_names_it() {
 /// template with `CORRAL_BENCH_MAX_SURGE` (default 10%) and `CORRAL_BENCH_MAX_UNAVAILABLE`
 /// (default 0). Run with
 /// `cargo nextest run --release -p corral-controllers --run-ignored only machine_deployment_benchmark --no-capture`.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark, minutes in a debug build"]
 async fn machine_deployment_benchmark() {
     let replicas: i32 = std::env::var("CORRAL_BENCH_REPLICAS")
