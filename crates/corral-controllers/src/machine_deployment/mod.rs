@@ -150,6 +150,15 @@ pub enum Error {
         /// The value.
         replicas: i32,
     },
+    /// maxSurge or maxUnavailable resolves to a negative number (the schema takes `-1` and
+    /// `-10%`, as upstream's webhook does).
+    #[error("spec.rollout.strategy.rollingUpdate.{field} is {value}; it must not be negative")]
+    NegativeRolloutBound {
+        /// `maxSurge` or `maxUnavailable`.
+        field: &'static str,
+        /// The value as written.
+        value: String,
+    },
     /// Adopting a MachineSet failed.
     #[error("cannot adopt MachineSet {machine_set}")]
     AdoptMachineSet {
@@ -870,6 +879,23 @@ async fn reconcile_rollout(
         }
     };
     let strategy = RolloutStrategy::from_spec(&machine_deployment.spec.rollout);
+    if let RolloutStrategy::RollingUpdate {
+        max_surge,
+        max_unavailable,
+    } = &strategy
+    {
+        for (field, value) in [("maxSurge", max_surge), ("maxUnavailable", max_unavailable)] {
+            // A bound that does not resolve at all is the planner's error.
+            if int_or_percent::scaled_value(value, replicas.max(1), false).is_ok_and(|v| v < 0) {
+                let error = Error::NegativeRolloutBound {
+                    field,
+                    value: int_or_percent::display(value),
+                };
+                scope.blockers.push(error.to_string());
+                return Err(error);
+            }
+        }
+    }
     let states: Vec<MachineSetState> = scope
         .machine_sets
         .iter()

@@ -676,6 +676,102 @@ async fn machine_deployment_template_of_a_missing_kind_names_it() {
     h.stop().await;
 }
 
+/// Issue 4's bad input: what upstream's webhook refuses the schema refuses, with the field
+/// named (bounds that are neither numbers nor percentages, both bounds 0); what both let
+/// through (negative replicas and bounds) is named in ScalingUp and nothing is created.
+#[tokio::test]
+async fn bad_rollout_bounds_and_replicas_are_refused_or_named() {
+    let mut h = Harness::start().await;
+    provisioned_cluster(&mut h, "prod").await;
+    templates(&h, "v1").await;
+    let create = |object: Value| {
+        let api = h.api::<MachineDeployment>();
+        async move {
+            let object: MachineDeployment = serde_json::from_value(object).unwrap();
+            api.create(&Default::default(), &object).await
+        }
+    };
+    let bounds = |surge: Value, unavailable: Value| {
+        json!({ "strategy": { "type": "RollingUpdate", "rollingUpdate": {
+            "maxSurge": surge, "maxUnavailable": unavailable,
+        } } })
+    };
+    let refused = create(machine_deployment_json(
+        "bad-1",
+        2,
+        "v1",
+        bounds(json!("ten"), json!(0)),
+        json!({}),
+    ))
+    .await
+    .expect_err("a bound that is not a percentage is refused");
+    assert!(refused.to_string().contains("maxSurge"), "{refused}");
+    let refused = create(machine_deployment_json(
+        "bad-2",
+        2,
+        "v1",
+        bounds(json!(0), json!(0)),
+        json!({}),
+    ))
+    .await
+    .expect_err("both bounds 0 are refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("maxUnavailable and maxSurge cannot both be 0"),
+        "{refused}"
+    );
+
+    create(machine_deployment_json(
+        "bad-3",
+        2,
+        "v1",
+        bounds(json!(-1), json!(0)),
+        json!({}),
+    ))
+    .await
+    .expect("a negative bound passes the schema, as upstream's webhook");
+    let md = h
+        .wait_for::<MachineDeployment>("bad-3", "ScalingUp to name the negative bound", |md| {
+            md.status
+                .as_ref()
+                .and_then(|s| condition(&s.conditions, "ScalingUp"))
+                .is_some_and(|c| c.message.contains("maxSurge is -1"))
+        })
+        .await;
+    let message = &condition(&md.status.as_ref().unwrap().conditions, "ScalingUp")
+        .unwrap()
+        .message;
+    assert_eq!(
+        message,
+        "Scaling up from 0 to 2 replicas is blocked because spec.rollout.strategy.rollingUpdate.maxSurge is -1; it must not be negative"
+    );
+    assert!(machine_sets(&h).await.is_empty());
+
+    create(machine_deployment_json(
+        "bad-4",
+        -1,
+        "v1",
+        json!({}),
+        json!({}),
+    ))
+    .await
+    .expect("negative replicas pass the schema, as upstream's webhook");
+    h.wait_for::<MachineDeployment>("bad-4", "ScalingUp to name the negative replicas", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| condition(&s.conditions, "ScalingUp"))
+            .is_some_and(|c| {
+                c.message
+                    .contains("spec.replicas is -1; it must not be negative")
+            })
+    })
+    .await;
+    assert!(machine_sets(&h).await.is_empty());
+    assert!(machines(&h).await.is_empty());
+    h.stop().await;
+}
+
 /// Issue 4's benchmark with the generic provider: a MachineDeployment of
 /// `CORRAL_BENCH_REPLICAS` (default 1,000) Machines reaches Running, then rolls to a new
 /// template with `CORRAL_BENCH_MAX_SURGE` (default 10%) and `CORRAL_BENCH_MAX_UNAVAILABLE`

@@ -681,3 +681,63 @@ async fn machine_set_template_of_a_missing_kind_names_it() {
     assert!(machines(&h).await.is_empty());
     h.stop().await;
 }
+
+/// A paused Cluster holds its MachineSets (upstream `util/paused`): Paused is True, nothing is
+/// created; unpaused, the Machines come.
+#[tokio::test]
+async fn paused_cluster_holds_the_machine_set() {
+    let mut h = Harness::start().await;
+    let workload = provisioned_cluster(&mut h, "prod").await;
+    let _provider = FakeProvider::start(&h, &workload);
+    templates(&h, "workers").await;
+    let pause = |paused: bool| {
+        let api = h.api::<Cluster>();
+        async move {
+            api.patch(
+                "prod",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "paused": paused } })),
+            )
+            .await
+            .expect("the Cluster is patched");
+        }
+    };
+    h.create::<MachineSet>(machine_set_json("pool-p", "prod", 0, json!({})))
+        .await;
+    h.wait_for::<MachineSet>("pool-p", "the empty MachineSet to be reconciled", observed)
+        .await;
+    pause(true).await;
+    h.wait_for::<MachineSet>("pool-p", "the MachineSet to say it is paused", |ms| {
+        machine_set_condition(ms, "Paused").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    scale(&h, "pool-p", 2).await;
+    // The paused reconcile of the new generation still writes the Paused condition, with that
+    // generation: proof that it saw the new replicas and did nothing.
+    let ms = h
+        .wait_for::<MachineSet>("pool-p", "the paused MachineSet to see the scale", |ms| {
+            let status = ms.status.as_ref();
+            status
+                .and_then(|s| condition(&s.conditions, "Paused"))
+                .is_some_and(|c| {
+                    c.status == "True" && c.observed_generation == ms.metadata.generation
+                })
+        })
+        .await;
+    assert_eq!(
+        machine_set_condition(&ms, "Paused").unwrap().2,
+        "Cluster spec.paused is set to true"
+    );
+    assert!(
+        machines(&h).await.is_empty(),
+        "nothing is created while paused"
+    );
+
+    pause(false).await;
+    h.wait_for::<MachineSet>("pool-p", "two Machines once unpaused", |ms| {
+        machine_set_condition(ms, "Paused").is_some_and(|c| c.0 == "False")
+            && ms.status.as_ref().and_then(|s| s.replicas) == Some(2)
+    })
+    .await;
+    h.stop().await;
+}
