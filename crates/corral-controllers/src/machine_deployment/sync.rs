@@ -332,3 +332,6 @@ pub(super) async fn apply_plan(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
