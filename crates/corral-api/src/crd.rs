@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use crate::machine::DEFAULT_NODE_DELETION_TIMEOUT_SECONDS;
 use crate::{Cluster, Machine, MachineDeployment, MachineHealthCheck, MachineSet};
 
-/// The CRDs of the five `cluster.x-k8s.io/v1beta2` kinds Corral implements, in a stable order.
+/// The CRDs of the five `cluster.x-k8s.io/v1beta2` kinds Corral implements, then clusterctl's
+/// provider inventory (`providers.clusterctl.cluster.x-k8s.io`), in a stable order.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
         finish(Cluster::crd(), name_is_label_value),
@@ -23,6 +24,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         finish(MachineDeployment::crd(), name_is_label_value),
         finish(MachineHealthCheck::crd(), |_| {}),
         finish(MachineSet::crd(), |_| {}),
+        crate::clusterctl::provider_crd(),
     ]
 }
 

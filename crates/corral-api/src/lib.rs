@@ -19,6 +19,7 @@
 
 pub mod annotations;
 pub mod cluster;
+pub mod clusterctl;
 pub mod common;
 pub mod conditions;
 pub mod contract;

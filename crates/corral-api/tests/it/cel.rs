@@ -31,7 +31,11 @@ fn assert_rejected(plural: &str, object: &Value, old: Option<&Value>, message: &
 #[test]
 fn every_rule_compiles_and_uses_only_self_and_old_self() {
     // A rule that does not compile is an error only when an object reaches it; find them all now.
-    for (file, crd) in super::generated_crds() {
+    // The inventory's Provider CRD (clusterctl.cluster.x-k8s.io) has no rules, as upstream's.
+    let core = super::generated_crds()
+        .into_iter()
+        .filter(|(file, _)| file.starts_with("cluster.x-k8s.io_"));
+    for (file, crd) in core {
         let schema = super::schema_of(&crd, "v1beta2");
         let compiled = kube_cel::compile_schema(schema);
         let errors: Vec<String> = compiled
