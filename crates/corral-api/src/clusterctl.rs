@@ -21,8 +21,8 @@ pub const GROUP: &str = "clusterctl.cluster.x-k8s.io";
 /// The API version of the inventory.
 pub const VERSION: &str = "v1alpha3";
 
-/// The label clusterctl puts, empty, on every object it installs.
-pub const CLUSTERCTL_LABEL: &str = "clusterctl.cluster.x-k8s.io";
+/// `apiVersion` of the inventory's objects.
+pub const API_VERSION: &str = "clusterctl.cluster.x-k8s.io/v1alpha3";
 
 /// What a provider is (upstream `ProviderType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,7 +83,7 @@ pub struct Provider {
 }
 
 impl k8s_openapi::Resource for Provider {
-    const API_VERSION: &'static str = "clusterctl.cluster.x-k8s.io/v1alpha3";
+    const API_VERSION: &'static str = API_VERSION;
     const GROUP: &'static str = GROUP;
     const KIND: &'static str = "Provider";
     const VERSION: &'static str = VERSION;

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use corral_apiserver::{Server, ServerConfig};
 use corral_store::DynStore;
 
+mod commands;
 mod up;
 
 #[derive(Parser)]
@@ -29,6 +30,16 @@ enum Command {
     Up(UpArgs),
     /// Run the Kubernetes-compatible API server only.
     Apiserver(ApiserverArgs),
+    /// Install the Cluster API CRDs and the provider inventory into a management plane
+    /// (any Kubernetes-compatible API server).
+    Init(commands::InitArgs),
+    /// Run the core controllers and the built-in providers against a management plane, with
+    /// leader election so that several replicas never act at once.
+    Controllers(commands::ControllersArgs),
+    /// Print the version.
+    Version,
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell).
+    Completion(commands::CompletionArgs),
 }
 
 #[derive(clap::Args)]
@@ -71,12 +82,28 @@ struct ApiserverArgs {
     etcd_prefix: String,
 }
 
+impl Command {
+    /// Whether the command runs a server or controllers, whose progress is logged; the
+    /// client commands log only warnings unless `RUST_LOG` says otherwise.
+    fn is_long_running(&self) -> bool {
+        matches!(
+            self,
+            Command::Up(_) | Command::Apiserver(_) | Command::Controllers(_)
+        )
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let default_level = if cli.command.is_long_running() {
+        "info"
+    } else {
+        "warn"
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -90,14 +117,18 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Apiserver(args) => apiserver(args).await,
-            Command::Up(args) => up_command(args).await,
+            Command::Up(args) => up::run(args).await,
+            Command::Init(args) => commands::init(args).await,
+            Command::Controllers(args) => commands::controllers(args).await,
+            Command::Version => commands::version(),
+            Command::Completion(args) => commands::completion::<Cli>(args),
         }
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
-            ExitCode::FAILURE
+            commands::exit_code(&error)
         }
     }
 }
@@ -154,45 +185,8 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn up_command(args: UpArgs) -> anyhow::Result<()> {
-    let server = start_apiserver(&args.server).await?;
-    let config = kube::Config::new(server.url().parse().context("the server URL")?);
-    let client = kube::Client::try_from(config).context("building a client for the API server")?;
-    up::install_crds(&client).await?;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let shutdown = async move {
-        let mut stopped = stopped;
-        let _ = stopped.wait_for(|stop| *stop).await;
-    };
-    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
-    let controllers = up::start_controllers(client.clone(), shutdown);
-    println!(
-        "Corral is up. To use it:\n  export KUBECONFIG={}",
-        args.server.data_dir.join("kubeconfig").display()
-    );
-    if args.demo {
-        up::create_demo(&client, "demo").await?;
-        tokio::select! {
-            result = up::show_until_ready(&client, "demo") => result?,
-            _ = shutdown_signal() => {
-                let _ = stop.send(true);
-                let _ = controllers.await;
-                server.shutdown().await;
-                return Ok(());
-            }
-        }
-        println!("Try: kubectl get clusters,machinedeployments,machines");
-    }
-    shutdown_signal().await;
-    tracing::info!("Shutting down");
-    let _ = stop.send(true);
-    let _ = controllers.await;
-    server.shutdown().await;
-    Ok(())
-}
-
 /// Starts the API server of `args` and writes its kubeconfig.
-async fn start_apiserver(args: &ApiserverArgs) -> anyhow::Result<Server> {
+pub(crate) async fn start_apiserver(args: &ApiserverArgs) -> anyhow::Result<Server> {
     if !args.listen.ip().is_loopback() {
         bail!(
             "refusing to listen on {}: only loopback addresses are allowed until TLS and authentication are available (use 127.0.0.1 or ::1)",
@@ -223,7 +217,7 @@ async fn start_apiserver(args: &ApiserverArgs) -> anyhow::Result<Server> {
     Ok(server)
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {

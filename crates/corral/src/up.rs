@@ -13,53 +13,46 @@ use serde_json::{Value, json};
 /// The field manager of everything `corral up` writes.
 const FIELD_MANAGER: &str = "corral-up";
 
-/// Creates or updates the Cluster API and in-memory provider CRDs.
-pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
-    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crd_resource());
-    let all = corral_api::crds()
-        .into_iter()
-        .chain(corral_infra_inmemory::crds());
-    for crd in all {
-        let mut value = serde_json::to_value(&crd).context("serializing a CRD")?;
-        value["apiVersion"] = json!("apiextensions.k8s.io/v1");
-        value["kind"] = json!("CustomResourceDefinition");
-        let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
-        crds.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&value),
-        )
-        .await
-        .with_context(|| format!("installing the CRD {name}"))?;
-    }
-    Ok(())
-}
-
-fn crd_resource() -> ApiResource {
-    ApiResource {
-        group: "apiextensions.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "apiextensions.k8s.io/v1".into(),
-        kind: "CustomResourceDefinition".into(),
-        plural: "customresourcedefinitions".into(),
-    }
-}
-
-/// Starts the controllers and the in-memory provider; they stop when `shutdown` resolves.
-pub fn start_controllers(
-    client: kube::Client,
-    shutdown: impl std::future::Future<Output = ()> + Send + Clone + 'static,
-) -> tokio::task::JoinHandle<()> {
-    let cloud = Arc::new(corral_infra_inmemory::cloud::InProcessCloud::new());
-    let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
-    let controllers =
-        corral_controllers::run(client, corral_controllers::Config::default(), shutdown);
-    tokio::spawn(async move {
-        let (_, result) = tokio::join!(provider, controllers);
-        if let Err(error) = result {
-            tracing::error!(error = %error, "The controllers stopped");
+/// `corral up`: starts the API server on the data dir, installs the providers (CRDs and
+/// inventory, as `corral init`), runs the controllers (as `corral controllers`, without an
+/// election: this process owns its store) until SIGINT or SIGTERM.
+pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
+    let server = crate::start_apiserver(&args.server).await?;
+    let connection = corral_cli::Connection::for_url(&server.url())?;
+    let client = connection.client.clone();
+    corral_cli::components::init(&connection).await?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        let mut stopped = stopped;
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    let cloud: corral_cli::components::Cloud =
+        Arc::new(corral_infra_inmemory::cloud::InProcessCloud::new());
+    let controllers = corral_cli::components::start_controllers(client.clone(), cloud, shutdown);
+    println!(
+        "Corral is up. To use it:\n  export KUBECONFIG={}",
+        args.server.data_dir.join("kubeconfig").display()
+    );
+    if args.demo {
+        create_demo(&client, "demo").await?;
+        tokio::select! {
+            result = show_until_ready(&client, "demo") => result?,
+            _ = crate::shutdown_signal() => {
+                let _ = stop.send(true);
+                let _ = controllers.await;
+                server.shutdown().await;
+                return Ok(());
+            }
         }
-    })
+        println!("Try: kubectl get clusters,machinedeployments,machines");
+    }
+    crate::shutdown_signal().await;
+    tracing::info!("Shutting down");
+    let _ = stop.send(true);
+    let _ = controllers.await;
+    server.shutdown().await;
+    Ok(())
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {

@@ -1,0 +1,238 @@
+//! What Corral installs into a management plane and runs there: one list of providers, each
+//! with its CRDs, its inventory entry and its controllers. `init` installs the CRDs and the
+//! inventory; `controllers` and `corral up` run the controllers.
+//!
+//! A new built-in provider is one more entry in [`providers`] and one more task in
+//! [`start_controllers`].
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use corral_api::clusterctl::{Provider, ProviderType};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+
+use crate::{Connection, Error, FIELD_MANAGER, VERSION};
+
+/// A built-in provider: what clusterctl's inventory says about it, and its CRDs.
+pub struct BuiltinProvider {
+    pub type_: ProviderType,
+    /// The provider's name: `cluster-api`, `kubeadm`, `in-memory`.
+    pub name: &'static str,
+    /// The namespace of its inventory entry, upstream's for the same provider.
+    pub namespace: &'static str,
+    pub crds: fn() -> Vec<CustomResourceDefinition>,
+}
+
+impl BuiltinProvider {
+    /// `cluster-api`, `infrastructure-in-memory`: the inventory name and the
+    /// `cluster.x-k8s.io/provider` label value.
+    pub fn label(&self) -> String {
+        self.type_.manifest_label(self.name)
+    }
+}
+
+/// Every provider built into Corral, core first (upstream's install order: core, then
+/// bootstrap, control plane, infrastructure).
+pub fn providers() -> Vec<BuiltinProvider> {
+    vec![
+        BuiltinProvider {
+            type_: ProviderType::CoreProvider,
+            name: "cluster-api",
+            namespace: "capi-system",
+            crds: corral_api::crds,
+        },
+        BuiltinProvider {
+            type_: ProviderType::InfrastructureProvider,
+            name: corral_infra_inmemory::api::PROVIDER_NAME,
+            namespace: "capim-system",
+            crds: corral_infra_inmemory::crds,
+        },
+    ]
+}
+
+/// What [`init`] did.
+#[derive(Debug, Default)]
+pub struct InitReport {
+    /// CRD names, in install order.
+    pub crds: Vec<String>,
+    /// Inventory entries as `namespace/name`.
+    pub providers: Vec<String>,
+}
+
+/// Installs every built-in provider's CRDs and its inventory entry, as `clusterctl init` does.
+/// Idempotent: a second run changes nothing (server-side apply of the same objects).
+pub async fn init(connection: &Connection) -> Result<InitReport, Error> {
+    let mut report = InitReport::default();
+    let providers = providers();
+    for provider in &providers {
+        report
+            .crds
+            .extend(install_crds(connection, provider).await?);
+    }
+    wait_until_served::<Provider>(connection, "providers.clusterctl.cluster.x-k8s.io").await?;
+    for provider in &providers {
+        report
+            .providers
+            .push(install_inventory(connection, provider).await?);
+    }
+    Ok(report)
+}
+
+/// Applies the CRDs of `provider`, labelled as clusterctl labels what it installs.
+pub async fn install_crds(
+    connection: &Connection,
+    provider: &BuiltinProvider,
+) -> Result<Vec<String>, Error> {
+    let crds: Api<CustomResourceDefinition> = Api::all(connection.client.clone());
+    let mut names = Vec::new();
+    for mut crd in (provider.crds)() {
+        let labels = crd.metadata.labels.get_or_insert_with(BTreeMap::new);
+        labels.insert(corral_api::labels::CLUSTERCTL.into(), String::new());
+        labels.insert(corral_api::labels::PROVIDER_NAME.into(), provider.label());
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let mut value = serde_json::to_value(&crd).expect("a CRD serializes");
+        value["apiVersion"] = "apiextensions.k8s.io/v1".into();
+        value["kind"] = "CustomResourceDefinition".into();
+        crds.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&value),
+        )
+        .await
+        .map_err(|error| connection.fail(format!("installing the CRD {name}"), error))?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// Creates the provider's namespace and its `Provider` inventory entry; returns
+/// `namespace/name`.
+pub async fn install_inventory(
+    connection: &Connection,
+    provider: &BuiltinProvider,
+) -> Result<String, Error> {
+    let label = provider.label();
+    let labels = BTreeMap::from([
+        (corral_api::labels::CLUSTERCTL.to_string(), String::new()),
+        (corral_api::labels::PROVIDER_NAME.to_string(), label.clone()),
+    ]);
+    let namespaces: Api<Namespace> = Api::all(connection.client.clone());
+    let namespace = serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": provider.namespace, "labels": labels},
+    });
+    namespaces
+        .patch(
+            provider.namespace,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .map_err(|error| {
+            connection.fail(
+                format!("creating the namespace {}", provider.namespace),
+                error,
+            )
+        })?;
+    let entry = Provider {
+        metadata: ObjectMeta {
+            name: Some(label.clone()),
+            namespace: Some(provider.namespace.into()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        provider_name: Some(provider.name.into()),
+        type_: Some(provider.type_),
+        version: Some(VERSION.into()),
+        watched_namespace: None,
+    };
+    let mut value = serde_json::to_value(&entry).expect("a Provider serializes");
+    value["apiVersion"] = corral_api::clusterctl::API_VERSION.into();
+    value["kind"] = "Provider".into();
+    let inventory: Api<Provider> = Api::namespaced(connection.client.clone(), provider.namespace);
+    inventory
+        .patch(
+            &label,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&value),
+        )
+        .await
+        .map_err(|error| connection.fail(format!("recording the provider {label}"), error))?;
+    Ok(format!("{}/{label}", provider.namespace))
+}
+
+/// Waits until the server serves the kind `K` of the CRD `crd`: a real kube-apiserver serves a
+/// new CRD only once it is Established.
+async fn wait_until_served<K>(connection: &Connection, crd: &str) -> Result<(), Error>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(connection.client.clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match api.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(connection.fail(format!("listing {crd}"), error)),
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(Error::Timeout(format!(
+                "the server did not serve the CRD {crd} within 60s of its creation"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Fails with what to do when the Cluster API CRDs are not installed at the server.
+pub async fn check_installed(connection: &Connection) -> Result<(), Error> {
+    let clusters: Api<corral_api::Cluster> = Api::all(connection.client.clone());
+    match clusters
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Err(Error::Invalid(format!(
+            "the Cluster API CRDs are not installed at {}; run `corral init` first",
+            connection.server
+        ))),
+        Err(error) => Err(connection.fail("listing Clusters", error)),
+    }
+}
+
+/// The simulated cloud of the in-memory provider.
+pub type Cloud = Arc<dyn corral_infra_inmemory::cloud::Cloud>;
+
+/// Runs the core controllers and every built-in provider's controllers until `shutdown`
+/// resolves; returns when they have all stopped.
+pub async fn run_controllers(
+    client: kube::Client,
+    cloud: Cloud,
+    shutdown: impl Future<Output = ()> + Send + Clone + 'static,
+) -> Result<(), Error> {
+    let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
+    let core = corral_controllers::run(client, corral_controllers::Config::default(), shutdown);
+    let ((), core) = tokio::join!(provider, core);
+    core.map_err(|error| Error::Api {
+        doing: "running the core controllers".into(),
+        reason: crate::error::innermost_message(&error),
+    })
+}
+
+/// [`run_controllers`] on a task of its own; a failure is logged.
+pub fn start_controllers(
+    client: kube::Client,
+    cloud: Cloud,
+    shutdown: impl Future<Output = ()> + Send + Clone + 'static,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Err(error) = run_controllers(client, cloud, shutdown).await {
+            tracing::error!(error = %error, "The controllers stopped");
+        }
+    })
+}

@@ -1,0 +1,147 @@
+//! The client commands: flags and environment in, one call into `corral_cli` out.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::CommandFactory;
+use corral_cli::{Connection, KubeconfigSource};
+use futures::FutureExt as _;
+
+/// `--kubeconfig`, shared by every command that talks to a management plane.
+#[derive(clap::Args)]
+pub struct KubeconfigArgs {
+    /// The kubeconfig to use; else `$KUBECONFIG`, else `~/.kube/config` (as kubectl).
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl KubeconfigArgs {
+    pub fn source(&self) -> KubeconfigSource {
+        KubeconfigSource {
+            flag: self.kubeconfig.clone(),
+            env: std::env::var_os("KUBECONFIG"),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+
+    pub async fn connect(&self) -> Result<Connection, corral_cli::Error> {
+        Connection::open(&self.source()).await
+    }
+}
+
+#[derive(clap::Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    kubeconfig: KubeconfigArgs,
+}
+
+#[derive(clap::Args)]
+pub struct ControllersArgs {
+    #[command(flatten)]
+    kubeconfig: KubeconfigArgs,
+    /// Take part in leader election on the Lease corral-system/corral-controllers, so that of
+    /// several replicas only one acts. Without it, this process acts at once.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// This replica's identity in the election (default: host name, process id and a random
+    /// suffix).
+    #[arg(long)]
+    identity: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct CompletionArgs {
+    /// The shell.
+    shell: clap_complete::Shell,
+}
+
+/// The exit code of a failed command: 2 for a usage error found after parsing, else 1.
+pub fn exit_code(error: &anyhow::Error) -> ExitCode {
+    match error.downcast_ref::<corral_cli::Error>() {
+        Some(corral_cli::Error::Usage(_)) => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+pub async fn init(args: InitArgs) -> anyhow::Result<()> {
+    let connection = args.kubeconfig.connect().await?;
+    let report = corral_cli::components::init(&connection).await?;
+    println!(
+        "Installed {} CRDs into {}",
+        report.crds.len(),
+        connection.server
+    );
+    for provider in &report.providers {
+        println!("Provider {provider} {}", corral_cli::VERSION);
+    }
+    println!("Your management plane is ready; run the controllers with `corral controllers`.");
+    Ok(())
+}
+
+pub async fn controllers(args: ControllersArgs) -> anyhow::Result<()> {
+    let connection = args.kubeconfig.connect().await?;
+    corral_cli::components::check_installed(&connection).await?;
+    let cloud: corral_cli::components::Cloud =
+        Arc::new(corral_infra_inmemory::cloud::InProcessCloud::new());
+    let client = connection.client.clone();
+    if !args.leader_elect {
+        let shutdown = crate::shutdown_signal().boxed().shared();
+        corral_cli::components::run_controllers(client, cloud, shutdown).await?;
+        return Ok(());
+    }
+    let identity = args.identity.unwrap_or_else(default_identity);
+    let election = corral_cli::leader::LeaderElection::controllers(identity.clone());
+    eprintln!(
+        "Waiting to lead as {identity} (lease {}/{})",
+        election.namespace, election.name
+    );
+    corral_cli::leader::run_as_leader(
+        &connection,
+        &election,
+        crate::shutdown_signal(),
+        |holder| eprintln!("Standing by: {holder} is the leader"),
+        move |lost| async move {
+            eprintln!("Leading: running the controllers");
+            let shutdown = lost.shared();
+            if let Err(error) =
+                corral_cli::components::run_controllers(client, cloud, shutdown).await
+            {
+                tracing::error!(error = %error, "The controllers stopped");
+            }
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// `<host>_<pid>_<nanoseconds>`: unique enough among replicas, readable in the Lease.
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "corral".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{host}_{}_{nanos:08x}", std::process::id())
+}
+
+pub fn version() -> anyhow::Result<()> {
+    println!(
+        "corral {} (cluster.x-k8s.io/{}, clusterctl.cluster.x-k8s.io/{})",
+        corral_cli::VERSION,
+        corral_api::VERSION,
+        corral_api::clusterctl::VERSION
+    );
+    Ok(())
+}
+
+pub fn completion<C: CommandFactory>(args: CompletionArgs) -> anyhow::Result<()> {
+    let mut command = C::command();
+    clap_complete::generate(args.shell, &mut command, "corral", &mut std::io::stdout());
+    Ok(())
+}
