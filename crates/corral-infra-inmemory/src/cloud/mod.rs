@@ -39,6 +39,8 @@
 
 mod boot;
 mod in_process;
+mod remote;
+mod remote_server;
 mod workload;
 
 use std::fmt;
@@ -49,6 +51,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 pub use in_process::InProcessCloud;
+pub use remote::{RemoteCloud, WireError};
+pub use remote_server::{CloudServer, serve};
 
 /// The VMs and workload clusters of the simulated cloud.
 ///
@@ -239,5 +243,21 @@ pub enum CloudError {
         operation: String,
         #[source]
         source: kube::Error,
+    },
+    #[error("{field} {name:?} is not a Kubernetes object name")]
+    InvalidName { field: String, name: String },
+    /// A [`RemoteCloud`] could not reach its cloud, or got no answer.
+    #[error("cannot reach the simulated cloud at {url}")]
+    Unreachable {
+        url: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A [`RemoteCloud`] got an answer outside the protocol (not a simulated cloud at `url`?).
+    #[error("the simulated cloud at {url} answered {status}: {message}")]
+    Protocol {
+        url: String,
+        status: u16,
+        message: String,
     },
 }

@@ -6,6 +6,7 @@ mod cloud;
 mod controllers;
 mod crds;
 mod manifests;
+mod remote;
 mod upstream;
 
 use std::future::Future;
