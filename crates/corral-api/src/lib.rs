@@ -31,6 +31,8 @@ pub mod machine_deployment;
 pub mod machine_health_check;
 pub mod machine_set;
 mod schema;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use cluster::*;
 pub use common::*;
