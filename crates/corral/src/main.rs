@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use corral_apiserver::{Server, ServerConfig};
 use corral_store::DynStore;
 
+mod cloud;
 mod commands;
 mod up;
 
@@ -36,6 +37,9 @@ enum Command {
     /// Run the core controllers and the built-in providers against a management plane, with
     /// leader election so that several replicas never act at once.
     Controllers(commands::ControllersArgs),
+    /// Serve the in-memory provider's simulated cloud (VMs and workload clusters) in this
+    /// process, for management planes started with `--cloud URL`.
+    Cloud(cloud::CloudArgs),
     /// Print the version.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell).
@@ -50,6 +54,8 @@ struct UpArgs {
     /// its machines until they are Running.
     #[arg(long)]
     demo: bool,
+    #[command(flatten)]
+    cloud: cloud::CloudFlag,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -88,17 +94,19 @@ impl Command {
     fn is_long_running(&self) -> bool {
         matches!(
             self,
-            Command::Up(_) | Command::Apiserver(_) | Command::Controllers(_)
+            Command::Up(_) | Command::Apiserver(_) | Command::Controllers(_) | Command::Cloud(_)
         )
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A client command reports failures itself, in one line; kube's client would log each
+    // refused connection too.
     let default_level = if cli.command.is_long_running() {
         "info"
     } else {
-        "warn"
+        "warn,kube_client=off"
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -120,6 +128,7 @@ fn main() -> ExitCode {
             Command::Up(args) => up::run(args).await,
             Command::Init(args) => commands::init(args).await,
             Command::Controllers(args) => commands::controllers(args).await,
+            Command::Cloud(args) => cloud::serve(args).await,
             Command::Version => commands::version(),
             Command::Completion(args) => commands::completion::<Cli>(args),
         }
