@@ -307,10 +307,14 @@ async fn drive(workload: Arc<WorkloadCluster>, vm: Arc<VmEntry>) {
                         .register_node(&vm.node, work.ready_at_registration)
                         .await
                 }
-                Step::Etcd => workload.start_static_pod("etcd", &vm.node.name).await,
+                Step::Etcd => {
+                    workload
+                        .start_etcd_member(&vm.node, work.ready_at_registration)
+                        .await
+                }
                 Step::ApiServer => {
                     workload
-                        .start_static_pod("kube-apiserver", &vm.node.name)
+                        .start_control_plane_components(&vm.node, work.ready_at_registration)
                         .await
                 }
                 Step::Vm => Ok(()),

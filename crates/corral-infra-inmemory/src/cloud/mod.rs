@@ -24,8 +24,10 @@
 //! A VM is created in a workload cluster under its DevMachine's name, and boots through the
 //! steps of upstream's in-memory backend, each taking its startup duration plus jitter: the VM
 //! powers on; its Node registers with `spec.providerID: in-memory://<name>` and `Ready=True`;
-//! on a control plane machine, etcd and the API server start (as static Pods in `kube-system`).
-//! Zero durations complete at once. Deleting the VM removes its Node and Pods.
+//! on a control plane machine, etcd starts and joins the cluster's etcd ([`etcd`]), and the API
+//! server, controller manager and scheduler start, all as static Pods in `kube-system`, with
+//! the cluster-wide objects of `kubeadm init` ([`control_plane`]). Zero durations complete at
+//! once. Deleting the VM removes its Node and Pods, and so its etcd member.
 //!
 //! Faults ([`Faults`]) are part of the VM's desired state: the fail-boot fault holds the VM down,
 //! the node-not-ready fault turns its Node's Ready condition False.
@@ -38,6 +40,8 @@
 //! created again and boots again, and its Node registers again.
 
 mod boot;
+pub mod control_plane;
+pub mod etcd;
 mod in_process;
 mod remote;
 mod remote_server;

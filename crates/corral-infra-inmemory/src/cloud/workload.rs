@@ -1,21 +1,25 @@
 //! A simulated workload cluster: a Corral API server over an in-memory store on a loopback
-//! port, serving Nodes and Pods besides Corral's built-in resources, and the writes the
-//! simulation makes to it (the kubelet's Node, the control plane's static Pods).
+//! port, serving Nodes, Pods, Deployments and DaemonSets besides Corral's built-in resources,
+//! and the writes the simulation makes to it (the kubelet's Node, the control plane's static
+//! Pods and etcd members, the objects `kubeadm init` creates; see `control_plane.rs`).
 
 use std::sync::Arc;
 
 use corral_apiserver::registry::{ResourceInfo, builtins};
 use corral_apiserver::{Server, ServerConfig};
 use corral_store::memory::MemoryStore;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Pod,
-    PodCondition, PodSpec, PodStatus, Taint,
+    ConfigMap, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Pod, Taint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::{CloudError, ClusterKey, WorkloadEndpoint};
+use super::control_plane::{
+    self, COMPONENTS, KUBE_SYSTEM, pod_ready_condition, static_pod, static_pod_name,
+};
+use super::{CloudError, ClusterKey, WorkloadEndpoint, etcd};
 
 /// The host every workload cluster listens on.
 const HOST: &str = "127.0.0.1";
@@ -30,6 +34,9 @@ pub(super) struct WorkloadCluster {
     pub endpoint: WorkloadEndpoint,
     pub client: kube::Client,
     server: tokio::sync::Mutex<Option<Server>>,
+    /// Held while a member joins etcd, so that machines starting etcd at the same moment join
+    /// one etcd cluster rather than each starting its own.
+    etcd_join: tokio::sync::Mutex<()>,
 }
 
 impl WorkloadCluster {
@@ -72,6 +79,7 @@ impl WorkloadCluster {
             endpoint,
             client,
             server: tokio::sync::Mutex::new(Some(server)),
+            etcd_join: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -106,8 +114,21 @@ impl WorkloadCluster {
         }
     }
 
-    /// Sets the Ready condition of a Node (and the conditions that go with it).
+    /// Sets the Ready condition of a Node (and the conditions that go with it), and the Ready
+    /// condition of the control plane Pods on it: a simulated control plane machine whose Node
+    /// is not ready looks to a client as if its components did not answer.
     pub async fn set_node_ready(&self, name: &str, ready: bool) -> Result<(), CloudError> {
+        // The Pods first: once the Node shows the change, the Pods show it too.
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), KUBE_SYSTEM);
+        let patch = json!({ "status": { "conditions": [pod_ready_condition(ready)] } });
+        for component in COMPONENTS {
+            let pod = static_pod_name(component, name);
+            ignore_not_found(
+                pods.patch_status(&pod, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await,
+            )
+            .map_err(self.error(format!("set the Ready condition of Pod kube-system/{pod}")))?;
+        }
         let nodes: Api<Node> = Api::all(self.client.clone());
         let patch = json!({ "status": { "conditions": node_conditions(ready) } });
         nodes
@@ -117,26 +138,117 @@ impl WorkloadCluster {
             .map_err(self.error(format!("set the Ready condition of Node {name}")))
     }
 
-    /// Creates a control plane component's static Pod on a Node, running and ready.
-    pub async fn start_static_pod(&self, component: &str, node: &str) -> Result<(), CloudError> {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "kube-system");
-        match pods
-            .create(&PostParams::default(), &static_pod(component, node))
+    /// Starts etcd on a control plane Node: its static Pod, carrying the annotations that make
+    /// it a member of the cluster's etcd (see [`super::etcd`]); the first member starts the
+    /// etcd cluster and leads it. A Pod that exists already is left as it is.
+    pub async fn start_etcd_member(
+        &self,
+        node: &SimulatedNode,
+        ready: bool,
+    ) -> Result<(), CloudError> {
+        let _joining = self.etcd_join.lock().await;
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), KUBE_SYSTEM);
+        let existing = pods
+            .list(&ListParams::default().labels("component=etcd"))
             .await
+            .map_err(self.error("list the etcd Pods".into()))?
+            .items;
+        let name = static_pod_name("etcd", &node.name);
+        if existing
+            .iter()
+            .any(|pod| pod.metadata.name.as_deref() == Some(name.as_str()))
         {
+            return Ok(());
+        }
+        let annotations = etcd::member_pod_annotations(
+            &existing,
+            rand::random::<u64>(),
+            rand::random::<u64>(),
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+        let pod = static_pod(
+            "etcd",
+            &node.name,
+            node.version.as_deref(),
+            ready,
+            annotations,
+        );
+        self.create_if_absent(&pods, &pod, format!("create Pod kube-system/{name}"))
+            .await
+    }
+
+    /// Starts the API server, controller manager and scheduler on a control plane Node, and
+    /// the cluster-wide objects `kubeadm init` creates, if the cluster lacks them.
+    pub async fn start_control_plane_components(
+        &self,
+        node: &SimulatedNode,
+        ready: bool,
+    ) -> Result<(), CloudError> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), KUBE_SYSTEM);
+        let version = node.version.as_deref();
+        for component in &COMPONENTS[1..] {
+            let pod = static_pod(component, &node.name, version, ready, Default::default());
+            let name = static_pod_name(component, &node.name);
+            self.create_if_absent(&pods, &pod, format!("create Pod kube-system/{name}"))
+                .await?;
+        }
+        let config_maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), KUBE_SYSTEM);
+        let endpoint = format!("{}:{}", self.endpoint.host, self.endpoint.port);
+        for config_map in [
+            control_plane::kubeadm_config(&self.key.name, &endpoint, version),
+            control_plane::kubelet_config(),
+            control_plane::kube_proxy_config(),
+            control_plane::coredns_config(),
+        ] {
+            let name = config_map.metadata.name.clone().unwrap_or_default();
+            self.create_if_absent(
+                &config_maps,
+                &config_map,
+                format!("create ConfigMap kube-system/{name}"),
+            )
+            .await?;
+        }
+        let daemon_sets: Api<DaemonSet> = Api::namespaced(self.client.clone(), KUBE_SYSTEM);
+        self.create_if_absent(
+            &daemon_sets,
+            &control_plane::kube_proxy(version),
+            "create DaemonSet kube-system/kube-proxy".into(),
+        )
+        .await?;
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), KUBE_SYSTEM);
+        self.create_if_absent(
+            &deployments,
+            &control_plane::coredns(),
+            "create Deployment kube-system/coredns".into(),
+        )
+        .await
+    }
+
+    async fn create_if_absent<K>(
+        &self,
+        api: &Api<K>,
+        object: &K,
+        operation: String,
+    ) -> Result<(), CloudError>
+    where
+        K: kube::Resource
+            + Clone
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        match api.create(&PostParams::default(), object).await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-            Err(error) => Err(self.error(format!("create the {component} Pod of {node}"))(
-                error,
-            )),
+            Err(error) => Err(self.error(operation)(error)),
         }
     }
 
-    /// Removes a VM's Node and control plane Pods.
+    /// Removes a VM's Node and control plane Pods; its etcd member goes with its Pod.
     pub async fn remove_machine(&self, node: &str) -> Result<(), CloudError> {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "kube-system");
-        for component in ["etcd", "kube-apiserver"] {
-            let name = format!("{component}-{node}");
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), KUBE_SYSTEM);
+        for component in COMPONENTS {
+            let name = static_pod_name(component, node);
             ignore_not_found(pods.delete(&name, &DeleteParams::default()).await)
                 .map_err(self.error(format!("delete Pod kube-system/{name}")))?;
         }
@@ -154,35 +266,30 @@ fn ignore_not_found<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error
     }
 }
 
-/// Nodes and Pods: Corral's API server does not serve them itself (a management plane has no
-/// Nodes), so each workload cluster registers them, as built-in resources without a schema.
+/// Deployments and DaemonSets (`apps/v1`): a management plane has no use for them, so Corral's
+/// API server does not serve them, but a workload cluster has CoreDNS and kube-proxy, which
+/// control plane providers read and update. They are served as built-in resources without a
+/// schema, like ConfigMaps (Nodes and Pods are built in already).
 fn simulated_resources() -> Vec<ResourceInfo> {
     let base = builtins()
         .into_iter()
         .find(|resource| resource.group.is_empty() && resource.plural == "configmaps")
         .expect("ConfigMaps are built in");
+    let apps = |plural: &str, kind: &str, short_name: &str| ResourceInfo {
+        group: "apps".into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        namespaced: true,
+        short_names: vec![short_name.into()],
+        categories: vec!["all".into()],
+        status_subresource: true,
+        ..base.clone()
+    };
     vec![
-        ResourceInfo {
-            plural: "nodes".into(),
-            singular: "node".into(),
-            kind: "Node".into(),
-            list_kind: "NodeList".into(),
-            namespaced: false,
-            short_names: vec!["no".into()],
-            status_subresource: true,
-            ..base.clone()
-        },
-        ResourceInfo {
-            plural: "pods".into(),
-            singular: "pod".into(),
-            kind: "Pod".into(),
-            list_kind: "PodList".into(),
-            namespaced: true,
-            short_names: vec!["po".into()],
-            categories: vec!["all".into()],
-            status_subresource: true,
-            ..base
-        },
+        apps("deployments", "Deployment", "deploy"),
+        apps("daemonsets", "DaemonSet", "ds"),
     ]
 }
 
@@ -326,40 +433,4 @@ fn node_conditions(ready: bool) -> Vec<NodeCondition> {
             "kubelet has sufficient PID available",
         ),
     ]
-}
-
-/// A control plane component's static Pod (`etcd`, `kube-apiserver`), as kubeadm names and
-/// labels them.
-fn static_pod(component: &str, node: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(format!("{component}-{node}")),
-            namespace: Some("kube-system".into()),
-            labels: Some(
-                [("component", component), ("tier", "control-plane")]
-                    .into_iter()
-                    .map(|(key, value)| (key.to_string(), value.to_string()))
-                    .collect(),
-            ),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            node_name: Some(node.into()),
-            containers: vec![Container {
-                name: component.into(),
-                image: Some(format!("registry.k8s.io/{component}")),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: Some(PodStatus {
-            phase: Some("Running".into()),
-            conditions: Some(vec![PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-    }
 }

@@ -498,7 +498,15 @@ async fn control_plane_machines_also_start_etcd_and_the_api_server() {
         .into_iter()
         .map(|pod| pod.metadata.name.unwrap())
         .collect();
-    assert_eq!(names, ["etcd-cp-0", "kube-apiserver-cp-0"]);
+    assert_eq!(
+        names,
+        [
+            "etcd-cp-0",
+            "kube-apiserver-cp-0",
+            "kube-controller-manager-cp-0",
+            "kube-scheduler-cp-0"
+        ]
+    );
 }
 
 #[tokio::test]
