@@ -359,10 +359,12 @@ pub struct NodeRegistrationOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub name: Option<String>,
-    /// taints specifies the taints the Node API object should be registered with.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// taints specifies the taints the Node API object should be registered with. Unset means
+    /// kubeadm's default (the control-plane taint on control plane nodes); an empty list means
+    /// no taints, so the two are kept apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 0, max = 100))]
-    pub taints: Vec<Taint>,
+    pub taints: Option<Vec<Taint>>,
 }
 
 /// The node this Taint is attached to has the "effect" on any pod that does not tolerate the Taint.
