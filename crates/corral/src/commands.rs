@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::CommandFactory;
 use corral_cli::{Connection, KubeconfigSource};
@@ -48,6 +47,8 @@ pub struct ControllersArgs {
     /// suffix).
     #[arg(long)]
     identity: Option<String>,
+    #[command(flatten)]
+    cloud: crate::cloud::CloudFlag,
 }
 
 #[derive(clap::Args)]
@@ -82,8 +83,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<()> {
 pub async fn controllers(args: ControllersArgs) -> anyhow::Result<()> {
     let connection = args.kubeconfig.connect().await?;
     corral_cli::components::check_installed(&connection).await?;
-    let cloud: corral_cli::components::Cloud =
-        Arc::new(corral_infra_inmemory::cloud::InProcessCloud::new());
+    let cloud = args.cloud.open().await?;
     let client = connection.client.clone();
     if !args.leader_elect {
         let shutdown = crate::shutdown_signal().boxed().shared();

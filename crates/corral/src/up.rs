@@ -3,7 +3,6 @@
 //! a demo cluster whose machines come up on screen.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -27,8 +26,7 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
-    let cloud: corral_cli::components::Cloud =
-        Arc::new(corral_infra_inmemory::cloud::InProcessCloud::new());
+    let cloud = args.cloud.open().await?;
     let controllers = corral_cli::components::start_controllers(client.clone(), cloud, shutdown);
     println!(
         "Corral is up. To use it:\n  export KUBECONFIG={}",
