@@ -52,6 +52,49 @@ pub struct ControllersArgs {
 }
 
 #[derive(clap::Args)]
+pub struct GenerateArgs {
+    #[command(subcommand)]
+    what: GenerateCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum GenerateCommand {
+    /// Print a workload cluster's manifests, from an embedded template or `--from FILE`.
+    Cluster(GenerateClusterArgs),
+}
+
+#[derive(clap::Args)]
+struct GenerateClusterArgs {
+    /// The cluster's name.
+    name: String,
+    /// The infrastructure provider whose templates to use.
+    #[arg(short, long, conflicts_with = "from")]
+    infrastructure: Option<String>,
+    /// The template flavor: the default (a KubeadmControlPlane) or `machine-based` (the
+    /// control plane as plain Machines).
+    #[arg(short, long, conflicts_with = "from")]
+    flavor: Option<String>,
+    /// Render this template file instead (`-` for standard input).
+    #[arg(long)]
+    from: Option<PathBuf>,
+    /// The namespace of the cluster's objects (the variable NAMESPACE; default `default`).
+    #[arg(short = 'n', long)]
+    target_namespace: Option<String>,
+    /// The Kubernetes version (the variable KUBERNETES_VERSION), such as v1.32.0.
+    #[arg(long)]
+    kubernetes_version: Option<String>,
+    /// Control plane machines (the variable CONTROL_PLANE_MACHINE_COUNT).
+    #[arg(long, default_value_t = 1)]
+    control_plane_machine_count: u32,
+    /// Worker machines (the variable WORKER_MACHINE_COUNT).
+    #[arg(long, default_value_t = 0)]
+    worker_machine_count: u32,
+    /// List the template's variables instead of rendering it.
+    #[arg(long)]
+    list_variables: bool,
+}
+
+#[derive(clap::Args)]
 pub struct CompletionArgs {
     /// The shell.
     shell: clap_complete::Shell,
@@ -128,6 +171,48 @@ fn default_identity() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{host}_{}_{nanos:08x}", std::process::id())
+}
+
+pub fn generate(args: GenerateArgs) -> anyhow::Result<()> {
+    use corral_cli::generate;
+    let GenerateCommand::Cluster(args) = args.what;
+    let source = match &args.from {
+        Some(path) => {
+            let text = if path.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).map_err(|e| {
+                    anyhow::anyhow!("cannot read the template from standard input: {e}")
+                })?
+            } else {
+                std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!("cannot read the template {}: {e}", path.display())
+                })?
+            };
+            generate::Source::Text {
+                name: path.display().to_string(),
+                text,
+            }
+        }
+        None => generate::Source::Embedded {
+            infrastructure: args.infrastructure.clone(),
+            flavor: args.flavor.clone(),
+        },
+    };
+    if args.list_variables {
+        let variables = generate::list_variables(&source)?;
+        print!("{}", generate::render_variables(&variables));
+        return Ok(());
+    }
+    let request = generate::GenerateCluster {
+        cluster_name: args.name,
+        source,
+        target_namespace: args.target_namespace,
+        kubernetes_version: args.kubernetes_version,
+        control_plane_machine_count: args.control_plane_machine_count,
+        worker_machine_count: args.worker_machine_count,
+        environment: std::env::vars().collect(),
+    };
+    print!("{}", generate::generate_cluster(&request)?);
+    Ok(())
 }
 
 pub fn version() -> anyhow::Result<()> {

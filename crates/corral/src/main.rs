@@ -37,6 +37,8 @@ enum Command {
     /// Run the core controllers and the built-in providers against a management plane, with
     /// leader election so that several replicas never act at once.
     Controllers(commands::ControllersArgs),
+    /// Generate a workload cluster's manifests from a template.
+    Generate(commands::GenerateArgs),
     /// Serve the in-memory provider's simulated cloud (VMs and workload clusters) in this
     /// process, for management planes started with `--cloud URL`.
     Cloud(cloud::CloudArgs),
@@ -129,6 +131,7 @@ fn main() -> ExitCode {
             Command::Init(args) => commands::init(args).await,
             Command::Controllers(args) => commands::controllers(args).await,
             Command::Cloud(args) => cloud::serve(args).await,
+            Command::Generate(args) => commands::generate(args),
             Command::Version => commands::version(),
             Command::Completion(args) => commands::completion::<Cli>(args),
         }
