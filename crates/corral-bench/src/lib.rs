@@ -15,6 +15,7 @@ pub mod load;
 pub mod machinery;
 pub mod objects;
 pub mod phases;
+pub mod scale;
 pub mod stats;
 
 use std::fmt::Write as _;

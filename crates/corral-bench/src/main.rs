@@ -1,7 +1,8 @@
 //! `corral-bench apiserver`: the API server over SQLite and over etcd, side by side, with raw
 //! etcd puts as the yardstick. `corral-bench machinery`: custom resource validation, garbage
-//! collection and server-side apply on SQLite. Both print progress on stderr and a Markdown
-//! report on stdout.
+//! collection and server-side apply on SQLite. `corral-bench scale` and `corral-bench rollout`:
+//! the whole management plane with the in-memory provider, at many clusters or one large
+//! MachineDeployment. All print progress on stderr and a Markdown report on stdout.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +24,79 @@ enum Target {
     /// API machinery on SQLite: custom resource creates with and without a structural schema
     /// (defaults, CEL), garbage collection of an ownership tree, server-side apply.
     Machinery(MachineryOptions),
+    /// N clusters on the in-memory provider, the whole management plane in this process:
+    /// time until all are Available and their Machines Running, API writes, reconciles per
+    /// controller, CPU and peak RSS; optionally the idle steady state; then deleting them all.
+    Scale(ScaleOptions),
+    /// One MachineDeployment of many replicas on the in-memory provider, rolled to a new
+    /// template: time, and the most Machines seen at once.
+    Rollout(RolloutOptions),
+}
+
+#[derive(clap::Args)]
+struct ScaleOptions {
+    /// Clusters to create.
+    #[arg(long, default_value_t = 50)]
+    clusters: usize,
+    /// Control plane Machines of each cluster (machine-based control plane).
+    #[arg(long, default_value_t = 1)]
+    control_plane_machines: usize,
+    /// Worker Machines of each cluster (one MachineDeployment).
+    #[arg(long, default_value_t = 3)]
+    workers: usize,
+    /// How long each simulated VM takes to boot, in seconds (0: at once).
+    #[arg(long, default_value_t = 0.0)]
+    provisioning_delay: f64,
+    /// Seconds of steady state to measure once every cluster is Available (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    idle_secs: f64,
+    /// Concurrent clients creating and deleting the clusters.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    #[command(flatten)]
+    common: PlaneOptions,
+}
+
+#[derive(clap::Args)]
+struct RolloutOptions {
+    /// Replicas of the MachineDeployment.
+    #[arg(long, default_value_t = 1000)]
+    replicas: usize,
+    /// maxSurge of the rollout (a number or a percentage).
+    #[arg(long, default_value = "10%")]
+    max_surge: String,
+    /// maxUnavailable of the rollout (a number or a percentage).
+    #[arg(long, default_value = "0")]
+    max_unavailable: String,
+    #[command(flatten)]
+    common: PlaneOptions,
+}
+
+#[derive(clap::Args)]
+struct PlaneOptions {
+    /// How many objects of one kind each controller reconciles at once (default: the
+    /// controllers' default).
+    #[arg(long)]
+    concurrency: Option<u16>,
+    /// Seconds each phase may take before the run gives up.
+    #[arg(long, default_value_t = 600.0)]
+    timeout_secs: f64,
+    /// Where the SQLite file goes (default: the temp dir, unless it is tmpfs; then target/).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+impl PlaneOptions {
+    fn controllers(&self) -> corral_controllers::Config {
+        let mut config = corral_controllers::Config::default();
+        if let Some(concurrency) = self.concurrency {
+            config.concurrency = concurrency.max(1);
+        }
+        config
+    }
 }
 
 #[derive(clap::Args)]
@@ -89,6 +163,8 @@ fn main() -> anyhow::Result<()> {
     let options = match Cli::parse().target {
         Target::Apiserver(options) => options,
         Target::Machinery(options) => return machinery(options),
+        Target::Scale(options) => return scale(options),
+        Target::Rollout(options) => return rollout(options),
     };
     let mut config = if options.quick {
         corral_bench::Config::quick()
@@ -145,5 +221,54 @@ fn machinery(options: MachineryOptions) -> anyhow::Result<()> {
     let report = runtime.block_on(corral_bench::machinery::run(&config))?;
     println!("{}", report.markdown());
     runtime.shutdown_timeout(Duration::from_secs(5));
+    Ok(())
+}
+
+fn scale(options: ScaleOptions) -> anyhow::Result<()> {
+    use corral_bench::scale::ScaleConfig;
+    let mut config = ScaleConfig::new(
+        options.clusters,
+        options.control_plane_machines,
+        options.workers,
+    );
+    config.provisioning_delay = Duration::from_secs_f64(options.provisioning_delay.max(0.0));
+    config.idle = (options.idle_secs > 0.0).then(|| Duration::from_secs_f64(options.idle_secs));
+    config.clients = options.clients.max(1);
+    config.timeout = Duration::from_secs_f64(options.common.timeout_secs.max(1.0));
+    config.data_root = options.common.data_dir.clone();
+    config.controllers = options.common.controllers();
+    config.progress = !options.common.quiet;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(corral_bench::scale::run_scale(&config))?;
+    println!("{}", report.markdown());
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    if report.error.is_some() {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn rollout(options: RolloutOptions) -> anyhow::Result<()> {
+    use corral_bench::scale::RolloutConfig;
+    let config = RolloutConfig {
+        replicas: options.replicas.max(1),
+        max_surge: options.max_surge.leak(),
+        max_unavailable: options.max_unavailable.leak(),
+        timeout: Duration::from_secs_f64(options.common.timeout_secs.max(1.0)),
+        data_root: options.common.data_dir.clone(),
+        controllers: options.common.controllers(),
+        progress: !options.common.quiet,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(corral_bench::scale::run_rollout(&config))?;
+    println!("{}", report.markdown());
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    if report.error.is_some() {
+        std::process::exit(1);
+    }
     Ok(())
 }

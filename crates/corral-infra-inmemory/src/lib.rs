@@ -50,4 +50,4 @@ pub mod cloud;
 mod controllers;
 
 pub use api::crds;
-pub use controllers::run;
+pub use controllers::{reconcile_counts, run};

@@ -23,6 +23,7 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod metrics;
 pub mod patch;
 pub mod triggers;
 
@@ -242,6 +243,7 @@ pub async fn run_controller<K, C, E, F, Fut>(
 {
     let backoff = Arc::new(Backoff::new(config.backoff_initial, config.backoff_max));
     let reconcile_backoff = backoff.clone();
+    let counter = metrics::counter(name);
     let reconciler = move |object: Arc<K>, context: Arc<C>| {
         let key = object_key(object.as_ref());
         let span = tracing::info_span!(
@@ -251,11 +253,13 @@ pub async fn run_controller<K, C, E, F, Fut>(
             cluster = %object.cluster_name(),
         );
         let backoff = reconcile_backoff.clone();
+        let counter = counter.clone();
         let future = reconcile(object, context);
         CancelableJoinHandle::spawn(
             async move {
                 tracing::debug!("Reconciling");
                 let result = future.await;
+                counter.record(result.is_ok());
                 if result.is_ok() {
                     backoff.succeed(&key);
                 }

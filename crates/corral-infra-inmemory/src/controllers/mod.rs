@@ -28,6 +28,50 @@ use serde_json::json;
 
 use crate::cloud::{Cloud, CloudError};
 
+/// Reconciles run and failed so far, per controller, for benchmarks (see [`reconcile_counts`]).
+static DEV_CLUSTER_RECONCILES: ReconcileCounter = ReconcileCounter::new();
+static DEV_MACHINE_RECONCILES: ReconcileCounter = ReconcileCounter::new();
+
+/// Finished and failed reconciles of one controller.
+struct ReconcileCounter {
+    reconciles: std::sync::atomic::AtomicU64,
+    failures: std::sync::atomic::AtomicU64,
+}
+
+impl ReconcileCounter {
+    const fn new() -> Self {
+        ReconcileCounter {
+            reconciles: std::sync::atomic::AtomicU64::new(0),
+            failures: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn record<T, E>(&self, result: &Result<T, E>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.reconciles.fetch_add(1, Relaxed);
+        if result.is_err() {
+            self.failures.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn read(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.reconciles.load(Relaxed), self.failures.load(Relaxed))
+    }
+}
+
+/// Reconciles run so far by each controller of this provider in this process, as
+/// `(controller, reconciles, failed reconciles)`; for benchmarks.
+pub fn reconcile_counts() -> Vec<(&'static str, u64, u64)> {
+    [
+        ("devcluster", DEV_CLUSTER_RECONCILES.read()),
+        ("devmachine", DEV_MACHINE_RECONCILES.read()),
+    ]
+    .into_iter()
+    .map(|(name, (reconciles, failures))| (name, reconciles, failures))
+    .collect()
+}
+
 /// The name the controllers report as, in Events.
 const CONTROLLER_NAME: &str = "corral-infra-inmemory";
 

@@ -38,7 +38,12 @@ pub(super) async fn run(
     let controller = Controller::new(dev_clusters, watcher::Config::default())
         .watches(clusters, watcher::Config::default(), cluster_to_dev_cluster)
         .graceful_shutdown_on(shutdown);
-    super::drain(controller.run(reconcile, error_policy, context)).await;
+    let counted = |object, context| async move {
+        let result = reconcile(object, context).await;
+        super::DEV_CLUSTER_RECONCILES.record(&result);
+        result
+    };
+    super::drain(controller.run(counted, error_policy, context)).await;
 }
 
 /// Recreates, before anything else runs, the endpoints that existing DevClusters recorded, on

@@ -53,7 +53,12 @@ pub(super) async fn run(
             cluster_to_dev_machines(&store, &cluster)
         })
         .graceful_shutdown_on(shutdown);
-    super::drain(controller.run(reconcile, error_policy, context)).await;
+    let counted = |object, context| async move {
+        let result = reconcile(object, context).await;
+        super::DEV_MACHINE_RECONCILES.record(&result);
+        result
+    };
+    super::drain(controller.run(counted, error_policy, context)).await;
 }
 
 /// A Machine's change concerns its DevMachine (upstream `util.MachineToInfrastructureMapFunc`).
