@@ -47,12 +47,32 @@ pub fn providers() -> Vec<BuiltinProvider> {
             crds: corral_api::crds,
         },
         BuiltinProvider {
+            type_: ProviderType::BootstrapProvider,
+            name: "kubeadm",
+            namespace: "capi-kubeadm-bootstrap-system",
+            crds: || kubeadm_crds(corral_kubeadm::api::BOOTSTRAP_GROUP),
+        },
+        BuiltinProvider {
+            type_: ProviderType::ControlPlaneProvider,
+            name: "kubeadm",
+            namespace: "capi-kubeadm-control-plane-system",
+            crds: || kubeadm_crds(corral_kubeadm::api::CONTROL_PLANE_GROUP),
+        },
+        BuiltinProvider {
             type_: ProviderType::InfrastructureProvider,
             name: corral_infra_inmemory::api::PROVIDER_NAME,
             namespace: "capim-system",
             crds: corral_infra_inmemory::crds,
         },
     ]
+}
+
+/// corral-kubeadm's CRDs of one of its two providers, by API group.
+fn kubeadm_crds(group: &str) -> Vec<CustomResourceDefinition> {
+    corral_kubeadm::crds()
+        .into_iter()
+        .filter(|crd| crd.spec.group == group)
+        .collect()
 }
 
 /// What [`init`] did.
@@ -215,6 +235,7 @@ pub async fn run_controllers(
     cloud: Cloud,
     shutdown: impl Future<Output = ()> + Send + Clone + 'static,
 ) -> Result<(), Error> {
+    // corral-kubeadm's bootstrap and control plane controllers join here once they exist.
     let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
     let core = corral_controllers::run(client, corral_controllers::Config::default(), shutdown);
     let ((), core) = tokio::join!(provider, core);
