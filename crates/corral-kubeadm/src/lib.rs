@@ -5,5 +5,6 @@
 //! `controlplane.cluster.x-k8s.io/v1beta2` and their CRDs ([`crds()`]).
 
 pub mod api;
+pub mod controlplane;
 
 pub use api::crds;

@@ -1,0 +1,1039 @@
+//! The KubeadmControlPlane controller (upstream
+//! `controlplane/kubeadm/reconcilers/kubeadmcontrolplane/kubeadmcontrolplane_controller.go`):
+//! a control plane of Machines bootstrapped with kubeadm, with stacked etcd.
+//!
+//! Each reconcile, in upstream's order: the admin kubeconfig Secret `<cluster>-kubeconfig`
+//! (the control plane provider owns it) → read the workload cluster (through the shared
+//! [`ClusterCache`]: `kubeadm-config`, the control plane static Pods, the etcd members through an
+//! [`EtcdAdmin`]) → remove etcd members whose machine is gone → create the first machine
+//! (`kubeadm init`) → remediate a machine a MachineHealthCheck marked (`OwnerRemediated`
+//! False) when etcd keeps quorum → roll out machines that are not up to date (maxSurge 1: scale
+//! up, then down; maxSurge 0: down, then up) → scale up or down to `spec.replicas` → status.
+//!
+//! One operation at a time (`preflight.go`): scaling waits while a machine is being deleted,
+//! while a machine has no Node, and while a control plane component or an etcd member is
+//! unhealthy. Before a machine is deleted, etcd leadership moves off it and its member is
+//! removed (upstream does this in the `kcp-cleanup` pre-terminate hook; Corral does it just
+//! before deleting the Machine, which is the same order for etcd). The decisions themselves
+//! are pure functions in [`planner`].
+//!
+//! Validation (replicas odd with stacked etcd, maxSurge 0 or 1, maxSurge 0 with at least 3
+//! replicas, no version downgrade) is in the CRD's schema (see `api/controlplane.rs`), so
+//! invalid specs never reach the controller.
+//!
+//! In Cluster API v1beta2 the Cluster takes `controlPlaneEndpoint` from the infrastructure
+//! cluster, so the KubeadmControlPlane does not set it.
+
+mod kubeconfig;
+mod machines;
+pub mod planner;
+mod status;
+mod workload;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use corral_api::annotations::{KCP_REMEDIATION_FOR, KCP_REMEDIATION_IN_PROGRESS};
+use corral_api::conditions::machine::OWNER_REMEDIATED;
+use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE, CONTROL_PLANE_NAME};
+use corral_api::{Cluster, Machine};
+use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
+use corral_controllers::conditions;
+use corral_controllers::external::ExternalObjects;
+use corral_infra_inmemory::cloud::etcd::{EtcdAdmin, EtcdError, SimulatedEtcd};
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+use crate::api::bootstrap::KubeadmConfig;
+use crate::api::controlplane::{KubeadmControlPlane, LastRemediationStatus};
+use planner::{MachineView, MemberHealth, PreviousRemediation, RetryDecision, RolloutStep};
+use workload::WorkloadState;
+
+pub use kubeconfig::WorkloadScheme;
+
+/// The finalizer the controller puts on every KubeadmControlPlane.
+pub const FINALIZER: &str = corral_api::finalizers::KUBEADM_CONTROL_PLANE;
+
+/// Upstream's default `remediation.minHealthyPeriodSeconds` (1 h).
+const DEFAULT_MIN_HEALTHY_PERIOD_SECONDS: i64 = 3600;
+
+/// Settings of the controller.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How workload clusters are reached.
+    pub cluster_cache: ClusterCacheConfig,
+    /// The scheme of the API server URL in the kubeconfig Secrets written.
+    pub workload_scheme: WorkloadScheme,
+    /// How often a control plane waiting on its workload cluster (Pods and etcd members it does
+    /// not watch) is looked at again.
+    pub poll_interval: Duration,
+    /// How many KubeadmControlPlanes are reconciled at once.
+    pub concurrency: u16,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            cluster_cache: ClusterCacheConfig::default(),
+            workload_scheme: WorkloadScheme::Https,
+            poll_interval: Duration::from_secs(5),
+            concurrency: 10,
+        }
+    }
+}
+
+/// A failed reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read Cluster {name}")]
+    GetCluster {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot list the control plane Machines")]
+    ListMachines(#[source] kube::Error),
+    #[error("cannot list the KubeadmConfigs of the control plane Machines")]
+    ListKubeadmConfigs(#[source] kube::Error),
+    #[error("cannot read the infrastructure object of Machine {machine}")]
+    GetInfrastructure {
+        machine: String,
+        #[source]
+        source: corral_controllers::external::Error,
+    },
+    #[error(transparent)]
+    MachineName {
+        #[from]
+        source: corral_controllers::machine_set::naming::NamingError,
+    },
+    #[error("cannot create the infrastructure object of Machine {machine}")]
+    CreateInfrastructure {
+        machine: String,
+        #[source]
+        source: corral_controllers::external::Error,
+    },
+    #[error("cannot create the KubeadmConfig of Machine {machine}")]
+    CreateKubeadmConfig {
+        machine: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot create Machine {machine}")]
+    CreateMachine {
+        machine: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot delete Machine {machine}")]
+    DeleteMachine {
+        machine: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot write the kubeconfig Secret {name}")]
+    WriteKubeconfig {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot {operation} of etcd member {member}")]
+    Etcd {
+        operation: &'static str,
+        member: String,
+        #[source]
+        source: EtcdError,
+    },
+    #[error("cannot patch the KubeadmControlPlane")]
+    Patch(#[source] kube::Error),
+    #[error("cannot patch the status of the KubeadmControlPlane")]
+    PatchStatus(#[source] kube::Error),
+}
+
+struct Context {
+    client: Client,
+    config: Config,
+    cache: ClusterCache,
+    external: ExternalObjects,
+}
+
+/// Runs the KubeadmControlPlane controller until `shutdown` resolves.
+pub async fn run(
+    client: Client,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let cache = ClusterCache::new(client.clone(), config.cluster_cache.clone());
+    let cache_task = tokio::spawn(cache.clone().run(shutdown.clone()));
+    let context = Arc::new(Context {
+        external: ExternalObjects::new(client.clone()),
+        client: client.clone(),
+        cache,
+        config: config.clone(),
+    });
+    let kcps: Api<KubeadmControlPlane> = Api::all(client.clone());
+    let machines: Api<Machine> = Api::all(client.clone());
+    let clusters: Api<Cluster> = Api::all(client.clone());
+    let settings = kube::runtime::controller::Config::default().concurrency(config.concurrency);
+    tracing::info!("KubeadmControlPlane controller started");
+    Controller::new(kcps, watcher::Config::default())
+        .with_config(settings)
+        .owns(machines, watcher::Config::default().labels(CONTROL_PLANE))
+        .watches(clusters, watcher::Config::default(), |cluster: Cluster| {
+            let reference = cluster.spec.control_plane_ref.as_ref()?;
+            (reference.kind == "KubeadmControlPlane"
+                && reference.api_group == crate::api::CONTROL_PLANE_GROUP)
+                .then(|| {
+                    ObjectRef::new(&reference.name).within(&cluster.namespace().unwrap_or_default())
+                })
+        })
+        .graceful_shutdown_on(shutdown.clone())
+        .run(reconcile, error_policy, context)
+        .for_each(|_| async {})
+        .await;
+    let _ = cache_task.await;
+    tracing::info!("KubeadmControlPlane controller stopped");
+}
+
+fn error_policy(kcp: Arc<KubeadmControlPlane>, error: &Error, _: Arc<Context>) -> Action {
+    tracing::warn!(kcp = %kcp.name_any(), error = %corral_controllers::runtime::error_chain(error), "Reconcile failed");
+    Action::requeue(Duration::from_secs(1))
+}
+
+/// The Cluster a KubeadmControlPlane belongs to: its owner, or its cluster-name label.
+fn cluster_name(kcp: &KubeadmControlPlane) -> Option<String> {
+    kcp.owner_references()
+        .iter()
+        .find(|owner| owner.kind == "Cluster" && owner.api_version.starts_with("cluster.x-k8s.io/"))
+        .map(|owner| owner.name.clone())
+        .or_else(|| kcp.labels().get(CLUSTER_NAME).cloned())
+}
+
+fn is_paused(kcp: &KubeadmControlPlane, cluster: &Cluster) -> bool {
+    cluster.spec.paused == Some(true)
+        || kcp
+            .annotations()
+            .contains_key(corral_api::annotations::PAUSED)
+}
+
+fn machine_node(machine: &Machine) -> Option<String> {
+    Some(machine.status.as_ref()?.node_ref.as_ref()?.name.clone())
+}
+
+fn is_marked_for_remediation(machine: &Machine) -> bool {
+    machine.status.as_ref().is_some_and(|status| {
+        conditions::get(&status.conditions, OWNER_REMEDIATED)
+            .is_some_and(|condition| condition.status == "False")
+    })
+}
+
+/// The remediation record upstream keeps in annotations (`RemediationData`).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct RemediationData {
+    machine: String,
+    timestamp: Timestamp,
+    retry_count: i32,
+}
+
+/// What one reconcile observed.
+struct Scope {
+    kcp: Arc<KubeadmControlPlane>,
+    cluster: Cluster,
+    namespace: String,
+    /// The control plane Machines, oldest first.
+    machines: Vec<Machine>,
+    views: Vec<MachineView>,
+    workload: Option<WorkloadState>,
+    workload_error: Option<String>,
+    etcd: Option<Arc<dyn EtcdAdmin>>,
+    failure_domains: Vec<String>,
+}
+
+impl Scope {
+    fn desired(&self) -> i32 {
+        self.kcp.spec.replicas.unwrap_or(1)
+    }
+
+    fn max_surge(&self) -> i32 {
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        match self
+            .kcp
+            .spec
+            .rollout
+            .strategy
+            .as_ref()
+            .and_then(|s| s.rolling_update.max_surge.as_ref())
+        {
+            Some(IntOrString::Int(surge)) => *surge,
+            Some(IntOrString::String(surge)) => {
+                surge.trim_end_matches('%').parse().unwrap_or(1).min(1)
+            }
+            None => 1,
+        }
+    }
+
+    fn machine(&self, name: &str) -> Option<&Machine> {
+        self.machines
+            .iter()
+            .find(|m| m.metadata.name.as_deref() == Some(name))
+    }
+
+    /// Why an operation must wait (upstream `preflightChecks`), ignoring `except` (the machine
+    /// a scale down is about to remove).
+    fn preflight(&self, except: Option<&str>) -> Option<String> {
+        let checked = || {
+            self.views
+                .iter()
+                .filter(move |v| Some(v.name.as_str()) != except)
+        };
+        if let Some(deleting) = self.views.iter().find(|v| v.deleting) {
+            return Some(format!(
+                "Waiting for Machine {} to be deleted",
+                deleting.name
+            ));
+        }
+        if let Some(error) = &self.workload_error {
+            return Some(format!("Cannot check the workload cluster: {error}"));
+        }
+        if let Some(view) = checked().find(|v| !v.has_node) {
+            return Some(format!("Waiting for Machine {} to have a Node", view.name));
+        }
+        if let Some(view) = checked().find(|v| v.components_unhealthy) {
+            return Some(format!(
+                "Waiting for the control plane components of Machine {} to be healthy",
+                view.name
+            ));
+        }
+        if let Some(view) = checked().find(|v| v.etcd_unhealthy) {
+            return Some(format!(
+                "Waiting for the etcd member of Machine {} to be healthy",
+                view.name
+            ));
+        }
+        None
+    }
+}
+
+async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Result<Action, Error> {
+    let namespace = kcp.namespace().unwrap_or_default();
+    let Some(cluster_name) = cluster_name(&kcp) else {
+        tracing::debug!("Waiting for the Cluster controller to set the owner");
+        return Ok(Action::await_change());
+    };
+    let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
+    let cluster = clusters
+        .get_opt(&cluster_name)
+        .await
+        .map_err(|source| Error::GetCluster {
+            name: cluster_name.clone(),
+            source,
+        })?;
+    let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &namespace);
+    let machines = list_machines(&context, &kcp, &namespace, &cluster_name).await?;
+
+    if kcp.metadata.deletion_timestamp.is_some() {
+        return reconcile_delete(&context, &kcp, &cluster_name, machines).await;
+    }
+    let Some(cluster) = cluster else {
+        return Ok(Action::requeue(context.config.poll_interval));
+    };
+    if !kcp.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut finalizers = kcp.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_string());
+        let patch = json!({ "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": kcp.resource_version(),
+        }});
+        kcps.patch(
+            &kcp.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(Error::Patch)?;
+        return Ok(Action::await_change());
+    }
+
+    let paused = is_paused(&kcp, &cluster);
+    let cluster_status = cluster.status.clone().unwrap_or_default();
+    let infrastructure_ready = cluster_status.initialization.infrastructure_provisioned
+        == Some(true)
+        && cluster
+            .spec
+            .control_plane_endpoint
+            .host
+            .as_ref()
+            .is_some_and(|host| !host.is_empty());
+
+    // The kubeconfig Secret, once the endpoint is known.
+    let certificates = if infrastructure_ready && !paused {
+        kubeconfig::ensure(
+            &context.client,
+            &kcp,
+            &cluster,
+            context.config.workload_scheme,
+        )
+        .await
+        .map_err(|error| error.to_string())
+    } else {
+        Err("Waiting for the Cluster's infrastructure and controlPlaneEndpoint".to_string())
+    };
+
+    // The workload cluster.
+    let key = ClusterKey::new(&namespace, &cluster_name);
+    let (workload, workload_error, etcd) = if infrastructure_ready && !paused {
+        match context.cache.client(&key).await {
+            Ok(client) => {
+                let etcd: Arc<dyn EtcdAdmin> = Arc::new(SimulatedEtcd::new(client.clone()));
+                match workload::observe(&client, etcd.as_ref()).await {
+                    Ok(state) => (Some(state), None, Some(etcd)),
+                    Err(error) => (None, Some(error.to_string()), None),
+                }
+            }
+            Err(error) => (None, Some(error.to_string()), None),
+        }
+    } else {
+        (
+            None,
+            Some("the workload cluster is not provisioned yet".into()),
+            None,
+        )
+    };
+
+    let views = machine_views(&context, &kcp, &namespace, &machines, workload.as_ref()).await?;
+    let failure_domains: Vec<String> = cluster_status
+        .failure_domains
+        .iter()
+        .filter(|fd| fd.control_plane == Some(true))
+        .map(|fd| fd.name.clone())
+        .collect();
+    let scope = Scope {
+        kcp: kcp.clone(),
+        cluster,
+        namespace: namespace.clone(),
+        machines,
+        views,
+        workload,
+        workload_error,
+        etcd,
+        failure_domains,
+    };
+    let initialized = kcp
+        .status
+        .as_ref()
+        .is_some_and(|s| s.initialization.control_plane_initialized == Some(true))
+        || scope.workload.as_ref().is_some_and(|w| w.kubeadm_config);
+
+    let mut outcome = Outcome::default();
+    if !paused && infrastructure_ready {
+        reconcile_machines(&context, &scope, initialized, &mut outcome).await?;
+    }
+
+    // Status.
+    let remediating: Vec<String> = scope
+        .machines
+        .iter()
+        .filter(|m| is_marked_for_remediation(m) && m.metadata.deletion_timestamp.is_none())
+        .map(|m| m.name_any())
+        .collect();
+    let previous = kcp.status.clone().unwrap_or_default();
+    let observed = status::Observed {
+        kcp: &kcp,
+        machines: &scope.machines,
+        views: &scope.views,
+        workload: scope.workload.as_ref(),
+        workload_error: scope.workload_error.clone(),
+        initialized,
+        certificates: certificates.clone(),
+        selector: machines::selector(&kcp, &cluster_name),
+        remediating,
+        remediation_blocked: outcome.remediation_blocked.clone(),
+        deleting: false,
+        paused,
+    };
+    let now = conditions::now();
+    let mut new_status = status::compute_status(&previous, &observed, &now);
+    if let Some(last) = outcome.last_remediation.clone() {
+        new_status.last_remediation = Some(last);
+    }
+    if new_status != previous {
+        patch_status(&kcps, &kcp, &new_status).await?;
+    }
+
+    if paused {
+        return Ok(Action::await_change());
+    }
+    Ok(
+        if outcome.waiting || !scope.workload.as_ref().is_some_and(|_| true) {
+            Action::requeue(context.config.poll_interval)
+        } else {
+            // Pods and etcd members are not watched; look again now and then.
+            Action::requeue(context.config.poll_interval * 6)
+        },
+    )
+}
+
+/// What the machine reconciliation did, for the status and the requeue.
+#[derive(Default)]
+struct Outcome {
+    /// Something is under way or waiting on the workload cluster.
+    waiting: bool,
+    remediation_blocked: Option<String>,
+    last_remediation: Option<LastRemediationStatus>,
+}
+
+async fn patch_status(
+    kcps: &Api<KubeadmControlPlane>,
+    kcp: &KubeadmControlPlane,
+    status: &crate::api::controlplane::KubeadmControlPlaneStatus,
+) -> Result<(), Error> {
+    let patch = json!({ "status": status });
+    kcps.patch_status(
+        &kcp.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+    .map_err(Error::PatchStatus)
+}
+
+async fn list_machines(
+    context: &Context,
+    kcp: &KubeadmControlPlane,
+    namespace: &str,
+    cluster: &str,
+) -> Result<Vec<Machine>, Error> {
+    let machines: Api<Machine> = Api::namespaced(context.client.clone(), namespace);
+    let uid = kcp.uid().unwrap_or_default();
+    let mut owned: Vec<Machine> = machines
+        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME}={cluster},{CONTROL_PLANE}")))
+        .await
+        .map_err(Error::ListMachines)?
+        .items
+        .into_iter()
+        .filter(|m| m.owner_references().iter().any(|o| o.uid == uid))
+        .collect();
+    owned.sort_by(|a, b| {
+        (
+            a.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            a.name_any(),
+        )
+            .cmp(&(
+                b.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                b.name_any(),
+            ))
+    });
+    Ok(owned)
+}
+
+async fn machine_views(
+    context: &Context,
+    kcp: &KubeadmControlPlane,
+    namespace: &str,
+    machines: &[Machine],
+    workload: Option<&WorkloadState>,
+) -> Result<Vec<MachineView>, Error> {
+    let configs: Api<KubeadmConfig> = Api::namespaced(context.client.clone(), namespace);
+    let configs: BTreeMap<String, KubeadmConfig> = configs
+        .list(&ListParams::default().labels(&format!(
+            "{CONTROL_PLANE_NAME}={}",
+            corral_controllers::machine_set::naming::format_label_value(&kcp.name_any())
+        )))
+        .await
+        .map_err(Error::ListKubeadmConfigs)?
+        .items
+        .into_iter()
+        .map(|c| (c.name_any(), c))
+        .collect();
+    let now = Timestamp::now();
+    let mut views = Vec::new();
+    for machine in machines {
+        let name = machine.name_any();
+        let infra = context
+            .external
+            .get(&machine.spec.infrastructure_ref, namespace)
+            .await
+            .map_err(|source| Error::GetInfrastructure {
+                machine: name.clone(),
+                source,
+            })?;
+        let cloned_from = infra.as_ref().and_then(|infra| {
+            machines::cloned_from(infra.object.annotations()).map(str::to_string)
+        });
+        let config = machine
+            .spec
+            .bootstrap
+            .config_ref
+            .as_ref()
+            .and_then(|r| configs.get(&r.name));
+        let outdated =
+            machines::outdated_reasons(kcp, machine, cloned_from.as_deref(), config, now);
+        let node = machine_node(machine);
+        let (etcd_unhealthy, components_unhealthy) = match (workload, &node) {
+            (Some(workload), Some(node)) => (
+                !workload.member(node).is_some_and(|m| m.healthy),
+                !workload.unhealthy_components(node).is_empty(),
+            ),
+            _ => (true, true),
+        };
+        let annotations = machine.annotations();
+        views.push(MachineView {
+            name,
+            created: machine.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            failure_domain: machine.spec.failure_domain.clone(),
+            up_to_date: outdated.is_empty(),
+            deleting: machine.metadata.deletion_timestamp.is_some(),
+            delete_annotation: annotations.contains_key(corral_api::annotations::DELETE_MACHINE),
+            remediate_annotation: annotations
+                .contains_key(corral_api::annotations::REMEDIATE_MACHINE),
+            has_node: node.is_some(),
+            etcd_unhealthy,
+            components_unhealthy,
+        });
+    }
+    Ok(views)
+}
+
+/// Init, etcd member cleanup, remediation, rollout and scaling: at most one machine operation.
+async fn reconcile_machines(
+    context: &Context,
+    scope: &Scope,
+    initialized: bool,
+    outcome: &mut Outcome,
+) -> Result<(), Error> {
+    let kcp = &scope.kcp;
+    let current = scope.machines.len();
+    let desired = scope.desired();
+
+    // The first machine runs kubeadm init.
+    if current == 0 {
+        let failure_domain =
+            planner::pick_failure_domain_for_scale_up(&scope.failure_domains, &scope.views);
+        machines::create_machine(
+            &context.client,
+            &context.external,
+            machines::NewMachine {
+                kcp,
+                cluster: &scope.cluster,
+                init: true,
+                failure_domain,
+                remediation_for: None,
+            },
+        )
+        .await?;
+        outcome.waiting = true;
+        return Ok(());
+    }
+    if !initialized {
+        tracing::debug!(
+            "Waiting for the first control plane machine to initialize the control plane"
+        );
+        outcome.waiting = true;
+        return Ok(());
+    }
+
+    // Etcd members whose machine is gone (upstream `reconcileEtcdMembers`), once every machine
+    // has its Node.
+    if let (Some(workload), Some(etcd)) = (&scope.workload, &scope.etcd)
+        && scope.views.iter().all(|v| v.has_node)
+        && let Ok(members) = &workload.members
+    {
+        let nodes: BTreeSet<String> = scope.machines.iter().filter_map(machine_node).collect();
+        for member in members.iter().filter(|m| !nodes.contains(&m.name)) {
+            tracing::info!(member = %member.name, "Removing etcd member without a Machine");
+            etcd.remove_member(member.id)
+                .await
+                .map_err(|source| Error::Etcd {
+                    operation: "remove",
+                    member: member.name.clone(),
+                    source,
+                })?;
+            outcome.waiting = true;
+        }
+        if outcome.waiting {
+            return Ok(());
+        }
+    }
+
+    // Remediation.
+    if reconcile_remediation(context, scope, outcome).await? {
+        return Ok(());
+    }
+
+    // Rollout, then plain scaling.
+    let live: Vec<&MachineView> = scope.views.iter().filter(|v| !v.deleting).collect();
+    let outdated = live.iter().any(|v| !v.up_to_date);
+    let step = if outdated {
+        Some(planner::compute_rollout_step(
+            desired,
+            scope.max_surge(),
+            current,
+        ))
+    } else if (current as i32) < desired {
+        Some(RolloutStep::ScaleUp)
+    } else if (current as i32) > desired {
+        Some(RolloutStep::ScaleDown)
+    } else {
+        None
+    };
+    match step {
+        Some(RolloutStep::ScaleUp) => scale_up(context, scope, outcome).await,
+        Some(RolloutStep::ScaleDown) => scale_down(context, scope, outcome).await,
+        None => Ok(()),
+    }
+}
+
+async fn scale_up(context: &Context, scope: &Scope, outcome: &mut Outcome) -> Result<(), Error> {
+    outcome.waiting = true;
+    if let Some(reason) = scope.preflight(None) {
+        tracing::debug!(%reason, "Not scaling up yet");
+        return Ok(());
+    }
+    let failure_domain =
+        planner::pick_failure_domain_for_scale_up(&scope.failure_domains, &scope.views);
+    // A replacement for a remediated machine carries the remediation's record.
+    let in_progress = scope
+        .kcp
+        .annotations()
+        .get(KCP_REMEDIATION_IN_PROGRESS)
+        .cloned();
+    machines::create_machine(
+        &context.client,
+        &context.external,
+        machines::NewMachine {
+            kcp: &scope.kcp,
+            cluster: &scope.cluster,
+            init: false,
+            failure_domain,
+            remediation_for: in_progress.clone(),
+        },
+    )
+    .await?;
+    if in_progress.is_some() {
+        let kcps: Api<KubeadmControlPlane> =
+            Api::namespaced(context.client.clone(), &scope.namespace);
+        let patch = json!({ "metadata": { "annotations": { KCP_REMEDIATION_IN_PROGRESS: null } } });
+        kcps.patch(
+            &scope.kcp.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(Error::Patch)?;
+    }
+    Ok(())
+}
+
+async fn scale_down(context: &Context, scope: &Scope, outcome: &mut Outcome) -> Result<(), Error> {
+    outcome.waiting = true;
+    let Some(victim) = planner::select_machine_for_scale_down(&scope.failure_domains, &scope.views)
+    else {
+        return Ok(());
+    };
+    if let Some(reason) = scope.preflight(Some(&victim.name)) {
+        tracing::debug!(%reason, "Not scaling down yet");
+        return Ok(());
+    }
+    remove_machine(context, scope, &victim.name).await
+}
+
+/// Moves etcd leadership off the machine, removes its etcd member, and deletes it.
+async fn remove_machine(context: &Context, scope: &Scope, name: &str) -> Result<(), Error> {
+    let machine = scope.machine(name).expect("the machine is in scope");
+    if let (Some(node), Some(workload), Some(etcd)) =
+        (machine_node(machine), &scope.workload, &scope.etcd)
+        && let Some(member) = workload.member(&node)
+    {
+        if member.leader {
+            // The newest other machine's healthy member leads next (upstream
+            // `forwardEtcdLeadership`).
+            let next = scope
+                .machines
+                .iter()
+                .rev()
+                .filter(|m| m.name_any() != name)
+                .filter_map(machine_node)
+                .find_map(|node| workload.member(&node).filter(|m| m.healthy));
+            if let Some(next) = next {
+                tracing::info!(from = %member.name, to = %next.name, "Moving etcd leadership");
+                etcd.move_leader(next.id)
+                    .await
+                    .map_err(|source| Error::Etcd {
+                        operation: "move leadership",
+                        member: member.name.clone(),
+                        source,
+                    })?;
+            }
+        }
+        tracing::info!(member = %member.name, "Removing etcd member");
+        etcd.remove_member(member.id)
+            .await
+            .map_err(|source| Error::Etcd {
+                operation: "remove",
+                member: member.name.clone(),
+                source,
+            })?;
+    }
+    tracing::info!(machine = %name, "Deleting control plane Machine");
+    let machines: Api<Machine> = Api::namespaced(context.client.clone(), &scope.namespace);
+    match machines.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(Error::DeleteMachine {
+            machine: name.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Remediates one machine marked by a MachineHealthCheck, when it is safe (upstream
+/// `remediation.go` `reconcileUnhealthyMachines`). Returns whether it acted or must wait, in
+/// which case nothing else is done this reconcile.
+async fn reconcile_remediation(
+    context: &Context,
+    scope: &Scope,
+    outcome: &mut Outcome,
+) -> Result<bool, Error> {
+    let kcp = &scope.kcp;
+    let marked: Vec<&MachineView> = scope
+        .views
+        .iter()
+        .filter(|v| {
+            scope
+                .machine(&v.name)
+                .is_some_and(is_marked_for_remediation)
+        })
+        .collect();
+    if marked.is_empty() {
+        return Ok(false);
+    }
+    // A remediation whose replacement is not created yet: let scaling up create it.
+    if kcp.annotations().contains_key(KCP_REMEDIATION_IN_PROGRESS) {
+        return Ok(false);
+    }
+    let Some(target) = planner::select_machine_to_remediate(&marked) else {
+        return Ok(false);
+    };
+    let mut block = |why: String| {
+        tracing::info!(machine = %target.name, reason = %why, "Remediation blocked");
+        outcome.remediation_blocked = Some(why);
+        outcome.waiting = true;
+        Ok(true)
+    };
+    if target.deleting {
+        return block(format!("Waiting for Machine {} to be deleted", target.name));
+    }
+    if scope.machines.len() <= 1 {
+        return block(
+            "Cannot remediate the only control plane Machine of an initialized control plane"
+                .into(),
+        );
+    }
+    if let Some(other) = scope.views.iter().find(|v| v.deleting) {
+        return block(format!("Waiting for Machine {} to be deleted", other.name));
+    }
+    // A healthy machine still provisioning: wait for it (upstream).
+    if let Some(provisioning) = scope
+        .views
+        .iter()
+        .find(|v| !v.has_node && !marked.iter().any(|m| m.name == v.name))
+    {
+        return block(format!(
+            "Waiting for Machine {} to finish provisioning",
+            provisioning.name
+        ));
+    }
+
+    // Retry limits, from the record of the remediation the target replaced.
+    let target_machine = scope.machine(&target.name).expect("in scope");
+    let previous: Option<RemediationData> = target_machine
+        .annotations()
+        .get(KCP_REMEDIATION_FOR)
+        .and_then(|value| serde_json::from_str(value).ok());
+    let remediation = &kcp.spec.remediation;
+    let decision = planner::compute_retry(
+        previous
+            .as_ref()
+            .map(|p| PreviousRemediation {
+                retry_count: p.retry_count,
+                time: p.timestamp,
+            })
+            .as_ref(),
+        Timestamp::now(),
+        remediation.max_retry,
+        i64::from(remediation.retry_period_seconds.unwrap_or(0)),
+        remediation
+            .min_healthy_period_seconds
+            .map_or(DEFAULT_MIN_HEALTHY_PERIOD_SECONDS, i64::from),
+    );
+    let retry_count = match decision {
+        RetryDecision::Remediate { retry_count } => retry_count,
+        RetryDecision::WaitRetryPeriod { remaining_seconds } => {
+            return block(format!(
+                "Waiting {remaining_seconds}s more (remediation.retryPeriodSeconds) before remediating Machine {} again",
+                target.name
+            ));
+        }
+        RetryDecision::MaxRetryReached { max_retry } => {
+            return block(format!(
+                "Machine {} has been remediated {max_retry} times (remediation.maxRetry); not remediating again",
+                target.name
+            ));
+        }
+    };
+
+    // Etcd quorum.
+    let Some(Ok(members)) = scope.workload.as_ref().map(|w| &w.members) else {
+        return block(
+            "Cannot read the etcd members, so cannot tell whether remediation keeps quorum".into(),
+        );
+    };
+    let marked_nodes: BTreeSet<String> = marked
+        .iter()
+        .filter_map(|v| scope.machine(&v.name).and_then(machine_node))
+        .collect();
+    let health: Vec<MemberHealth> = members
+        .iter()
+        .map(|m| MemberHealth {
+            name: m.name.clone(),
+            healthy: m.healthy && !marked_nodes.contains(&m.name),
+        })
+        .collect();
+    let target_node = machine_node(target_machine).unwrap_or_default();
+    if !planner::can_safely_remove_etcd_member(&health, &target_node) {
+        return block(format!(
+            "Removing the etcd member of Machine {} would lose etcd quorum ({} members, {} healthy)",
+            target.name,
+            health.len(),
+            health.iter().filter(|m| m.healthy).count()
+        ));
+    }
+
+    tracing::info!(machine = %target.name, retry_count, "Remediating unhealthy control plane Machine");
+    let now = Timestamp::now();
+    let record = RemediationData {
+        machine: target.name.clone(),
+        timestamp: Timestamp::from_second(now.as_second()).unwrap_or(now),
+        retry_count,
+    };
+    let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &scope.namespace);
+    let patch = json!({ "metadata": { "annotations": {
+        KCP_REMEDIATION_IN_PROGRESS: serde_json::to_string(&record).expect("serializes"),
+    } } });
+    kcps.patch(
+        &kcp.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(Error::Patch)?;
+    remove_machine(context, scope, &target.name).await?;
+    outcome.last_remediation = Some(LastRemediationStatus {
+        machine: target.name.clone(),
+        retry_count,
+        time: Time(record.timestamp),
+    });
+    outcome.waiting = true;
+    Ok(true)
+}
+
+/// Deletes the control plane Machines once the workers are gone, then releases the finalizer
+/// (upstream `reconcileDelete`).
+async fn reconcile_delete(
+    context: &Context,
+    kcp: &KubeadmControlPlane,
+    cluster: &str,
+    machines: Vec<Machine>,
+) -> Result<Action, Error> {
+    let namespace = kcp.namespace().unwrap_or_default();
+    let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &namespace);
+    let all: Api<Machine> = Api::namespaced(context.client.clone(), &namespace);
+    let workers = all
+        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME}={cluster},!{CONTROL_PLANE}")))
+        .await
+        .map_err(Error::ListMachines)?
+        .items;
+    let mut status = kcp.status.clone().unwrap_or_default();
+    let now = conditions::now();
+    let generation = kcp.metadata.generation;
+    let message = if !workers.is_empty() {
+        format!(
+            "Waiting for {} worker Machines to be deleted",
+            workers.len()
+        )
+    } else {
+        format!("Deleting {} control plane Machines", machines.len())
+    };
+    conditions::set(
+        &mut status.conditions,
+        conditions::NewCondition::new(
+            status::types::DELETING,
+            corral_api::ConditionStatus::True,
+            if workers.is_empty() {
+                "WaitingForMachineDeletion"
+            } else {
+                "WaitingForWorkersDeletion"
+            },
+        )
+        .message(message),
+        generation,
+        &now,
+    );
+    status.replicas = Some(machines.len() as i32);
+    if Some(&status) != kcp.status.as_ref() {
+        patch_status(&kcps, kcp, &status).await?;
+    }
+    if !workers.is_empty() {
+        return Ok(Action::requeue(context.config.poll_interval));
+    }
+    if machines.is_empty() {
+        let finalizers: Vec<String> = kcp
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        let patch = json!({ "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": kcp.resource_version(),
+        }});
+        kcps.patch(
+            &kcp.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(Error::Patch)?;
+        context.cache.forget(&ClusterKey::new(&namespace, cluster));
+        return Ok(Action::await_change());
+    }
+    for machine in machines
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+    {
+        let name = machine.name_any();
+        tracing::info!(machine = %name, "Deleting control plane Machine");
+        match all.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(Error::DeleteMachine {
+                    machine: name,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(Action::requeue(context.config.poll_interval))
+}
