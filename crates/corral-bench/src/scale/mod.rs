@@ -128,6 +128,7 @@ async fn scale_phases(
     })
     .await;
     report.create = Some(PhaseResult::new(start.until(&plane.sample())));
+    report.created = Some(tracker.counts());
     ready?;
 
     if let Some(idle) = config.idle {
@@ -152,6 +153,7 @@ async fn scale_phases(
         Vec::new()
     };
     report.delete = Some(PhaseResult::new(start.until(&plane.sample())));
+    report.deleted = Some(tracker.counts());
     gone?;
     report.leftovers = leftovers;
     Ok(())
@@ -190,7 +192,8 @@ async fn rollout_phases(
 ) -> anyhow::Result<()> {
     let client = &plane.client;
     create_namespace(client).await?;
-    let cluster = "roll";
+    let cluster = cluster_name(0);
+    let cluster = cluster.as_str();
     let shape = Shape {
         control_plane_machines: 1,
         workers: config.replicas,

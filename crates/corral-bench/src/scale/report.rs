@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::plane::Delta;
-use super::{RolloutConfig, ScaleConfig};
+use super::{Counts, RolloutConfig, ScaleConfig};
 
 /// One measured phase.
 #[derive(Clone, Debug)]
@@ -31,8 +31,12 @@ pub struct ScaleReport {
     /// From the first create until the last create was answered.
     pub creates_done: Option<Duration>,
     pub create: Option<PhaseResult>,
+    /// What the watches showed when the create phase ended.
+    pub created: Option<Counts>,
     pub idle: Option<PhaseResult>,
     pub delete: Option<PhaseResult>,
+    /// What the watches showed when the delete phase ended.
+    pub deleted: Option<Counts>,
     /// Kinds with objects left after the deletion (`Kind: count`).
     pub leftovers: Vec<String>,
     /// Peak resident memory of the process, bytes.
@@ -94,8 +98,10 @@ impl ScaleReport {
             environment: environment(data),
             creates_done: None,
             create: None,
+            created: None,
             idle: None,
             delete: None,
+            deleted: None,
             leftovers: Vec::new(),
             peak_rss: None,
             error: None,

@@ -1,6 +1,8 @@
 //! Smoke tests of the benchmark code: every phase runs, briefly and small, and yields numbers.
 //! No timing is checked; CI machines are too noisy for that.
 
+mod scale;
+
 use std::time::Duration;
 
 use corral_bench::{Config, Op, Report};
