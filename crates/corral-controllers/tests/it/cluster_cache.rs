@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::support::{TIMEOUT, Workload, serve_nodes};
+use crate::support::{TIMEOUT, Workload};
 
 fn kubeconfig_secret(cluster: &str, server: &str) -> Secret {
     Secret {
@@ -35,7 +35,6 @@ fn kubeconfig_secret(cluster: &str, server: &str) -> Secret {
 
 async fn workload_with_node(node: &str) -> (TestEnv, Workload) {
     let env = TestEnv::start().await;
-    serve_nodes(&env);
     let workload = Workload {
         client: env.client.clone(),
     };

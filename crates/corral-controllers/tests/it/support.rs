@@ -334,7 +334,6 @@ impl Harness {
     /// Starts a workload cluster for `cluster` and writes its `<cluster>-kubeconfig` Secret.
     pub async fn workload(&mut self, cluster: &str) -> Workload {
         let env = TestEnv::start().await;
-        serve_nodes(&env);
         let kubeconfig = corral_apiserver::kubeconfig::render(&env.url(), cluster);
         let secret = Secret {
             metadata: kube::api::ObjectMeta {
@@ -403,28 +402,6 @@ impl Drop for Harness {
             controllers.abort();
         }
     }
-}
-
-/// The workload cluster's API server does not serve Nodes as a built-in yet; the test
-/// registers the resource (cluster-scoped, with a status subresource) on that server.
-pub fn serve_nodes(env: &TestEnv) {
-    let registry = &env.server.state().registry;
-    if registry.get("", "nodes").is_some() {
-        return;
-    }
-    let template = registry
-        .get("", "configmaps")
-        .expect("the server serves ConfigMaps");
-    registry.insert(corral_apiserver::registry::ResourceInfo {
-        plural: "nodes".into(),
-        singular: "node".into(),
-        kind: "Node".into(),
-        list_kind: "NodeList".into(),
-        namespaced: false,
-        short_names: vec!["no".into()],
-        status_subresource: true,
-        ..(*template).clone()
-    });
 }
 
 /// A workload cluster.
