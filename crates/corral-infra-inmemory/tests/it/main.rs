@@ -1,10 +1,12 @@
 //! corral-infra-inmemory's integration tests: the checked-in CRDs and their comparison with
 //! upstream's, manifests written for upstream's in-memory backend against a real API server, the
-//! simulated cloud, and the controllers against a management plane.
+//! simulated cloud, the controllers against a management plane, and end to end with the core
+//! controllers (`e2e.rs`).
 
 mod cloud;
 mod controllers;
 mod crds;
+mod e2e;
 mod manifests;
 mod remote;
 mod upstream;
