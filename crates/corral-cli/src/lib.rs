@@ -11,6 +11,7 @@
 
 pub mod client;
 pub mod components;
+pub mod describe;
 pub mod generate;
 mod error;
 pub mod leader;

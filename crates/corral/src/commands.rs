@@ -95,6 +95,87 @@ struct GenerateClusterArgs {
 }
 
 #[derive(clap::Args)]
+pub struct DescribeArgs {
+    #[command(subcommand)]
+    what: DescribeCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum DescribeCommand {
+    /// Show a cluster's objects as a tree, with their state.
+    Cluster(DescribeClusterArgs),
+}
+
+#[derive(clap::Args)]
+struct DescribeClusterArgs {
+    #[command(flatten)]
+    kubeconfig: KubeconfigArgs,
+    /// The cluster's name.
+    name: String,
+    /// The cluster's namespace (default: the kubeconfig's, else `default`).
+    #[arg(short, long)]
+    namespace: Option<String>,
+    /// Kinds or Kind/name (comma-separated), or `all`, whose every condition to list.
+    #[arg(long, value_delimiter = ',')]
+    show_conditions: Vec<String>,
+    /// Show the MachineSets between MachineDeployments and their Machines.
+    #[arg(long)]
+    show_machinesets: bool,
+    /// Show each Machine's infrastructure and bootstrap objects even when they only repeat
+    /// the Machine's state.
+    #[arg(long)]
+    echo: bool,
+    /// Group Machines in the same state into one row.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    grouping: bool,
+    /// Print the tree as data instead of a table.
+    #[arg(short, long, value_enum)]
+    output: Option<OutputFormat>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum OutputFormat {
+    Json,
+    Yaml,
+}
+
+/// Whether standard output takes colours: a terminal, and NO_COLOR unset.
+fn colour_on_stdout() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
+    use corral_cli::describe;
+    let DescribeCommand::Cluster(args) = args.what;
+    let connection = args.kubeconfig.connect().await?;
+    let options = describe::DescribeOptions {
+        namespace: args
+            .namespace
+            .unwrap_or_else(|| connection.default_namespace.clone()),
+        name: args.name,
+        show_conditions: args.show_conditions,
+        show_machine_sets: args.show_machinesets,
+        echo: args.echo,
+        grouping: args.grouping,
+    };
+    let tree = describe::describe_cluster(&connection, &options).await?;
+    match args.output {
+        Some(OutputFormat::Json) => println!("{}", serde_json::to_string_pretty(&tree)?),
+        Some(OutputFormat::Yaml) => print!("{}", serde_yaml::to_string(&tree)?),
+        None => print!(
+            "{}",
+            describe::tree::render(
+                &tree,
+                k8s_openapi::jiff::Timestamp::now(),
+                colour_on_stdout()
+            )
+        ),
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
 pub struct CompletionArgs {
     /// The shell.
     shell: clap_complete::Shell,

@@ -39,6 +39,8 @@ enum Command {
     Controllers(commands::ControllersArgs),
     /// Generate a workload cluster's manifests from a template.
     Generate(commands::GenerateArgs),
+    /// Show a cluster's objects and their state as a tree.
+    Describe(commands::DescribeArgs),
     /// Serve the in-memory provider's simulated cloud (VMs and workload clusters) in this
     /// process, for management planes started with `--cloud URL`.
     Cloud(cloud::CloudArgs),
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
             Command::Controllers(args) => commands::controllers(args).await,
             Command::Cloud(args) => cloud::serve(args).await,
             Command::Generate(args) => commands::generate(args),
+            Command::Describe(args) => commands::describe(args).await,
             Command::Version => commands::version(),
             Command::Completion(args) => commands::completion::<Cli>(args),
         }

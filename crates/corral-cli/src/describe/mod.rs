@@ -1,0 +1,395 @@
+//! `corral describe cluster`: reads a Cluster and everything that belongs to it and builds
+//! upstream's tree (`cmd/clusterctl/client/tree/discovery.go`): the Cluster; its
+//! infrastructure (`ClusterInfrastructure`); its control plane (`ControlPlane`, the object of
+//! `controlPlaneRef` or, for a machine-based control plane, a virtual node) with its Machines;
+//! `Workers` with each MachineDeployment (and, with `--show-machinesets`, its MachineSets) and
+//! their Machines; Machines of neither under `Workers/Other`. Each Machine's infrastructure and
+//! bootstrap objects appear only when their state adds something to the Machine's (upstream's
+//! echo suppression; `--echo` shows them always).
+
+pub mod tree;
+
+use std::collections::BTreeMap;
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde_json::Value;
+
+use crate::{Connection, Error};
+use tree::{Condition, Node, Shown};
+
+/// What to show.
+#[derive(Clone, Debug, Default)]
+pub struct DescribeOptions {
+    pub namespace: String,
+    pub name: String,
+    /// `all`, or kinds and `Kind/name`s whose every condition gets a row.
+    pub show_conditions: Vec<String>,
+    /// Show MachineSets between MachineDeployments and their Machines.
+    pub show_machine_sets: bool,
+    /// Show every Machine's infrastructure and bootstrap objects.
+    pub echo: bool,
+    /// Group Machines in the same state (upstream's default).
+    pub grouping: bool,
+}
+
+/// Reads the cluster and builds its tree.
+pub async fn describe_cluster(
+    connection: &Connection,
+    options: &DescribeOptions,
+) -> Result<Node, Error> {
+    let mut reader = Reader::new(connection, &options.namespace);
+    let clusters = core_resource("Cluster", "clusters");
+    let Some(cluster) = reader.get(&clusters, &options.name).await? else {
+        return Err(Error::NotFound {
+            kind: "Cluster".into(),
+            name: options.name.clone(),
+            namespace: options.namespace.clone(),
+            hint: "; `corral get clusters -A` lists the clusters".into(),
+        });
+    };
+    let selector = format!("{}={}", corral_api::labels::CLUSTER_NAME, options.name);
+    let machines = reader
+        .list(&core_resource("Machine", "machines"), &selector)
+        .await?;
+    let machine_sets = reader
+        .list(&core_resource("MachineSet", "machinesets"), &selector)
+        .await?;
+    let machine_deployments = reader
+        .list(
+            &core_resource("MachineDeployment", "machinedeployments"),
+            &selector,
+        )
+        .await?;
+
+    let mut root = object_node(&cluster, options);
+    root.shown = Shown::Available;
+    let status = &cluster["status"];
+    let sum = |field: &str| -> Option<i64> {
+        let (cp, workers) = (&status["controlPlane"][field], &status["workers"][field]);
+        (cp.is_i64() || workers.is_i64())
+            .then(|| cp.as_i64().unwrap_or(0) + workers.as_i64().unwrap_or(0))
+    };
+    if sum("desiredReplicas").is_some() || sum("replicas").is_some() {
+        root.replicas = Some(format!(
+            "{}/{}",
+            sum("replicas").unwrap_or(0),
+            sum("desiredReplicas").unwrap_or(0)
+        ));
+    }
+    root.available = sum("availableReplicas").map(|n| n.to_string());
+    root.ready = sum("readyReplicas").map(|n| n.to_string());
+    root.up_to_date = sum("upToDateReplicas").map(|n| n.to_string());
+
+    if let Some(infrastructure) = reader
+        .referenced(&cluster["spec"]["infrastructureRef"])
+        .await?
+    {
+        let mut node = object_node(&infrastructure, options);
+        node.meta_name = Some("ClusterInfrastructure".into());
+        root.children.push(node);
+    }
+
+    let is_control_plane = |machine: &Value| {
+        machine["metadata"]["labels"]
+            .get(corral_api::labels::CONTROL_PLANE)
+            .is_some()
+    };
+    let mut control_plane = match reader
+        .referenced(&cluster["spec"]["controlPlaneRef"])
+        .await?
+    {
+        Some(object) => {
+            let mut node = object_node(&object, options);
+            node.meta_name = Some("ControlPlane".into());
+            let spec = &object["spec"];
+            let status = &object["status"];
+            if let (Some(current), Some(desired)) =
+                (status["replicas"].as_i64(), spec["replicas"].as_i64())
+            {
+                node.replicas = Some(format!("{current}/{desired}"));
+            }
+            node.available = status["availableReplicas"].as_i64().map(|n| n.to_string());
+            node.ready = status["readyReplicas"].as_i64().map(|n| n.to_string());
+            node.up_to_date = status["upToDateReplicas"].as_i64().map(|n| n.to_string());
+            Some(node)
+        }
+        None if machines.iter().any(is_control_plane) => {
+            let mut node = Node::virtual_node("ControlPlane");
+            node.meta_name = Some("ControlPlane".into());
+            Some(node)
+        }
+        None => None,
+    };
+
+    let mut workers = Node::virtual_node("Workers");
+    let mut other = Node::virtual_node("Other");
+    let owner_of = |object: &Value, kind: &str| -> Option<String> {
+        object["metadata"]["ownerReferences"]
+            .as_array()?
+            .iter()
+            .find(|r| r["kind"] == kind && r["controller"] == true)
+            .and_then(|r| r["name"].as_str())
+            .map(String::from)
+    };
+    let mut machines_by_set: BTreeMap<String, Vec<Node>> = BTreeMap::new();
+    for machine in &machines {
+        let node = machine_node(&mut reader, machine, options).await?;
+        if is_control_plane(machine) && control_plane.is_some() {
+            control_plane.as_mut().expect("checked").children.push(node);
+        } else if let Some(set) = owner_of(machine, "MachineSet") {
+            machines_by_set.entry(set).or_default().push(node);
+        } else {
+            other.children.push(node);
+        }
+    }
+    let mut sets_by_deployment: BTreeMap<String, Vec<Node>> = BTreeMap::new();
+    for machine_set in &machine_sets {
+        let name = machine_set["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let mut node = object_node(machine_set, options);
+        set_replica_counters(&mut node, machine_set);
+        node.shown = Shown::Nothing;
+        node.children = machines_by_set.remove(&name).unwrap_or_default();
+        match owner_of(machine_set, "MachineDeployment") {
+            Some(deployment) => sets_by_deployment.entry(deployment).or_default().push(node),
+            None => workers.children.push(node),
+        }
+    }
+    // Machines whose MachineSet is gone.
+    for (_, nodes) in machines_by_set {
+        other.children.extend(nodes);
+    }
+    for deployment in &machine_deployments {
+        let name = deployment["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let mut node = object_node(deployment, options);
+        node.shown = Shown::Available;
+        set_replica_counters(&mut node, deployment);
+        let sets = sets_by_deployment.remove(&name).unwrap_or_default();
+        if options.show_machine_sets {
+            node.children = sets;
+        } else {
+            node.children = sets.into_iter().flat_map(|set| set.children).collect();
+        }
+        workers.children.push(node);
+    }
+    for (_, sets) in sets_by_deployment {
+        workers.children.extend(sets);
+    }
+    if !other.children.is_empty() {
+        workers.children.push(other);
+    }
+    if let Some(control_plane) = control_plane {
+        root.children.push(control_plane);
+    }
+    if !workers.children.is_empty() {
+        root.children.push(workers);
+    }
+    sort_children(&mut root);
+    if options.grouping {
+        tree::group_machines(&mut root);
+    }
+    Ok(root)
+}
+
+/// Children in name order, except under the Cluster, where upstream's order holds
+/// (infrastructure, control plane, workers), and virtual `Other` nodes, which come last.
+fn sort_children(node: &mut Node) {
+    if node.kind != "Cluster" {
+        node.children.sort_by(|a, b| {
+            (a.is_virtual, &a.kind, &a.name).cmp(&(b.is_virtual, &b.kind, &b.name))
+        });
+    }
+    for child in &mut node.children {
+        sort_children(child);
+    }
+}
+
+/// The REPLICAS (`spec/status`, as upstream prints them for MachineDeployments and
+/// MachineSets), AVAILABLE, READY and UP TO DATE columns.
+fn set_replica_counters(node: &mut Node, object: &Value) {
+    let status = &object["status"];
+    if let Some(desired) = object["spec"]["replicas"].as_i64() {
+        node.replicas = Some(format!(
+            "{desired}/{}",
+            status["replicas"].as_i64().unwrap_or(0)
+        ));
+    }
+    node.available = status["availableReplicas"].as_i64().map(|n| n.to_string());
+    node.ready = status["readyReplicas"].as_i64().map(|n| n.to_string());
+    node.up_to_date = status["upToDateReplicas"].as_i64().map(|n| n.to_string());
+}
+
+/// A Machine's node: counters from its conditions, and its infrastructure and bootstrap
+/// objects when they are worth showing.
+async fn machine_node(
+    reader: &mut Reader<'_>,
+    machine: &Value,
+    options: &DescribeOptions,
+) -> Result<Node, Error> {
+    let mut node = object_node(machine, options);
+    let is_true = |type_: &str| {
+        if node.condition(type_).is_some_and(|c| c.status == "True") {
+            "1"
+        } else {
+            "0"
+        }
+    };
+    let (available, ready, up_to_date) =
+        (is_true("Available"), is_true("Ready"), is_true("UpToDate"));
+    node.replicas = Some("1".into());
+    node.available = Some(available.into());
+    node.ready = Some(ready.into());
+    node.up_to_date = Some(up_to_date.into());
+    let machine_ready = node.condition("Ready").cloned();
+    let references = [
+        (
+            &machine["spec"]["infrastructureRef"],
+            "MachineInfrastructure",
+        ),
+        (
+            &machine["spec"]["bootstrap"]["configRef"],
+            "BootstrapConfig",
+        ),
+    ];
+    for (reference, meta_name) in references {
+        let Some(object) = reader.referenced(reference).await? else {
+            continue;
+        };
+        let mut child = object_node(&object, options);
+        child.meta_name = Some(meta_name.into());
+        let child_ready = child.condition("Ready");
+        let echoes = match (child_ready, &machine_ready) {
+            (None, _) => true,
+            (Some(c), _) if c.status == "True" => true,
+            (Some(c), Some(m)) => c.status == m.status && c.reason == m.reason,
+            (Some(_), None) => false,
+        };
+        if options.echo || !echoes || child.show_conditions {
+            node.children.push(child);
+        }
+    }
+    Ok(node)
+}
+
+/// The node of an object: kind, name, deletion, conditions and whether to list them all.
+fn object_node(object: &Value, options: &DescribeOptions) -> Node {
+    let kind = object["kind"].as_str().unwrap_or("").to_string();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let mut node = Node::object(&kind, &name);
+    node.deleting = object["metadata"]["deletionTimestamp"].is_string();
+    node.conditions = Condition::of(object);
+    node.show_conditions = options.show_conditions.iter().any(|wanted| {
+        wanted.eq_ignore_ascii_case("all")
+            || wanted.eq_ignore_ascii_case(&kind)
+            || *wanted == format!("{kind}/{name}")
+    });
+    node
+}
+
+fn core_resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: corral_api::GROUP.into(),
+        version: corral_api::VERSION.into(),
+        api_version: format!("{}/{}", corral_api::GROUP, corral_api::VERSION),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Reads objects of one namespace, resolving the kinds references name through discovery
+/// once per group.
+struct Reader<'a> {
+    connection: &'a Connection,
+    namespace: String,
+    resources: BTreeMap<(String, String), Option<ApiResource>>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(connection: &'a Connection, namespace: &str) -> Reader<'a> {
+        Reader {
+            connection,
+            namespace: namespace.into(),
+            resources: BTreeMap::new(),
+        }
+    }
+
+    fn api(&self, resource: &ApiResource) -> Api<DynamicObject> {
+        Api::namespaced_with(self.connection.client.clone(), &self.namespace, resource)
+    }
+
+    async fn get(&self, resource: &ApiResource, name: &str) -> Result<Option<Value>, Error> {
+        let object = self.api(resource).get_opt(name).await.map_err(|e| {
+            self.connection
+                .fail(format!("reading {} {name}", resource.kind), e)
+        })?;
+        Ok(object.map(|object| to_value(object, resource)))
+    }
+
+    async fn list(&self, resource: &ApiResource, selector: &str) -> Result<Vec<Value>, Error> {
+        let list = self
+            .api(resource)
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map_err(|e| {
+                self.connection
+                    .fail(format!("listing {}s", resource.kind), e)
+            })?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|object| to_value(object, resource))
+            .collect())
+    }
+
+    /// The object a v1beta2 reference (`apiGroup`, `kind`, `name`) names, if it exists and
+    /// its kind is served.
+    async fn referenced(&mut self, reference: &Value) -> Result<Option<Value>, Error> {
+        let (Some(kind), Some(name)) = (reference["kind"].as_str(), reference["name"].as_str())
+        else {
+            return Ok(None);
+        };
+        let group = reference["apiGroup"]
+            .as_str()
+            .map(String::from)
+            .or_else(|| {
+                reference["apiVersion"]
+                    .as_str()
+                    .and_then(|v| v.split_once('/').map(|(g, _)| g.to_string()))
+            })
+            .unwrap_or_default();
+        let key = (group.clone(), kind.to_string());
+        if !self.resources.contains_key(&key) {
+            let resolved = match kube::discovery::group(&self.connection.client, &group).await {
+                Ok(api_group) => api_group
+                    .recommended_kind(kind)
+                    .map(|(resource, _)| resource),
+                Err(kube::Error::Api(status)) if status.code == 404 => None,
+                Err(kube::Error::Discovery(_)) => None,
+                Err(error) => {
+                    return Err(self
+                        .connection
+                        .fail(format!("discovering the API group {group}"), error));
+                }
+            };
+            self.resources.insert(key.clone(), resolved);
+        }
+        match self.resources[&key].clone() {
+            Some(resource) => self.get(&resource, name).await,
+            None => Ok(None),
+        }
+    }
+}
+
+fn to_value(object: DynamicObject, resource: &ApiResource) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    value["kind"] = resource.kind.clone().into();
+    value
+}
