@@ -15,6 +15,7 @@ pub mod describe;
 pub mod generate;
 mod error;
 pub mod leader;
+pub mod mover;
 
 pub use client::{Connection, KubeconfigSource};
 pub use error::Error;

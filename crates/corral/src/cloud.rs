@@ -3,6 +3,7 @@
 //! of their own. Management planes that share one cloud can move clusters between them
 //! (`corral move`) without the VMs or workload clusters noticing.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -62,7 +63,9 @@ pub async fn serve(args: CloudArgs) -> anyhow::Result<()> {
     let cloud = Arc::new(InProcessCloud::new());
     let server = CloudServer::start(listener, cloud.clone())
         .with_context(|| format!("cannot serve on {}", args.listen))?;
-    println!(
+    // A server outlives whoever reads its banner: a closed stdout is no reason to stop.
+    let _ = writeln!(
+        std::io::stdout(),
         "The simulated cloud is serving at {url}. Use it with:\n  corral up --cloud {url}",
         url = server.url()
     );

@@ -15,6 +15,7 @@ use corral_store::DynStore;
 
 mod cloud;
 mod commands;
+mod move_command;
 mod up;
 
 #[derive(Parser)]
@@ -44,6 +45,9 @@ enum Command {
     /// Serve the in-memory provider's simulated cloud (VMs and workload clusters) in this
     /// process, for management planes started with `--cloud URL`.
     Cloud(cloud::CloudArgs),
+    /// Move the Cluster API objects of a namespace to another management plane (as
+    /// `clusterctl move`): pause, copy in dependency order, delete at the source, unpause.
+    Move(move_command::MoveArgs),
     /// Print the version.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell).
@@ -133,6 +137,7 @@ fn main() -> ExitCode {
             Command::Init(args) => commands::init(args).await,
             Command::Controllers(args) => commands::controllers(args).await,
             Command::Cloud(args) => cloud::serve(args).await,
+            Command::Move(args) => move_command::run(args).await,
             Command::Generate(args) => commands::generate(args),
             Command::Describe(args) => commands::describe(args).await,
             Command::Version => commands::version(),

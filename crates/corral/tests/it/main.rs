@@ -37,4 +37,5 @@ mod support;
 mod durability;
 mod kubectl;
 mod kubectl_machinery;
+mod move_clusters;
 mod python_client;
