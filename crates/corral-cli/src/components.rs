@@ -235,10 +235,14 @@ pub async fn run_controllers(
     cloud: Cloud,
     shutdown: impl Future<Output = ()> + Send + Clone + 'static,
 ) -> Result<(), Error> {
-    // corral-kubeadm's bootstrap and control plane controllers join here once they exist.
     let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
+    let control_plane = corral_kubeadm::controlplane::run(
+        client.clone(),
+        corral_kubeadm::controlplane::Config::default(),
+        shutdown.clone(),
+    );
     let core = corral_controllers::run(client, corral_controllers::Config::default(), shutdown);
-    let ((), core) = tokio::join!(provider, core);
+    let ((), (), core) = tokio::join!(provider, control_plane, core);
     core.map_err(|error| Error::Api {
         doing: "running the core controllers".into(),
         reason: crate::error::innermost_message(&error),
