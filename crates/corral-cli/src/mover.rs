@@ -61,6 +61,10 @@ const DELETING: &str = "deleting-source";
 /// How long step 3 waits for `block-move` annotations to go (upstream: about 2 minutes).
 const BLOCK_MOVE_PATIENCE: Duration = Duration::from_secs(120);
 
+/// How long the move waits for the paused source to stop changing, and how often it looks.
+const SETTLE_PATIENCE: Duration = Duration::from_secs(10);
+const SETTLE_INTERVAL: Duration = Duration::from_millis(500);
+
 /// The garbage collector's finalizer of an orphaning delete.
 const ORPHAN: &str = "orphan";
 
@@ -116,6 +120,8 @@ pub async fn run(
     let types = discover_types(source).await?;
     let graph = read_graph(source, &types, options.namespace.as_deref()).await?;
     if options.dry_run {
+        // As upstream's dry run: the source's checks, not the target's.
+        preflight(source, target, &graph, options).await?;
         print_plan(&graph, source, target, out);
         return Ok(report_of(&graph));
     }
@@ -160,8 +166,8 @@ async fn move_graph(
 
     progress.step = "waiting for clusterctl.cluster.x-k8s.io/block-move to go";
     wait_until_unblocked(source, types, options.namespace.as_deref(), out).await?;
-    // Read again, now that nothing changes: what is created at the target is what is paused.
-    let graph = read_graph(source, types, options.namespace.as_deref()).await?;
+    // Read again, once nothing changes: what is created at the target is what is paused.
+    let graph = read_settled_graph(source, types, options.namespace.as_deref()).await?;
     progress.total = graph.nodes.len();
 
     progress.step = "creating the objects at the target";
@@ -458,8 +464,10 @@ async fn preflight(
     graph: &ObjectGraph,
     options: &MoveOptions,
 ) -> Result<(), Error> {
-    check_target_serves_kinds(target, graph).await?;
-    check_target_providers(source, target).await?;
+    if !options.dry_run {
+        check_target_serves_kinds(target, graph).await?;
+        check_target_providers(source, target).await?;
+    }
     let resume = options.mode == Mode::Resume;
     for cluster in graph.clusters() {
         let object = &cluster.object;
@@ -492,7 +500,7 @@ async fn preflight(
                 "cannot start the move while Cluster {name} is still initializing its control plane (status.initialization.controlPlaneInitialized is not true); wait and try again"
             )));
         }
-        if !resume {
+        if !resume && !options.dry_run {
             let at_target = api(target, graph.object_type(cluster), &cluster.key.namespace)
                 .get_opt(&cluster.key.name)
                 .await
@@ -744,6 +752,40 @@ async fn wait_until_unblocked(
             told = true;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The graph once two reads a moment apart agree: a reconcile that began before the pause
+/// may still write once (upstream relies on the same pause). After [`SETTLE_PATIENCE`] the
+/// last read is taken as it is.
+async fn read_settled_graph(
+    source: &Connection,
+    types: &[ObjectType],
+    namespace: Option<&str>,
+) -> Result<ObjectGraph, Error> {
+    let versions = |graph: &ObjectGraph| -> Vec<(ObjectKey, String)> {
+        graph
+            .nodes
+            .iter()
+            .map(|node| {
+                let version = node.object["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                (node.key.clone(), version)
+            })
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + SETTLE_PATIENCE;
+    let mut graph = read_graph(source, types, namespace).await?;
+    loop {
+        tokio::time::sleep(SETTLE_INTERVAL).await;
+        let again = read_graph(source, types, namespace).await?;
+        let settled = versions(&again) == versions(&graph);
+        graph = again;
+        if settled || tokio::time::Instant::now() > deadline {
+            return Ok(graph);
+        }
     }
 }
 
