@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::annotations::{KCP_REMEDIATION_FOR, KCP_REMEDIATION_IN_PROGRESS};
-use corral_api::conditions::machine::OWNER_REMEDIATED;
+use corral_api::conditions::machine::{HEALTH_CHECK_SUCCEEDED, OWNER_REMEDIATED};
 use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE, CONTROL_PLANE_NAME};
 use corral_api::{Cluster, Machine};
 use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
@@ -230,9 +230,14 @@ fn machine_node(machine: &Machine) -> Option<String> {
 }
 
 fn is_marked_for_remediation(machine: &Machine) -> bool {
+    // Upstream `IsUnhealthyAndOwnerRemediated`: the MachineHealthCheck still finds it unhealthy
+    // and asked its owner to remediate it (a machine that recovered keeps OwnerRemediated).
     machine.status.as_ref().is_some_and(|status| {
-        conditions::get(&status.conditions, OWNER_REMEDIATED)
-            .is_some_and(|condition| condition.status == "False")
+        let is_false = |type_: &str| {
+            conditions::get(&status.conditions, type_)
+                .is_some_and(|condition| condition.status == "False")
+        };
+        is_false(OWNER_REMEDIATED) && is_false(HEALTH_CHECK_SUCCEEDED)
     })
 }
 
@@ -899,15 +904,14 @@ async fn reconcile_remediation(
             "Cannot read the etcd members, so cannot tell whether remediation keeps quorum".into(),
         );
     };
-    let marked_nodes: BTreeSet<String> = marked
-        .iter()
-        .filter_map(|v| scope.machine(&v.name).and_then(machine_node))
-        .collect();
+    // A member counts as healthy when it answers and a Machine of this control plane runs it
+    // (upstream `canSafelyRemoveEtcdMember`).
+    let nodes: BTreeSet<String> = scope.machines.iter().filter_map(machine_node).collect();
     let health: Vec<MemberHealth> = members
         .iter()
         .map(|m| MemberHealth {
             name: m.name.clone(),
-            healthy: m.healthy && !marked_nodes.contains(&m.name),
+            healthy: m.healthy && nodes.contains(&m.name),
         })
         .collect();
     let target_node = machine_node(target_machine).unwrap_or_default();

@@ -2,6 +2,7 @@
 //! the schema rules standing in for upstream's webhooks (through a real API server), and the
 //! providers against an in-process management plane.
 
+mod control_plane;
 mod crds;
 mod upstream;
 mod validation;

@@ -2,10 +2,12 @@
 //!
 //! In upstream this Secret belongs to the control plane provider (KubeadmControlPlane writes it
 //! with a client certificate signed by the cluster CA), or to core's Cluster controller when a
-//! Cluster has no control plane. Corral has no control plane provider yet, and the simulated API
-//! server has no authentication, so as a simulation convenience the DevCluster controller writes
-//! it: with upstream's name, type (`cluster.x-k8s.io/secret`), label
-//! (`cluster.x-k8s.io/cluster-name`), key (`value`) and owner (the Cluster, as controller), and
+//! Cluster has no control plane. For Clusters with a `spec.controlPlaneRef` the DevCluster
+//! controller leaves it to the control plane provider; for the others (machine-based control
+//! planes without a provider), since the simulated API server has no authentication, as a
+//! simulation convenience the DevCluster controller writes it: with upstream's name, type
+//! (`cluster.x-k8s.io/secret`), label (`cluster.x-k8s.io/cluster-name`), key (`value`) and
+//! owner (the Cluster, as controller), and
 //! the annotation `inmemory.infrastructure.cluster.x-k8s.io/simulated-kubeconfig`. It writes the
 //! Secret only if none exists, and afterwards keeps only a Secret carrying that annotation
 //! pointing at the endpoint: a Secret somebody else wrote is left alone.
@@ -26,11 +28,16 @@ use crate::api::annotations::SIMULATED_KUBECONFIG;
 use crate::cloud::WorkloadEndpoint;
 
 /// Creates the Secret if it is missing, and points a Secret this provider wrote at `endpoint`.
+/// A Cluster with a `spec.controlPlaneRef` gets its Secret from the control plane provider, as
+/// the contract says, so nothing is written for it.
 pub(super) async fn ensure(
     context: &Context,
     cluster: &Cluster,
     endpoint: &WorkloadEndpoint,
 ) -> Result<(), Error> {
+    if cluster.spec.control_plane_ref.is_some() {
+        return Ok(());
+    }
     let namespace = cluster.namespace().unwrap_or_default();
     let name = format!("{}-kubeconfig", cluster.name_any());
     let secrets: Api<Secret> = Api::namespaced(context.client.clone(), &namespace);

@@ -1,0 +1,646 @@
+//! The KubeadmControlPlane controller end to end: a real management plane (Corral API server
+//! with the core, Dev* and kubeadm CRDs), the core controllers, the in-memory provider with its
+//! simulated workload clusters (etcd members as annotated Pods), and the KubeadmControlPlane
+//! controller. The test plays the KubeadmConfig controller only (it writes each KubeadmConfig's
+//! bootstrap data Secret), so that these tests do not depend on its progress.
+//!
+//! Issue 5's checks: a 3-replica control plane and a worker MachineDeployment come up (Cluster
+//! Available); a version upgrade rolls one machine at a time, never exceeding replicas + 1
+//! Machines and never dropping etcd below quorum (as watches see it); scaling 3 → 5 → 3 spreads
+//! over the failure domains; a machine made unhealthy is remediated only when etcd keeps quorum.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use corral_api::{Cluster, Machine};
+use corral_controllers::cluster_cache::ClusterCacheConfig;
+use corral_infra_inmemory::cloud::InProcessCloud;
+use corral_infra_inmemory::cloud::etcd::{EtcdAdmin, SimulatedEtcd};
+use corral_kubeadm::api::bootstrap::KubeadmConfig;
+use corral_kubeadm::api::controlplane::KubeadmControlPlane;
+use corral_kubeadm::controlplane::WorkloadScheme;
+use corral_testenv::TestEnv;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::watcher::{self, Event};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+const NAMESPACE: &str = "default";
+const INFRA_GROUP: &str = "infrastructure.cluster.x-k8s.io";
+const CLUSTER: &str = "dev";
+const KCP: &str = "dev-control-plane";
+const NODE_NOT_READY: &str = "inmemory.infrastructure.cluster.x-k8s.io/node-not-ready";
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    corral_testenv::eventually(TIMEOUT, what, check).await
+}
+
+struct Plane {
+    env: TestEnv,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Plane {
+    async fn start() -> Plane {
+        let env = TestEnv::start().await;
+        let crds: Vec<Value> = corral_api::crds()
+            .into_iter()
+            .map(|crd| serde_json::to_value(crd).unwrap())
+            .chain(
+                corral_infra_inmemory::crds()
+                    .into_iter()
+                    .map(|crd| serde_json::to_value(crd).unwrap()),
+            )
+            .chain(
+                corral_kubeadm::crds()
+                    .into_iter()
+                    .map(|crd| serde_json::to_value(crd).unwrap()),
+            )
+            .collect();
+        env.install_crds(&crds).await;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        }
+        .shared();
+        let client = env.client.clone();
+        let cache = ClusterCacheConfig {
+            probe_interval: Duration::from_millis(500),
+            probe_timeout: Duration::from_secs(2),
+            failure_threshold: 3,
+        };
+        let core_config = corral_controllers::Config {
+            backoff_max: Duration::from_secs(1),
+            cluster_cache: cache.clone(),
+            ..Default::default()
+        };
+        let kcp_config = corral_kubeadm::controlplane::Config {
+            cluster_cache: cache,
+            workload_scheme: WorkloadScheme::Http,
+            poll_interval: Duration::from_millis(200),
+            concurrency: 10,
+        };
+        let task = tokio::spawn(async move {
+            let cloud = Arc::new(InProcessCloud::new());
+            let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
+            let core = corral_controllers::run(client.clone(), core_config, shutdown.clone());
+            let control_plane =
+                corral_kubeadm::controlplane::run(client.clone(), kcp_config, shutdown.clone());
+            let bootstrap = play_bootstrap_provider(client, shutdown);
+            let ((), result, (), ()) = tokio::join!(provider, core, control_plane, bootstrap);
+            result.expect("the core controllers start");
+        });
+        Plane {
+            env,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("the controllers do not panic");
+        }
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.env.client.clone(), NAMESPACE)
+    }
+
+    fn dev_machines(&self) -> Api<DynamicObject> {
+        let resource = ApiResource {
+            group: INFRA_GROUP.into(),
+            version: "v1beta2".into(),
+            api_version: format!("{INFRA_GROUP}/v1beta2"),
+            kind: "DevMachine".into(),
+            plural: "devmachines".into(),
+        };
+        Api::namespaced_with(self.env.client.clone(), NAMESPACE, &resource)
+    }
+
+    async fn create(&self, object: Value) {
+        let api_version = object["apiVersion"].as_str().unwrap();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let kind = object["kind"].as_str().unwrap();
+        let resource = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+        };
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.env.client.clone(), NAMESPACE, &resource);
+        let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
+        api.create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|error| panic!("creating a {kind}: {error}"));
+    }
+
+    /// A Cluster with three control plane failure domains, a KubeadmControlPlane of
+    /// `replicas` at v1.35.0 and a MachineDeployment of `workers`; no provisioning delay.
+    async fn create_cluster(&self, replicas: i32, workers: i32) {
+        self.create(json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DevCluster",
+            "metadata": { "name": CLUSTER },
+            "spec": { "backend": { "inMemory": { "failureDomains": [
+                { "name": "fd-a", "controlPlane": true },
+                { "name": "fd-b", "controlPlane": true },
+                { "name": "fd-c", "controlPlane": true },
+            ] } } },
+        }))
+        .await;
+        for template in ["dev-control-plane", "dev-md-0"] {
+            self.create(json!({
+                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DevMachineTemplate",
+                "metadata": { "name": template },
+                "spec": { "template": { "spec": { "backend": { "inMemory": {} } } } },
+            }))
+            .await;
+        }
+        self.create(json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+            "metadata": { "name": KCP },
+            "spec": {
+                "replicas": replicas,
+                "version": "v1.35.0",
+                "machineTemplate": { "spec": { "infrastructureRef": {
+                    "apiGroup": INFRA_GROUP, "kind": "DevMachineTemplate", "name": "dev-control-plane",
+                } } },
+                "kubeadmConfigSpec": { "preKubeadmCommands": ["echo control plane"] },
+            },
+        }))
+        .await;
+        self.create(json!({
+            "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2", "kind": "KubeadmConfigTemplate",
+            "metadata": { "name": "dev-md-0" },
+            "spec": { "template": { "spec": { "preKubeadmCommands": ["echo worker"] } } },
+        }))
+        .await;
+        self.create(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": { "name": CLUSTER },
+            "spec": {
+                "clusterNetwork": { "pods": { "cidrBlocks": ["192.168.0.0/16"] } },
+                "infrastructureRef": { "apiGroup": INFRA_GROUP, "kind": "DevCluster", "name": CLUSTER },
+                "controlPlaneRef": {
+                    "apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": KCP,
+                },
+            },
+        }))
+        .await;
+        self.create(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": { "name": "dev-md-0" },
+            "spec": {
+                "clusterName": CLUSTER,
+                "replicas": workers,
+                "selector": { "matchLabels": { "pool": "dev-md-0" } },
+                "template": {
+                    "metadata": { "labels": { "pool": "dev-md-0" } },
+                    "spec": {
+                        "clusterName": CLUSTER,
+                        "version": "v1.35.0",
+                        "bootstrap": { "configRef": {
+                            "apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "dev-md-0",
+                        } },
+                        "infrastructureRef": { "apiGroup": INFRA_GROUP, "kind": "DevMachineTemplate", "name": "dev-md-0" },
+                    },
+                },
+            },
+        }))
+        .await;
+    }
+
+    async fn kcp(&self) -> KubeadmControlPlane {
+        self.api::<KubeadmControlPlane>().get(KCP).await.unwrap()
+    }
+
+    async fn patch_kcp(&self, patch: Value) {
+        self.api::<KubeadmControlPlane>()
+            .patch(KCP, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .expect("the KubeadmControlPlane is patched");
+    }
+
+    async fn control_plane_machines(&self) -> Vec<Machine> {
+        let mut machines = self
+            .api::<Machine>()
+            .list(&ListParams::default().labels("cluster.x-k8s.io/control-plane"))
+            .await
+            .unwrap()
+            .items;
+        machines.sort_by_key(|m| m.name_any());
+        machines
+    }
+
+    /// Waits until the control plane has `replicas` machines, all ready, up to date at
+    /// `version`, and its status says so.
+    async fn wait_settled(&self, replicas: i32, version: &str, what: &str) -> Vec<Machine> {
+        eventually(what, || async {
+            let kcp = self.kcp().await;
+            let status = kcp.status.as_ref()?;
+            let settled = status.observed_generation == kcp.metadata.generation
+                && status.replicas == Some(replicas)
+                && status.ready_replicas == Some(replicas)
+                && status.up_to_date_replicas == Some(replicas)
+                && status.version.as_deref() == Some(version)
+                && condition(&status.conditions, "EtcdClusterHealthy") == Some("True".into());
+            let machines = self.control_plane_machines().await;
+            let all_live = machines
+                .iter()
+                .all(|m| m.metadata.deletion_timestamp.is_none());
+            (settled && all_live && machines.len() == replicas as usize).then_some(machines)
+        })
+        .await
+    }
+
+    async fn workload_client(&self) -> kube::Client {
+        let secrets: Api<Secret> = self.api();
+        let name = format!("{CLUSTER}-kubeconfig");
+        let secret = eventually("the kubeconfig Secret", || async {
+            secrets.get_opt(&name).await.unwrap()
+        })
+        .await;
+        let value = &secret.data.unwrap()["value"].0;
+        let kubeconfig = Kubeconfig::from_yaml(std::str::from_utf8(value).unwrap()).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+fn condition(
+    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    type_: &str,
+) -> Option<String> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status.clone())
+}
+
+/// Plays the KubeadmConfig controller: every KubeadmConfig gets a bootstrap data Secret named
+/// after it and `status.dataSecretName`.
+async fn play_bootstrap_provider(
+    client: kube::Client,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) {
+    let configs: Api<KubeadmConfig> = Api::namespaced(client.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(client, NAMESPACE);
+    let mut events = watcher::watcher(configs.clone(), watcher::Config::default())
+        .take_until(shutdown)
+        .boxed();
+    while let Some(event) = events.next().await {
+        let Ok(Event::Apply(config) | Event::InitApply(config)) = event else {
+            continue;
+        };
+        if config
+            .status
+            .as_ref()
+            .is_some_and(|s| s.data_secret_name.is_some())
+        {
+            continue;
+        }
+        let name = config.name_any();
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": { "name": name, "labels": { "cluster.x-k8s.io/cluster-name": CLUSTER } },
+            "type": "cluster.x-k8s.io/secret",
+            "stringData": { "value": "#cloud-config\n", "format": "cloud-config" },
+        }))
+        .unwrap();
+        let _ = secrets.create(&PostParams::default(), &secret).await;
+        let status = json!({ "status": {
+            "dataSecretName": name,
+            "initialization": { "dataSecretCreated": true },
+        }});
+        let _ = configs
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+            .await;
+    }
+}
+
+/// What watches saw while something happened: the most control plane Machines at once, and
+/// the fewest healthy etcd members.
+#[derive(Default)]
+struct Watched {
+    most_machines: usize,
+    fewest_healthy_members: Option<usize>,
+}
+
+/// Watches the control plane Machines and the workload cluster's etcd Pods; after each change
+/// of an etcd Pod, lists the members.
+fn watch(plane: &Plane, workload: kube::Client) -> (Arc<Mutex<Watched>>, Vec<JoinHandle<()>>) {
+    let watched = Arc::new(Mutex::new(Watched::default()));
+    let machines: Api<Machine> = plane.api();
+    let seen = watched.clone();
+    let machines_task = tokio::spawn(async move {
+        let mut names: BTreeMap<String, ()> = BTreeMap::new();
+        let config = watcher::Config::default().labels("cluster.x-k8s.io/control-plane");
+        let mut events = watcher::watcher(machines, config).boxed();
+        while let Some(Ok(event)) = events.next().await {
+            match event {
+                Event::Apply(m) | Event::InitApply(m) => {
+                    names.insert(m.name_any(), ());
+                }
+                Event::Delete(m) => {
+                    names.remove(&m.name_any());
+                }
+                _ => continue,
+            }
+            let mut seen = seen.lock().unwrap();
+            seen.most_machines = seen.most_machines.max(names.len());
+        }
+    });
+    let pods: Api<Pod> = Api::namespaced(workload.clone(), "kube-system");
+    let etcd = SimulatedEtcd::new(workload);
+    let seen = watched.clone();
+    let members_task = tokio::spawn(async move {
+        let config = watcher::Config::default().labels("component=etcd");
+        let mut events = watcher::watcher(pods, config).boxed();
+        while let Some(Ok(event)) = events.next().await {
+            if matches!(event, Event::Init | Event::InitDone) {
+                continue;
+            }
+            let Ok(members) = etcd.members().await else {
+                continue;
+            };
+            let healthy = members.iter().filter(|m| m.healthy).count();
+            let mut seen = seen.lock().unwrap();
+            seen.fewest_healthy_members = Some(
+                seen.fewest_healthy_members
+                    .map_or(healthy, |fewest| fewest.min(healthy)),
+            );
+        }
+    });
+    (watched, vec![machines_task, members_task])
+}
+
+fn failure_domain_counts(machines: &[Machine]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for machine in machines {
+        *counts
+            .entry(machine.spec.failure_domain.clone().unwrap_or_default())
+            .or_insert(0) += 1;
+    }
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_plane_comes_up_upgrades_one_machine_at_a_time_and_scales_across_failure_domains()
+{
+    let plane = Plane::start().await;
+    plane.create_cluster(3, 3).await;
+
+    // Up: 3 control plane machines (one per failure domain), 3 workers, Cluster Available.
+    let machines = plane
+        .wait_settled(3, "v1.35.0", "3 control plane machines")
+        .await;
+    assert_eq!(
+        failure_domain_counts(&machines),
+        BTreeMap::from([("fd-a".into(), 1), ("fd-b".into(), 1), ("fd-c".into(), 1)])
+    );
+    for machine in &machines {
+        let labels = machine.labels();
+        assert_eq!(labels["cluster.x-k8s.io/control-plane-name"], KCP);
+        assert_eq!(labels["cluster.x-k8s.io/control-plane"], "");
+        let owner = &machine.owner_references()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.controller),
+            ("KubeadmControlPlane", Some(true))
+        );
+    }
+    let clusters: Api<Cluster> = plane.api();
+    eventually("the Cluster to be Available", || async {
+        let cluster = clusters.get(CLUSTER).await.unwrap();
+        let status = cluster.status?;
+        (condition(&status.conditions, "Available") == Some("True".into())).then_some(())
+    })
+    .await;
+    let kcp = plane.kcp().await;
+    let status = kcp.status.clone().unwrap();
+    assert_eq!(status.initialization.control_plane_initialized, Some(true));
+    assert_eq!(
+        status.selector.as_deref(),
+        Some(
+            "cluster.x-k8s.io/cluster-name=dev,cluster.x-k8s.io/control-plane,cluster.x-k8s.io/control-plane-name=dev-control-plane"
+        )
+    );
+    for type_ in [
+        "Available",
+        "Initialized",
+        "CertificatesAvailable",
+        "ControlPlaneComponentsHealthy",
+        "MachinesReady",
+        "MachinesUpToDate",
+    ] {
+        assert_eq!(
+            condition(&status.conditions, type_),
+            Some("True".into()),
+            "{type_}"
+        );
+    }
+    for type_ in [
+        "RollingOut",
+        "ScalingUp",
+        "ScalingDown",
+        "Remediating",
+        "Deleting",
+        "Paused",
+    ] {
+        assert_eq!(
+            condition(&status.conditions, type_),
+            Some("False".into()),
+            "{type_}"
+        );
+    }
+
+    // The kubeconfig Secret reaches the workload cluster: three etcd members, one leader.
+    let workload = plane.workload_client().await;
+    let etcd = SimulatedEtcd::new(workload.clone());
+    let members = etcd.members().await.unwrap();
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert_eq!(members.iter().filter(|m| m.leader).count(), 1);
+
+    // Upgrade: one machine at a time, at most 4 machines, etcd never below quorum (2 of 3).
+    let (watched, tasks) = watch(&plane, workload.clone());
+    plane
+        .patch_kcp(json!({ "spec": { "version": "v1.36.0" } }))
+        .await;
+    let upgraded = plane
+        .wait_settled(3, "v1.36.0", "the upgrade to v1.36.0")
+        .await;
+    assert!(
+        upgraded
+            .iter()
+            .all(|m| m.spec.version.as_deref() == Some("v1.36.0")),
+        "every machine runs v1.36.0"
+    );
+    assert!(
+        upgraded
+            .iter()
+            .all(|m| !machines.iter().any(|old| old.name_any() == m.name_any())),
+        "every machine was replaced"
+    );
+    {
+        let watched = watched.lock().unwrap();
+        assert!(
+            watched.most_machines <= 4,
+            "at most replicas + maxSurge: {}",
+            watched.most_machines
+        );
+        assert!(
+            watched.most_machines >= 4,
+            "the rollout surged: {}",
+            watched.most_machines
+        );
+        let fewest = watched
+            .fewest_healthy_members
+            .expect("etcd changes were seen");
+        assert!(
+            fewest >= 2,
+            "etcd kept quorum: fewest healthy members {fewest}"
+        );
+    }
+    for task in tasks {
+        task.abort();
+    }
+    let members = etcd.members().await.unwrap();
+    assert_eq!(members.len(), 3, "members follow the machines: {members:?}");
+
+    // Scale 3 → 5 → 3 across the failure domains.
+    plane.patch_kcp(json!({ "spec": { "replicas": 5 } })).await;
+    let five = plane
+        .wait_settled(5, "v1.36.0", "5 control plane machines")
+        .await;
+    let counts = failure_domain_counts(&five);
+    assert_eq!(counts.len(), 3, "{counts:?}");
+    assert!(counts.values().all(|c| (1..=2).contains(c)), "{counts:?}");
+    assert_eq!(etcd.members().await.unwrap().len(), 5);
+
+    plane.patch_kcp(json!({ "spec": { "replicas": 3 } })).await;
+    let three = plane
+        .wait_settled(3, "v1.36.0", "back to 3 control plane machines")
+        .await;
+    assert_eq!(
+        failure_domain_counts(&three),
+        BTreeMap::from([("fd-a".into(), 1), ("fd-b".into(), 1), ("fd-c".into(), 1)])
+    );
+    let members = etcd.members().await.unwrap();
+    assert_eq!(members.len(), 3, "{members:?}");
+    let nodes: Vec<String> = three
+        .iter()
+        .map(|m| {
+            m.status
+                .as_ref()
+                .unwrap()
+                .node_ref
+                .as_ref()
+                .unwrap()
+                .name
+                .clone()
+        })
+        .collect();
+    assert!(
+        members.iter().all(|m| nodes.contains(&m.name)),
+        "{members:?} {nodes:?}"
+    );
+    plane.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unhealthy_control_plane_machine_is_remediated_only_when_etcd_keeps_quorum() {
+    let plane = Plane::start().await;
+    plane.create_cluster(3, 0).await;
+    let machines = plane
+        .wait_settled(3, "v1.35.0", "3 control plane machines")
+        .await;
+    plane
+        .create(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineHealthCheck",
+            "metadata": { "name": "dev-control-plane" },
+            "spec": {
+                "clusterName": CLUSTER,
+                "selector": { "matchLabels": { "cluster.x-k8s.io/control-plane": "" } },
+                "checks": { "unhealthyNodeConditions": [
+                    { "type": "Ready", "status": "False", "timeoutSeconds": 0 },
+                ] },
+            },
+        }))
+        .await;
+
+    // Two of three unhealthy: removing either would leave 1 healthy member of 2, no quorum.
+    let set_not_ready = async |machine: &Machine, value: Option<&str>| {
+        plane
+            .dev_machines()
+            .patch(
+                &machine.spec.infrastructure_ref.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "metadata": { "annotations": { NODE_NOT_READY: value } } })),
+            )
+            .await
+            .unwrap();
+    };
+    set_not_ready(&machines[0], Some("true")).await;
+    set_not_ready(&machines[1], Some("true")).await;
+    let message = eventually("remediation to be blocked by quorum", || async {
+        let kcp = plane.kcp().await;
+        let status = kcp.status?;
+        let remediating = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Remediating")?;
+        (remediating.status == "True" && remediating.reason == "RemediationBlocked")
+            .then(|| remediating.message.clone())
+    })
+    .await;
+    assert!(message.contains("quorum"), "{message}");
+    let now = plane.control_plane_machines().await;
+    assert_eq!(now.len(), 3);
+    assert!(
+        now.iter().all(|m| m.metadata.deletion_timestamp.is_none()),
+        "no machine is deleted while quorum forbids it"
+    );
+    assert!(plane.kcp().await.status.unwrap().last_remediation.is_none());
+
+    // One recovers: now the other can go, and is replaced.
+    set_not_ready(&machines[0], None).await;
+    let remediated = machines[1].name_any();
+    let last = eventually("the unhealthy machine to be remediated", || async {
+        plane.kcp().await.status?.last_remediation
+    })
+    .await;
+    assert_eq!(last.machine, remediated);
+    assert_eq!(last.retry_count, 0);
+    let after = plane
+        .wait_settled(3, "v1.35.0", "the replacement machine")
+        .await;
+    assert!(!after.iter().any(|m| m.name_any() == remediated));
+    assert!(after.iter().any(|m| m.name_any() == machines[0].name_any()));
+    let replacement = after
+        .iter()
+        .find(|m| !machines.iter().any(|old| old.name_any() == m.name_any()))
+        .expect("a replacement machine");
+    let record = &replacement.annotations()["controlplane.cluster.x-k8s.io/remediation-for"];
+    assert!(record.contains(&remediated), "{record}");
+    plane.stop().await;
+}
