@@ -2,3 +2,4 @@
 //! init, generate, describe and the day-two verbs.
 
 mod leader;
+mod mover;
