@@ -11,11 +11,16 @@
 
 pub mod client;
 pub mod components;
+pub mod delete;
 pub mod describe;
-pub mod generate;
 mod error;
+pub mod generate;
+pub mod get;
 pub mod leader;
 pub mod mover;
+pub mod resource;
+pub mod rollout;
+pub mod scale;
 
 pub use client::{Connection, KubeconfigSource};
 pub use error::Error;

@@ -175,6 +175,266 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `-n`: the namespace of the object a command names.
+#[derive(clap::Args)]
+pub struct NamespaceArgs {
+    #[command(flatten)]
+    kubeconfig: KubeconfigArgs,
+    /// The namespace (default: the kubeconfig context's, else `default`).
+    #[arg(short, long, global = true)]
+    namespace: Option<String>,
+}
+
+impl NamespaceArgs {
+    async fn connect(&self) -> Result<(Connection, String), corral_cli::Error> {
+        let connection = self.kubeconfig.connect().await?;
+        let namespace = self
+            .namespace
+            .clone()
+            .unwrap_or_else(|| connection.default_namespace.clone());
+        Ok((connection, namespace))
+    }
+}
+
+#[derive(clap::Args)]
+pub struct GetArgs {
+    #[command(subcommand)]
+    what: GetCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum GetCommand {
+    /// List the clusters.
+    Clusters {
+        #[command(flatten)]
+        target: NamespaceArgs,
+        /// In every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+    },
+    /// Print a workload cluster's kubeconfig (its `<name>-kubeconfig` Secret).
+    Kubeconfig {
+        #[command(flatten)]
+        target: NamespaceArgs,
+        /// The cluster's name.
+        name: String,
+    },
+    /// List the provider inventory.
+    Providers {
+        #[command(flatten)]
+        kubeconfig: KubeconfigArgs,
+    },
+}
+
+pub async fn get(args: GetArgs) -> anyhow::Result<()> {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    match args.what {
+        GetCommand::Clusters {
+            target,
+            all_namespaces,
+        } => {
+            let (connection, namespace) = target.connect().await?;
+            let namespace = (!all_namespaces).then_some(namespace.as_str());
+            print!(
+                "{}",
+                corral_cli::get::clusters(&connection, namespace, now).await?
+            );
+        }
+        GetCommand::Kubeconfig { target, name } => {
+            let (connection, namespace) = target.connect().await?;
+            print!(
+                "{}",
+                corral_cli::get::kubeconfig(&connection, &namespace, &name).await?
+            );
+        }
+        GetCommand::Providers { kubeconfig } => {
+            let connection = kubeconfig.connect().await?;
+            print!("{}", corral_cli::get::providers(&connection, now).await?);
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct ScaleArgs {
+    #[command(flatten)]
+    target: NamespaceArgs,
+    /// What to scale: md/NAME, ms/NAME or kcp/NAME.
+    resource: String,
+    /// The number of machines.
+    #[arg(long)]
+    replicas: i32,
+}
+
+pub async fn scale(args: ScaleArgs) -> anyhow::Result<()> {
+    let resource =
+        corral_cli::resource::ResourceRef::parse(&args.resource, corral_cli::scale::KINDS)?;
+    let (connection, namespace) = args.target.connect().await?;
+    println!(
+        "{}",
+        corral_cli::scale::scale(&connection, &namespace, &resource, args.replicas).await?
+    );
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct RolloutArgs {
+    #[command(subcommand)]
+    what: RolloutCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum RolloutCommand {
+    /// Replace every machine (sets spec.rollout.after to now).
+    Restart(RolloutTarget),
+    /// Stop rolling out and scaling.
+    Pause(RolloutTarget),
+    /// Resume a paused object.
+    Resume(RolloutTarget),
+    /// Show how far the rollout is.
+    Status {
+        #[command(flatten)]
+        target: RolloutTarget,
+        /// Wait until the rollout is complete.
+        #[arg(short, long)]
+        watch: bool,
+        /// How long to wait with --watch, in seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
+    /// List a MachineDeployment's revisions.
+    History(RolloutTarget),
+    /// Roll a MachineDeployment back to an earlier revision.
+    Undo {
+        #[command(flatten)]
+        target: RolloutTarget,
+        /// The revision (0: the previous one).
+        #[arg(long, default_value_t = 0)]
+        to_revision: i64,
+    },
+}
+
+#[derive(clap::Args)]
+struct RolloutTarget {
+    #[command(flatten)]
+    target: NamespaceArgs,
+    /// md/NAME or kcp/NAME.
+    resource: String,
+}
+
+pub async fn rollout(args: RolloutArgs) -> anyhow::Result<()> {
+    use corral_cli::resource::ResourceRef;
+    use corral_cli::rollout;
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let parse = |target: &RolloutTarget, kinds| ResourceRef::parse(&target.resource, kinds);
+    let line = match &args.what {
+        RolloutCommand::Restart(target) => {
+            let resource = parse(target, rollout::KINDS)?;
+            let (connection, namespace) = target.target.connect().await?;
+            rollout::restart(&connection, &namespace, &resource, now).await?
+        }
+        RolloutCommand::Pause(target) | RolloutCommand::Resume(target) => {
+            let paused = matches!(args.what, RolloutCommand::Pause(_));
+            let resource = parse(target, rollout::KINDS)?;
+            let (connection, namespace) = target.target.connect().await?;
+            rollout::set_paused(&connection, &namespace, &resource, paused).await?
+        }
+        RolloutCommand::Status {
+            target,
+            watch,
+            timeout,
+        } => {
+            let resource = parse(target, rollout::KINDS)?;
+            let (connection, namespace) = target.target.connect().await?;
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(*timeout);
+            let mut last = String::new();
+            loop {
+                let (message, done) = rollout::status(&connection, &namespace, &resource).await?;
+                if done || !watch {
+                    break message;
+                }
+                if message != last {
+                    println!("{message}");
+                    last = message;
+                }
+                if tokio::time::Instant::now() > deadline {
+                    return Err(corral_cli::Error::Timeout(format!(
+                        "the rollout did not finish within {timeout}s: {last}"
+                    ))
+                    .into());
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+        RolloutCommand::History(target) => {
+            let resource = parse(target, rollout::HISTORY_KINDS)?;
+            let (connection, namespace) = target.target.connect().await?;
+            let table = rollout::history(&connection, &namespace, &resource).await?;
+            print!("{table}");
+            return Ok(());
+        }
+        RolloutCommand::Undo {
+            target,
+            to_revision,
+        } => {
+            let resource = parse(target, rollout::HISTORY_KINDS)?;
+            let (connection, namespace) = target.target.connect().await?;
+            rollout::undo(&connection, &namespace, &resource, *to_revision).await?
+        }
+    };
+    println!("{line}");
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct DeleteArgs {
+    #[command(subcommand)]
+    what: DeleteCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum DeleteCommand {
+    /// Delete a cluster and everything that belongs to it.
+    Cluster {
+        #[command(flatten)]
+        target: NamespaceArgs,
+        /// The cluster's name.
+        name: String,
+        /// Wait until the cluster and its machines are gone.
+        #[arg(long)]
+        wait: bool,
+        /// How long to wait with --wait, in seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
+}
+
+pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
+    let DeleteCommand::Cluster {
+        target,
+        name,
+        wait,
+        timeout,
+    } = args.what;
+    let (connection, namespace) = target.connect().await?;
+    println!(
+        "{}",
+        corral_cli::delete::delete_cluster(&connection, &namespace, &name).await?
+    );
+    if wait {
+        corral_cli::delete::wait_until_deleted(
+            &connection,
+            &namespace,
+            &name,
+            std::time::Duration::from_secs(timeout),
+            |left| println!("Waiting for cluster {name} to be deleted: {left} machines left"),
+        )
+        .await?;
+        println!("Cluster {name} is gone");
+    }
+    Ok(())
+}
+
 #[derive(clap::Args)]
 pub struct CompletionArgs {
     /// The shell.

@@ -42,6 +42,15 @@ enum Command {
     Generate(commands::GenerateArgs),
     /// Show a cluster's objects and their state as a tree.
     Describe(commands::DescribeArgs),
+    /// List clusters or providers, or print a workload cluster's kubeconfig.
+    Get(commands::GetArgs),
+    /// Set the number of machines of a MachineDeployment, MachineSet or KubeadmControlPlane.
+    Scale(commands::ScaleArgs),
+    /// Restart, pause, resume, follow, list or undo the rollouts of a MachineDeployment or
+    /// KubeadmControlPlane.
+    Rollout(commands::RolloutArgs),
+    /// Delete a cluster.
+    Delete(commands::DeleteArgs),
     /// Serve the in-memory provider's simulated cloud (VMs and workload clusters) in this
     /// process, for management planes started with `--cloud URL`.
     Cloud(cloud::CloudArgs),
@@ -140,6 +149,10 @@ fn main() -> ExitCode {
             Command::Move(args) => move_command::run(args).await,
             Command::Generate(args) => commands::generate(args),
             Command::Describe(args) => commands::describe(args).await,
+            Command::Get(args) => commands::get(args).await,
+            Command::Scale(args) => commands::scale(args).await,
+            Command::Rollout(args) => commands::rollout(args).await,
+            Command::Delete(args) => commands::delete(args).await,
             Command::Version => commands::version(),
             Command::Completion(args) => commands::completion::<Cli>(args),
         }

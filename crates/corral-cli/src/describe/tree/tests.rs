@@ -89,10 +89,7 @@ fn show_conditions_lists_every_condition_under_the_object() {
     let rendered = render(&root, now(), false);
     let lines: Vec<&str> = rendered.lines().collect();
     assert_eq!(lines.len(), 3, "{rendered}");
-    assert_eq!(
-        lines[1].trim_end(),
-        "Cluster/dev              4/4"
-    );
+    assert_eq!(lines[1].trim_end(), "Cluster/dev              4/4");
     assert!(
         lines[2].starts_with("            └─Available"),
         "{rendered}"
