@@ -1,10 +1,25 @@
 //! Corral's kubeadm providers: the bootstrap provider (KubeadmConfig, upstream's CABPK) and the
 //! control plane provider (KubeadmControlPlane, upstream's KCP), against the v1beta2 contracts.
 //!
-//! `api` holds the types of `bootstrap.cluster.x-k8s.io/v1beta2` and
-//! `controlplane.cluster.x-k8s.io/v1beta2` and their CRDs ([`crds()`]).
+//! - `api` holds the types of `bootstrap.cluster.x-k8s.io/v1beta2` and
+//!   `controlplane.cluster.x-k8s.io/v1beta2` and their CRDs ([`crds()`]).
+//! - `bootstrap` is the KubeadmConfig controller.
+//! - `certs` and `kubeconfig` hold a cluster's certificates and admin kubeconfig, for both
+//!   providers.
 
 pub mod api;
+pub mod bootstrap;
+pub mod certs;
 pub mod controlplane;
+pub mod kubeconfig;
 
 pub use api::crds;
+
+/// Runs the providers' controllers until `shutdown` completes: today the KubeadmConfig
+/// controller ([`bootstrap::run`]).
+pub async fn run(
+    client: kube::Client,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    bootstrap::run(client, shutdown).await
+}

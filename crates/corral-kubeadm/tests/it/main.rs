@@ -3,6 +3,7 @@
 //! providers against an in-process management plane.
 
 mod control_plane;
+mod certs;
 mod crds;
 mod upstream;
 mod validation;

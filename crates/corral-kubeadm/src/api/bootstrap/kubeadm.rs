@@ -24,9 +24,10 @@ pub struct JoinConfiguration {
     #[schemars(length(min = 1, max = 512))]
     pub ca_cert_path: Option<String>,
     /// controlPlane defines the additional control plane instance to be deployed on the joining
-    /// node.
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub control_plane: JoinControlPlane,
+    /// node. Set, even empty, it makes the join a control plane join, so `{}` is kept apart from
+    /// unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<JoinControlPlane>,
     /// discovery specifies the options for the kubelet to use during the TLS Bootstrap process
     #[serde(default, skip_serializing_if = "is_default")]
     pub discovery: Discovery,
@@ -584,19 +585,19 @@ pub struct ExternalEtcd {
 pub enum EncryptionAlgorithmType {
     /// `ECDSA-P256`.
     #[serde(rename = "ECDSA-P256")]
-    ECDSAP256,
+    EcdsaP256,
     /// `ECDSA-P384`.
     #[serde(rename = "ECDSA-P384")]
-    ECDSAP384,
+    EcdsaP384,
     /// `RSA-2048`.
     #[serde(rename = "RSA-2048")]
-    RSA2048,
+    Rsa2048,
     /// `RSA-3072`.
     #[serde(rename = "RSA-3072")]
-    RSA3072,
+    Rsa3072,
     /// `RSA-4096`.
     #[serde(rename = "RSA-4096")]
-    RSA4096,
+    Rsa4096,
 }
 
 /// dns defines the options for the DNS add-on installed in the cluster.
@@ -688,8 +689,8 @@ pub struct EnvVar {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// Source for the environment variable's value.
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub value_from: EnvVarSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<EnvVarSource>,
 }
 
 /// Source for the environment variable's value.
