@@ -1041,8 +1041,9 @@ async fn rollback(
             .get_opt(&node.key.name)
             .await
             .map_err(|error| target.fail(format!("reading {} at the target", node.key), error))?;
-        // Only what this move created: an object of the same name that the target had before
-        // would not carry the source's labels and annotations; the Clusters carry the marker.
+        // An object of the graph's name at the target is taken for the move's copy: the move
+        // refused to start when the target had one of its Clusters, and everything else it
+        // moves hangs off those Clusters.
         if at_target.is_none() {
             continue;
         }

@@ -381,3 +381,80 @@ async fn the_move_creates_owners_first_rewrites_owner_uids_and_restores_status()
     assert!(out.contains("Moved 0 objects"), "{out}");
     assert_eq!(target.names("Machine").await, vec!["m1"]);
 }
+
+#[tokio::test]
+async fn a_move_that_stopped_after_deleting_the_source_only_resumes() {
+    let source = Plane::start(true).await;
+    let target = Plane::start(true).await;
+    provisioned_cluster(&source, false).await;
+    let (result, _) = run(&source, &target, &options(Mode::Move, false)).await;
+    result.unwrap();
+    // As if the move had died before unpausing at the target: the source is gone, the target's
+    // Cluster is still paused by the move.
+    target
+        .api("Cluster")
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": { "annotations": { PAUSED_BY_MOVE: "elsewhere" } },
+                "spec": { "paused": true },
+            })),
+        )
+        .await
+        .unwrap();
+
+    let (result, _) = run(&source, &target, &options(Mode::Rollback, false)).await;
+    let error = result.unwrap_err();
+    assert!(
+        error.contains("Cluster team-a/c1 is no longer at the source")
+            && error.contains("corral move --to-kubeconfig target --resume"),
+        "{error}"
+    );
+
+    let (result, out) = run(&source, &target, &options(Mode::Resume, false)).await;
+    result.unwrap();
+    assert!(
+        out.contains("Unpaused Cluster team-a/c1 at the target"),
+        "{out}"
+    );
+    let cluster = target.api("Cluster").get("c1").await.unwrap();
+    assert_eq!(cluster.data["spec"]["paused"], json!(false));
+}
+
+#[tokio::test]
+async fn a_move_that_began_deleting_at_the_source_cannot_be_rolled_back() {
+    let source = Plane::start(true).await;
+    let target = Plane::start(true).await;
+    provisioned_cluster(&source, false).await;
+    source
+        .api("Cluster")
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": { "annotations": {
+                    PAUSED_BY_MOVE: target.connection.server,
+                    corral_cli::mover::MOVE_PHASE: "deleting-source",
+                } },
+                "spec": { "paused": true },
+            })),
+        )
+        .await
+        .unwrap();
+    let (result, _) = run(&source, &target, &options(Mode::Rollback, false)).await;
+    let error = result.unwrap_err();
+    assert!(error.contains("cannot be rolled back"), "{error}");
+    // A new move is refused too, with both ways out named.
+    let (result, _) = run(&source, &target, &options(Mode::Move, false)).await;
+    let error = result.unwrap_err();
+    assert!(
+        error.contains("did not finish")
+            && error.contains("--resume")
+            && error.contains("--rollback"),
+        "{error}"
+    );
+    // The source keeps its paused Cluster: nothing was unpaused silently.
+    let cluster = source.api("Cluster").get("c1").await.unwrap();
+    assert_eq!(cluster.data["spec"]["paused"], json!(true));
+}
