@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 
+#[cfg(test)]
+mod tests;
+
 /// The current time as Kubernetes writes `metav1.Time`: RFC 3339, second precision, UTC.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -102,12 +105,42 @@ pub fn set_resource_version(object: &mut Value, revision: Revision) {
 }
 
 /// The bytes to store: the object without its resourceVersion.
+///
+/// Serialized through a view that skips the field, rather than from a copy without it: every
+/// write goes through here, and copying a whole object only to drop one string showed up in
+/// profiles of the create path.
 pub fn encode_for_storage(object: &Value) -> Bytes {
-    let mut object = object.clone();
-    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove("resourceVersion");
+    Bytes::from(serde_json::to_vec(&StorageView(object)).expect("JSON values always serialize"))
+}
+
+/// An object as stored: serializes like the object, without `metadata.resourceVersion`.
+struct StorageView<'a>(&'a Value);
+
+impl serde::Serialize for StorageView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(object) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(object.len()))?;
+        for (key, value) in object {
+            match value {
+                Value::Object(metadata) if key == "metadata" => {
+                    map.serialize_entry(key, &WithoutResourceVersion(metadata))?
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
     }
-    Bytes::from(serde_json::to_vec(&object).expect("JSON values always serialize"))
+}
+
+struct WithoutResourceVersion<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for WithoutResourceVersion<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().filter(|(key, _)| *key != "resourceVersion"))
+    }
 }
 
 /// Parses a resourceVersion parameter (an opaque string to clients, a revision here).

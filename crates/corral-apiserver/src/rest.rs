@@ -671,7 +671,13 @@ async fn create_as(
                 object::metadata_mut(&mut object).insert("name".into(), json!(name));
             }
         }
-        let mut admitted = object.clone();
+        // A generated name may clash, and the retry starts again from the object as it was
+        // before admission; otherwise there is no retry, and no copy to keep.
+        let mut admitted = if generate_name.is_some() {
+            object.clone()
+        } else {
+            std::mem::take(&mut object)
+        };
         let warnings = crate::admission::admit(
             state,
             &crate::admission::Request {

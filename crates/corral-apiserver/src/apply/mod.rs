@@ -196,12 +196,12 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
 
     let empty = empty_object(resource, &api_version);
     let old_view = match current {
-        Some(current) => without_server_fields(current, resource, &api_version),
+        Some(current) => without_server_fields(current.clone(), resource, &api_version),
         None => empty,
     };
     let mut new_view = new.clone();
     crate::conversion::from_storage(resource, &mut new_view);
-    let new_view = without_server_fields(&new_view, resource, &api_version);
+    let new_view = without_server_fields(new_view, resource, &api_version);
 
     let reset = ResetFields::of(resource, subresource);
     let keep = |field: &str| reset.keeps(field);
@@ -411,7 +411,7 @@ fn apply_to(
     let api_version = resource.api_version(version);
     let empty = empty_object(resource, &api_version);
     let live = match current {
-        Some(current) => without_server_fields(current, resource, &api_version),
+        Some(current) => without_server_fields(current.clone(), resource, &api_version),
         None => empty.clone(),
     };
     let mut managed = decode_or_empty(current.and_then(managed_fields));
@@ -597,8 +597,7 @@ fn empty_object(resource: &ResourceInfo, api_version: &str) -> Value {
 
 /// An object as the field manager compares it: in the request's version, without
 /// managedFields and resourceVersion.
-fn without_server_fields(object: &Value, resource: &ResourceInfo, api_version: &str) -> Value {
-    let mut object = object.clone();
+fn without_server_fields(mut object: Value, resource: &ResourceInfo, api_version: &str) -> Value {
     if let Some(map) = object.as_object_mut() {
         map.insert("apiVersion".into(), json!(api_version));
         map.insert("kind".into(), json!(resource.kind));
