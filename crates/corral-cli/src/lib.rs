@@ -9,6 +9,7 @@
 //! against any Kubernetes-compatible one alike. Failures are [`Error`]s whose messages are one
 //! line a person can act on.
 
+pub mod apply;
 pub mod client;
 pub mod components;
 pub mod delete;

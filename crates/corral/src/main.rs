@@ -120,7 +120,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // A client command reports failures itself, in one line; kube's client would log each
     // refused connection too.
-    let default_level = if cli.command.is_long_running() {
+    let default_level = if matches!(cli.command, Command::Up(_)) && up::shows_progress() {
+        // The progress view says what the logs would; warnings still show.
+        "warn"
+    } else if cli.command.is_long_running() {
         "info"
     } else {
         "warn,kube_client=off"
@@ -131,6 +134,10 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -211,15 +218,19 @@ fn write_kubeconfig(data_dir: &Path, server_url: &str) -> anyhow::Result<PathBuf
 }
 
 async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
-    let server = start_apiserver(&args).await?;
+    let server = start_apiserver(&args, &mut |_, _| {}).await?;
     shutdown_signal().await;
     tracing::info!("Shutting down");
     server.shutdown().await;
     Ok(())
 }
 
-/// Starts the API server of `args` and writes its kubeconfig.
-pub(crate) async fn start_apiserver(args: &ApiserverArgs) -> anyhow::Result<Server> {
+/// Starts the API server of `args` and writes its kubeconfig; tells `progress` each step done
+/// (`corral up` shows them).
+pub(crate) async fn start_apiserver(
+    args: &ApiserverArgs,
+    progress: &mut dyn FnMut(&str, String),
+) -> anyhow::Result<Server> {
     if !args.listen.ip().is_loopback() {
         bail!(
             "refusing to listen on {}: only loopback addresses are allowed until TLS and authentication are available (use 127.0.0.1 or ::1)",
@@ -233,6 +244,14 @@ pub(crate) async fn start_apiserver(args: &ApiserverArgs) -> anyhow::Result<Serv
         )
     })?;
     let store = open_store(args).await?;
+    progress(
+        "Store opened",
+        match args.store {
+            StoreKind::Sqlite => format!("{} (SQLite)", args.data_dir.join("store.db").display()),
+            StoreKind::Etcd => format!("etcd at {}", args.etcd_endpoints.join(",")),
+            StoreKind::Memory => "in memory (nothing survives the process)".into(),
+        },
+    );
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -240,6 +259,7 @@ pub(crate) async fn start_apiserver(args: &ApiserverArgs) -> anyhow::Result<Serv
         .await
         .map_err(|e| anyhow::anyhow!("cannot start the API server: {e}"))?;
     let kubeconfig = write_kubeconfig(&args.data_dir, &server.url())?;
+    progress("API server listening", server.url());
     tracing::info!(
         url = server.url(),
         kubeconfig = %kubeconfig.display(),

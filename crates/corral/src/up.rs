@@ -1,25 +1,78 @@
 //! `corral up`: the whole management plane in one process — the API server, the Cluster API
-//! CRDs, the core controllers and the in-memory infrastructure provider — and, with `--demo`,
-//! a demo cluster whose machines come up on screen.
+//! CRDs and provider inventory, the core controllers and the built-in providers — with a
+//! progress view while it starts and, with `--demo`, a demo cluster whose tree is shown until
+//! it is available.
+//!
+//! Everything lives in the data directory (the store and the admin kubeconfig), so a restart
+//! on the same directory resumes: the objects are there and the controllers pick them up.
 
-use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use serde_json::{Value, json};
+use corral_cli::describe::{DescribeOptions, describe_cluster, tree};
+use corral_cli::generate::{self, GenerateCluster, Source};
 
-/// The field manager of everything `corral up` writes.
-const FIELD_MANAGER: &str = "corral-up";
+/// The demo cluster's template flavor: the control plane as plain Machines. The default
+/// flavor (a KubeadmControlPlane) needs corral-kubeadm's bootstrap controller to give its
+/// machines bootstrap data; switch once it runs in `corral_cli::components::run_controllers`.
+const DEMO_FLAVOR: &str = "machine-based";
+
+/// The demo cluster's Kubernetes version.
+const DEMO_KUBERNETES_VERSION: &str = "v1.32.0";
+
+/// Whether standard output is a terminal that takes the live view (and colours).
+pub fn shows_progress() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+fn colour() -> bool {
+    shows_progress() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// One line per start-up step, as each completes.
+struct Progress {
+    colour: bool,
+}
+
+impl Progress {
+    fn done(&self, step: &str, detail: impl std::fmt::Display) {
+        let mark = if self.colour {
+            "\x1b[32m✓\x1b[0m"
+        } else {
+            "✓"
+        };
+        println!("{mark} {step:<22} {detail}");
+        let _ = std::io::stdout().flush();
+    }
+}
 
 /// `corral up`: starts the API server on the data dir, installs the providers (CRDs and
 /// inventory, as `corral init`), runs the controllers (as `corral controllers`, without an
 /// election: this process owns its store) until SIGINT or SIGTERM.
 pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
-    let server = crate::start_apiserver(&args.server).await?;
+    let progress = Progress { colour: colour() };
+    let server = crate::start_apiserver(&args.server, &mut |step, detail| {
+        progress.done(step, detail)
+    })
+    .await?;
     let connection = corral_cli::Connection::for_url(&server.url())?;
     let client = connection.client.clone();
-    corral_cli::components::init(&connection).await?;
+    let report = corral_cli::components::init(&connection).await?;
+    progress.done(
+        "CRDs installed",
+        format!(
+            "{} CRDs, providers {}",
+            report.crds.len(),
+            report
+                .providers
+                .iter()
+                .map(|p| p.rsplit('/').next().unwrap_or(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let shutdown = async move {
         let mut stopped = stopped;
@@ -28,14 +81,23 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     let cloud = args.cloud.open().await?;
     let controllers = corral_cli::components::start_controllers(client.clone(), cloud, shutdown);
-    println!(
-        "Corral is up. To use it:\n  export KUBECONFIG={}",
-        args.server.data_dir.join("kubeconfig").display()
+    progress.done(
+        "Controllers started",
+        "core, kubeadm control plane, in-memory infrastructure",
     );
+    let kubeconfig = absolute(&args.server.data_dir.join("kubeconfig"));
+    println!(
+        "\nCorral is up. To use it:\n  export KUBECONFIG={}",
+        kubeconfig.display()
+    );
+    let _ = std::io::stdout().flush();
     if args.demo {
-        create_demo(&client, "demo").await?;
+        let demo = async {
+            create_demo(&connection, "demo").await?;
+            show_until_available(&connection, "demo").await
+        };
         tokio::select! {
-            result = show_until_ready(&client, "demo") => result?,
+            result = demo => result?,
             _ = crate::shutdown_signal() => {
                 let _ = stop.send(true);
                 let _ = controllers.await;
@@ -43,7 +105,9 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
                 return Ok(());
             }
         }
-        println!("Try: kubectl get clusters,machinedeployments,machines");
+        println!(
+            "Try: corral describe cluster demo, corral get kubeconfig demo, corral scale md/demo-md-0 --replicas 5"
+        );
     }
     crate::shutdown_signal().await;
     tracing::info!("Shutting down");
@@ -53,210 +117,103 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: if group.is_empty() {
-            version.into()
-        } else {
-            format!("{group}/{version}")
+/// `path` from the root, so that the printed export line works from any directory.
+fn absolute(path: &Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Creates (or re-applies: a restart keeps it as it is) the demo cluster in `default`: the
+/// embedded in-memory template, 3 control plane machines and 3 workers.
+pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> anyhow::Result<()> {
+    let request = GenerateCluster {
+        cluster_name: name.into(),
+        source: Source::Embedded {
+            infrastructure: Some(corral_infra_inmemory::api::PROVIDER_NAME.into()),
+            flavor: Some(DEMO_FLAVOR.into()),
         },
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-/// The demo cluster: in-memory infrastructure, three control plane machines and a
-/// MachineDeployment of three workers. Until a control plane provider exists, the control plane
-/// is machine-based (Machines labelled as control plane, as upstream supports without a
-/// `controlPlaneRef`), and bootstrap data is a fixed Secret.
-fn demo_objects(name: &str) -> Vec<(ApiResource, Value)> {
-    let infra = "infrastructure.cluster.x-k8s.io";
-    let core = "cluster.x-k8s.io";
-    let version = "v1.32.0";
-    let machine_provisioning = json!({
-        "vm": {"provisioning": {"startupDuration": "2s", "startupJitter": "0.2"}},
-        "node": {"provisioning": {"startupDuration": "1s", "startupJitter": "0.2"}},
-        "apiServer": {"provisioning": {"startupDuration": "1s", "startupJitter": "0.2"}},
-        "etcd": {"provisioning": {"startupDuration": "1s", "startupJitter": "0.2"}},
-    });
-    let mut objects = vec![
-        (
-            resource("", "v1", "Secret", "secrets"),
-            json!({
-                "apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": format!("{name}-bootstrap"),
-                             "labels": {"cluster.x-k8s.io/cluster-name": name}},
-                "type": "cluster.x-k8s.io/secret",
-                "stringData": {"value": "#cloud-config\n# simulated machines boot without bootstrap data\n", "format": "cloud-config"},
-            }),
-        ),
-        (
-            resource(infra, "v1beta2", "DevCluster", "devclusters"),
-            json!({
-                "apiVersion": format!("{infra}/v1beta2"), "kind": "DevCluster",
-                "metadata": {"name": name},
-                "spec": {"backend": {"inMemory": {}}},
-            }),
-        ),
-        (
-            resource(core, "v1beta2", "Cluster", "clusters"),
-            json!({
-                "apiVersion": format!("{core}/v1beta2"), "kind": "Cluster",
-                "metadata": {"name": name},
-                "spec": {
-                    "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}},
-                    "infrastructureRef": {"apiGroup": infra, "kind": "DevCluster", "name": name},
-                },
-            }),
-        ),
-        (
-            resource(
-                infra,
-                "v1beta2",
-                "DevMachineTemplate",
-                "devmachinetemplates",
-            ),
-            json!({
-                "apiVersion": format!("{infra}/v1beta2"), "kind": "DevMachineTemplate",
-                "metadata": {"name": format!("{name}-md-0")},
-                "spec": {"template": {"spec": {"backend": {"inMemory": machine_provisioning}}}},
-            }),
-        ),
-        (
-            resource(core, "v1beta2", "MachineDeployment", "machinedeployments"),
-            json!({
-                "apiVersion": format!("{core}/v1beta2"), "kind": "MachineDeployment",
-                "metadata": {"name": format!("{name}-md-0")},
-                "spec": {
-                    "clusterName": name,
-                    "replicas": 3,
-                    "selector": {"matchLabels": {"demo.corral.dev/pool": "md-0"}},
-                    "template": {
-                        "metadata": {"labels": {"demo.corral.dev/pool": "md-0"}},
-                        "spec": {
-                            "clusterName": name,
-                            "version": version,
-                            "bootstrap": {"dataSecretName": format!("{name}-bootstrap")},
-                            "infrastructureRef": {"apiGroup": infra, "kind": "DevMachineTemplate", "name": format!("{name}-md-0")},
-                        },
-                    },
-                },
-            }),
-        ),
-    ];
-    for index in 0..3 {
-        let machine = format!("{name}-control-plane-{index}");
-        objects.push((
-            resource(infra, "v1beta2", "DevMachine", "devmachines"),
-            json!({
-                "apiVersion": format!("{infra}/v1beta2"), "kind": "DevMachine",
-                "metadata": {"name": machine, "labels": {"cluster.x-k8s.io/cluster-name": name}},
-                "spec": {"backend": {"inMemory": machine_provisioning}},
-            }),
-        ));
-        objects.push((
-            resource(core, "v1beta2", "Machine", "machines"),
-            json!({
-                "apiVersion": format!("{core}/v1beta2"), "kind": "Machine",
-                "metadata": {"name": machine, "labels": {
-                    "cluster.x-k8s.io/cluster-name": name,
-                    "cluster.x-k8s.io/control-plane": "",
-                }},
-                "spec": {
-                    "clusterName": name,
-                    "version": version,
-                    "bootstrap": {"dataSecretName": format!("{name}-bootstrap")},
-                    "infrastructureRef": {"apiGroup": infra, "kind": "DevMachine", "name": machine},
-                },
-            }),
-        ));
-    }
-    objects
-}
-
-/// Creates (or re-applies) the demo cluster in the `default` namespace.
-pub async fn create_demo(client: &kube::Client, name: &str) -> anyhow::Result<()> {
-    for (resource, object) in demo_objects(name) {
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
-        let object_name = object["metadata"]["name"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        api.patch(
-            &object_name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&object),
-        )
+        target_namespace: Some("default".into()),
+        kubernetes_version: Some(DEMO_KUBERNETES_VERSION.into()),
+        control_plane_machine_count: 3,
+        worker_machine_count: 3,
+        environment: Default::default(),
+    };
+    let yaml = generate::generate_cluster(&request)?;
+    corral_cli::apply::apply_yaml(connection, &yaml)
         .await
-        .with_context(|| format!("creating the demo {} {object_name}", resource.kind))?;
-    }
+        .context("creating the demo cluster")?;
+    println!("\nCreated the demo cluster {name} (3 control plane machines, 3 workers, in-memory):");
     Ok(())
 }
 
-/// One line per machine of the cluster: name, phase, and the node it became.
-async fn machine_lines(
-    client: &kube::Client,
-    cluster: &str,
-) -> anyhow::Result<(Vec<String>, bool)> {
-    let machines: Api<corral_api::Machine> = Api::namespaced(client.clone(), "default");
-    let list = machines
-        .list(
-            &kube::api::ListParams::default()
-                .labels(&format!("cluster.x-k8s.io/cluster-name={cluster}")),
-        )
-        .await
-        .context("listing machines")?;
-    let mut rows = BTreeMap::new();
-    let mut all_running = !list.items.is_empty();
-    for machine in &list.items {
-        let name = machine.metadata.name.clone().unwrap_or_default();
-        let status = serde_json::to_value(&machine.status).unwrap_or(Value::Null);
-        let phase = status["phase"].as_str().unwrap_or("Pending").to_string();
-        let node = status["nodeRef"]["name"].as_str().unwrap_or("").to_string();
-        all_running &= phase == "Running";
-        let role = if machine
-            .metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key("cluster.x-k8s.io/control-plane"))
-        {
-            "control plane"
-        } else {
-            "worker"
-        };
-        rows.insert(
-            name.clone(),
-            format!("  {name:<32} {role:<14} {phase:<12} {node}"),
-        );
-    }
-    Ok((rows.into_values().collect(), all_running))
-}
-
-/// Prints the demo cluster's machines as they change, until all are Running.
-pub async fn show_until_ready(client: &kube::Client, cluster: &str) -> anyhow::Result<()> {
-    let mut last = Vec::new();
+/// Shows the cluster's tree as it changes (redrawn in place on a terminal), until the Cluster
+/// is Available and every machine is ready.
+pub async fn show_until_available(
+    connection: &corral_cli::Connection,
+    name: &str,
+) -> anyhow::Result<()> {
+    let options = DescribeOptions {
+        namespace: "default".into(),
+        name: name.into(),
+        grouping: true,
+        ..DescribeOptions::default()
+    };
+    let live = shows_progress();
+    let colour = colour();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
+    let mut shown_lines = 0;
+    let mut last = String::new();
     loop {
-        let (lines, ready) = machine_lines(client, cluster).await?;
-        if lines != last {
-            println!("Cluster {cluster}:");
-            println!("  {:<32} {:<14} {:<12} NODE", "MACHINE", "ROLE", "PHASE");
-            for line in &lines {
-                println!("{line}");
+        let root = describe_cluster(connection, &options).await?;
+        let available = root
+            .condition("Available")
+            .is_some_and(|c| c.status == "True");
+        let all_ready = root
+            .replicas
+            .as_deref()
+            .and_then(|r| r.split_once('/'))
+            .is_some_and(|(_, desired)| root.ready.as_deref() == Some(desired));
+        let now = k8s_openapi::jiff::Timestamp::now();
+        // Compare without ages, which change every second.
+        let text = tree::render(&root, now, false);
+        let state: String = text.lines().map(strip_since).collect();
+        if live {
+            if shown_lines > 0 {
+                print!("\x1b[{shown_lines}A\x1b[J");
             }
-            last = lines;
+            let rendered = tree::render(&root, now, colour);
+            shown_lines = rendered.lines().count();
+            print!("{rendered}");
+        } else if state != last {
+            println!("{text}");
         }
-        if ready {
-            println!("Cluster {cluster} is up: every machine is Running.");
+        let _ = std::io::stdout().flush();
+        last = state;
+        if available && all_ready {
+            println!("Cluster {name} is available.");
             return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
             anyhow::bail!(
-                "the demo cluster was not ready after 5 minutes; see `kubectl get machines`"
+                "the demo cluster is not available after 5 minutes; see `corral describe cluster {name} --show-conditions all`"
             );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// A row without its SINCE column's value, for telling whether anything but time changed.
+fn strip_since(line: &str) -> String {
+    line.split_whitespace()
+        .filter(|word| !is_age(word))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn is_age(word: &str) -> bool {
+    !word.is_empty()
+        && word.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_digit() || "smhdy".contains(c))
+        && word.chars().any(|c| "smhdy".contains(c))
 }
