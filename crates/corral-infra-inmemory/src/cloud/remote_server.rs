@@ -172,13 +172,18 @@ fn vm_key(namespace: String, cluster: String, name: String) -> VmKey {
 
 /// Decodes a JSON body; a body that does not decode is a `400` naming the field.
 fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
-    serde_json::from_slice(body).map_err(|error| {
-        failure(
-            StatusCode::BAD_REQUEST,
-            WireError::BadRequest {
-                message: format!("the request body does not decode: {error}"),
-            },
-        )
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let message = if path == "." {
+            format!("the request body does not decode: {}", error.inner())
+        } else {
+            format!(
+                "the request body does not decode at {path}: {}",
+                error.inner()
+            )
+        };
+        failure(StatusCode::BAD_REQUEST, WireError::BadRequest { message })
     })
 }
 

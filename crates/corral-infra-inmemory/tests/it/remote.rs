@@ -395,3 +395,64 @@ async fn two_management_planes_share_one_served_cloud() {
     server.shutdown().await;
     cloud.shutdown().await;
 }
+
+/// Sends one raw HTTP/1.1 request and returns the status code and body.
+async fn raw_request(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn a_bad_request_is_refused_with_the_field_named() {
+    let (cloud, server) = served_cloud().await;
+    remote_cluster(&server).await;
+    let (status, body) = raw_request(
+        &server.url(),
+        "PUT",
+        "/v1/namespaces/default/clusters/w/vms/m",
+        r#"{"control_plane": "yes"}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["reason"], "BadRequest");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("control_plane"), "{message}");
+
+    let (status, body) = raw_request(&server.url(), "GET", "/v2/anything", "").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no such path"), "{body}");
+    assert_eq!(
+        cloud.get_vm(&vm("w", "m")).await.unwrap(),
+        None,
+        "nothing was created"
+    );
+    server.shutdown().await;
+    cloud.shutdown().await;
+}
+
+async fn remote_cluster(server: &CloudServer) {
+    RemoteCloud::new(&server.url())
+        .unwrap()
+        .ensure_cluster(&cluster("w"), None)
+        .await
+        .unwrap();
+}
