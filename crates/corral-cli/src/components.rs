@@ -236,13 +236,14 @@ pub async fn run_controllers(
     shutdown: impl Future<Output = ()> + Send + Clone + 'static,
 ) -> Result<(), Error> {
     let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
+    let bootstrap = corral_kubeadm::bootstrap::run(client.clone(), shutdown.clone());
     let control_plane = corral_kubeadm::controlplane::run(
         client.clone(),
         corral_kubeadm::controlplane::Config::default(),
         shutdown.clone(),
     );
     let core = corral_controllers::run(client, corral_controllers::Config::default(), shutdown);
-    let ((), (), core) = tokio::join!(provider, control_plane, core);
+    let ((), (), (), core) = tokio::join!(provider, bootstrap, control_plane, core);
     core.map_err(|error| Error::Api {
         doing: "running the core controllers".into(),
         reason: crate::error::innermost_message(&error),

@@ -83,7 +83,7 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
     let controllers = corral_cli::components::start_controllers(client.clone(), cloud, shutdown);
     progress.done(
         "Controllers started",
-        "core, kubeadm control plane, in-memory infrastructure",
+        "core, kubeadm bootstrap and control plane, in-memory infrastructure",
     );
     let kubeconfig = absolute(&args.server.data_dir.join("kubeconfig"));
     println!(
