@@ -184,8 +184,8 @@ async fn move_graph(
     }
     let _ = writeln!(
         out,
-        "Deleted {} objects at the source (finalizers removed first: nothing deprovisioned)",
-        progress.deleted.len()
+        "Deleted {} at the source (finalizers removed first: nothing deprovisioned)",
+        count(progress.deleted.len(), "object")
     );
 
     progress.step = "unpausing the Clusters at the target";
@@ -207,9 +207,9 @@ async fn move_graph(
     report.clusters = unpaused.iter().map(namespaced).collect();
     let _ = writeln!(
         out,
-        "Moved {} objects of {} Clusters from {} to {}",
-        report.objects.len(),
-        report.clusters.len(),
+        "Moved {} of {} from {} to {}",
+        count(report.objects.len(), "object"),
+        count(report.clusters.len(), "Cluster"),
         source.server,
         target.server
     );
@@ -315,6 +315,15 @@ fn list(keys: &[ObjectKey]) -> String {
         shown.push(format!("and {} more", keys.len() - 8));
     }
     shown.join(", ")
+}
+
+/// `1 object`, `2 objects`.
+fn count(number: usize, noun: &str) -> String {
+    if number == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{number} {noun}s")
+    }
 }
 
 fn namespaced(key: &ObjectKey) -> String {
@@ -432,9 +441,9 @@ async fn read_graph(
 fn print_plan(graph: &ObjectGraph, source: &Connection, target: &Connection, out: &mut dyn Write) {
     let _ = writeln!(
         out,
-        "Dry run: would move {} objects of {} Clusters from {} to {}; nothing is changed.",
-        graph.nodes.len(),
-        graph.clusters().count(),
+        "Dry run: would move {} of {} from {} to {}; nothing is changed.",
+        count(graph.nodes.len(), "object"),
+        count(graph.clusters().count(), "Cluster"),
         source.server,
         target.server
     );
@@ -807,7 +816,7 @@ async fn create_at_target(
     // Source uid to target uid, for the owner references.
     let mut uids: HashMap<String, String> = HashMap::new();
     for (index, group) in graph.groups().into_iter().enumerate() {
-        let count = group.len();
+        let objects = group.len();
         for node in group {
             let object_type = graph.object_type(node);
             let api = api(target, object_type, &node.key.namespace);
@@ -855,8 +864,9 @@ async fn create_at_target(
         }
         let _ = writeln!(
             out,
-            "Created group {} at the target ({count} objects)",
-            index + 1
+            "Created group {} at the target ({})",
+            index + 1,
+            count(objects, "object")
         );
     }
     Ok(())
@@ -1052,7 +1062,8 @@ async fn rollback(
     }
     let _ = writeln!(
         out,
-        "Deleted {deleted} objects the move had created at the target"
+        "Deleted {} the move had created at the target",
+        count(deleted, "object")
     );
     let mut report = report_of(graph);
     for cluster in graph.clusters() {

@@ -7,7 +7,9 @@
 //! - [`cloud`]: the [`cloud::Cloud`] trait and [`cloud::InProcessCloud`]: VMs that boot through
 //!   upstream's simulated steps, and one workload cluster per DevCluster, a Corral API server
 //!   on its own loopback port where each VM's Node registers with `spec.providerID:
-//!   in-memory://<devmachine>`.
+//!   in-memory://<devmachine>`. [`cloud::CloudServer`] serves a cloud over HTTP and
+//!   [`cloud::RemoteCloud`] reaches it, so that several management planes share one cloud
+//!   (`corral cloud`, `--cloud URL`).
 //! - [`run`]: the DevCluster and DevMachine controllers, which implement the v1beta2
 //!   InfraCluster and InfraMachine contracts.
 //!

@@ -4,9 +4,9 @@
 //! The controllers reach the cloud only through the [`Cloud`] trait, as a real provider reaches
 //! its cloud through an SDK. [`InProcessCloud`] runs it inside the management plane; because
 //! every request and answer is plain serializable data keyed by names the user chose (never
-//! handles or process-local ids), the same trait can be served over HTTP by a cloud in its own
-//! process, reached by several management planes in turn, which is what `corral move` between
-//! management planes needs. A management plane that restarts, or that an object moves to, finds
+//! handles or process-local ids), the same trait is served over HTTP by a cloud in its own
+//! process ([`CloudServer`], `corral cloud`) and reached through [`RemoteCloud`] by several
+//! management planes in turn, which is what `corral move` between management planes needs. A management plane that restarts, or that an object moves to, finds
 //! the VMs and endpoints by the same keys.
 //!
 //! # Workload clusters
