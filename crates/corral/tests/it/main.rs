@@ -34,6 +34,7 @@ macro_rules! backend_tests {
 
 mod support;
 
+mod cli;
 mod durability;
 mod kubectl;
 mod kubectl_machinery;

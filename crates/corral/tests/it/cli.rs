@@ -1,0 +1,721 @@
+//! The CLI end to end: the built `corral` binary as a management plane (`corral up`, or
+//! `corral apiserver` plus `corral init` and `corral controllers`) and as the client commands
+//! (generate, describe, get, scale, rollout, delete), with kubectl applying what generate
+//! prints when kubectl is here (CORRAL_REQUIRE_KUBECTL=1 requires it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use kube::api::{Api, ListParams};
+use serde_json::Value;
+
+use crate::support::tool_available;
+
+/// How long a cluster may take to come up or go. Generous: CI machines are busy compiling.
+const DEADLINE: Duration = Duration::from_secs(180);
+
+/// A `corral` process of the test, killed when dropped; its output goes to `log`.
+struct Process {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Process {
+    fn spawn(args: &[&str], log: PathBuf) -> Process {
+        let file = std::fs::File::create(&log).expect("creating a log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(file.try_clone().unwrap()))
+            .stderr(Stdio::from(file))
+            .spawn()
+            .expect("spawning corral");
+        Process { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then waits for the process to exit.
+    fn terminate(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+
+    /// SIGKILL: no chance to release anything.
+    fn kill_9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- {} ---\n{}--- end ---", self.log.display(), self.log());
+        }
+    }
+}
+
+/// `corral up` on `data_dir`, port 0; waits until it printed the export line.
+async fn start_up(data_dir: &Path, log: PathBuf) -> (Process, PathBuf) {
+    let kubeconfig = data_dir.join("kubeconfig");
+    let _ = std::fs::remove_file(&kubeconfig);
+    let process = Process::spawn(
+        &[
+            "up",
+            "--data-dir",
+            data_dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        log,
+    );
+    let absolute = std::path::absolute(&kubeconfig).unwrap();
+    let line = format!("export KUBECONFIG={}", absolute.display());
+    eventually("corral up to print the export line", || async {
+        process.log().contains(&line).then_some(())
+    })
+    .await;
+    let log = process.log();
+    for step in [
+        "✓ Store opened",
+        "✓ API server listening",
+        "✓ CRDs installed",
+        "✓ Controllers started",
+    ] {
+        assert!(log.contains(step), "no {step:?} in:\n{log}");
+    }
+    (process, kubeconfig)
+}
+
+/// Runs `corral ARGS` to completion with the kubeconfig in `KUBECONFIG`.
+fn corral(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("running corral")
+}
+
+/// `corral ARGS`, which must succeed; its standard output.
+fn corral_ok(kubeconfig: &Path, args: &[&str]) -> String {
+    let output = corral(kubeconfig, args);
+    assert!(
+        output.status.success(),
+        "corral {args:?} failed ({}):\n{}{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+/// `corral ARGS`, which must fail with `code` and say one line containing `needle`.
+fn corral_fails(kubeconfig: &Path, args: &[&str], code: i32, needle: &str) -> String {
+    let output = corral(kubeconfig, args);
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "corral {args:?}: {stderr}"
+    );
+    assert!(stderr.contains(needle), "corral {args:?}: {stderr}");
+    if code == 1 {
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "not one line: {stderr}"
+        );
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        for debug in ["Error {", "Status {", "panicked", "backtrace"] {
+            assert!(
+                !stderr.contains(debug),
+                "corral {args:?} printed {debug}: {stderr}"
+            );
+        }
+    }
+    stderr
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {DEADLINE:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn client(kubeconfig: &Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// kubectl, if here.
+fn kubectl() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("kubectl"))
+            .find(|candidate| candidate.is_file())
+    });
+    tool_available(
+        found.is_some(),
+        "kubectl",
+        "CORRAL_REQUIRE_KUBECTL",
+        "install kubectl, e.g. Debian's kubernetes-client",
+    )
+    .then(|| found.unwrap())
+}
+
+/// Generates a machine-based cluster and applies it with kubectl (or, without kubectl, with
+/// `corral_cli::apply`'s server-side apply through kube-rs).
+async fn create_cluster(kubeconfig: &Path, name: &str, workers: u32, scratch: &Path) {
+    let yaml = corral_ok(
+        kubeconfig,
+        &[
+            "generate",
+            "cluster",
+            name,
+            "--flavor",
+            "machine-based",
+            "--kubernetes-version",
+            "v1.32.0",
+            "--control-plane-machine-count",
+            "1",
+            "--worker-machine-count",
+            &workers.to_string(),
+        ],
+    );
+    match kubectl() {
+        Some(kubectl) => {
+            let file = scratch.join(format!("{name}.yaml"));
+            std::fs::write(&file, &yaml).unwrap();
+            let output = Command::new(kubectl)
+                .args(["apply", "-f"])
+                .arg(&file)
+                .args(["--cache-dir"])
+                .arg(scratch.join("kubectl-cache"))
+                .env("KUBECONFIG", kubeconfig)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "kubectl apply: {}",
+                text(&output.stderr)
+            );
+            assert!(
+                text(&output.stdout).contains(&format!("cluster.cluster.x-k8s.io/{name} created"))
+            );
+        }
+        None => {
+            let connection = corral_cli::Connection::open(&corral_cli::KubeconfigSource {
+                flag: Some(kubeconfig.to_path_buf()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+            corral_cli::apply::apply_yaml(&connection, &yaml)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// The describe tree as data.
+fn describe_json(kubeconfig: &Path, name: &str) -> Value {
+    serde_json::from_str(&corral_ok(
+        kubeconfig,
+        &["describe", "cluster", name, "-o", "json"],
+    ))
+    .unwrap()
+}
+
+fn condition_status(node: &Value, type_: &str) -> Option<String> {
+    node["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .and_then(|c| c["status"].as_str())
+        .map(String::from)
+}
+
+async fn wait_available(kubeconfig: &Path, name: &str, machines: usize) {
+    eventually(
+        &format!("cluster {name} to be available with {machines} ready machines"),
+        || async {
+            let tree = describe_json(kubeconfig, name);
+            let ready = tree["replicas"] == format!("{machines}/{machines}")
+                && tree["ready"] == machines.to_string();
+            (condition_status(&tree, "Available").as_deref() == Some("True") && ready).then_some(())
+        },
+    )
+    .await;
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("corral-cli-")
+        .tempdir()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_from_generate_to_delete_with_the_cli() {
+    let dir = scratch();
+    let (_up, kubeconfig) = start_up(&dir.path().join("data"), dir.path().join("up.log")).await;
+
+    // init is idempotent and the inventory is upstream's.
+    corral_ok(&kubeconfig, &["init"]);
+    let providers = corral_ok(&kubeconfig, &["get", "providers"]);
+    for expected in [
+        "capi-system                        cluster-api",
+        "capi-kubeadm-bootstrap-system      bootstrap-kubeadm",
+        "capi-kubeadm-control-plane-system  control-plane-kubeadm",
+        "capim-system                       infrastructure-in-memory",
+    ] {
+        assert!(providers.contains(expected), "{providers}");
+    }
+
+    create_cluster(&kubeconfig, "dev", 2, dir.path()).await;
+    wait_available(&kubeconfig, "dev", 3).await;
+
+    let tree = corral_ok(&kubeconfig, &["describe", "cluster", "dev"]);
+    assert!(!tree.contains('\x1b'), "colour in a pipe:\n{tree}");
+    // The NAME column is as wide as the header's first column.
+    let width = tree.lines().next().unwrap().find("REPLICAS").unwrap();
+    let names: Vec<String> = tree
+        .lines()
+        .map(|line| {
+            line.chars()
+                .take(width)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "NAME",
+            "Cluster/dev",
+            "├─ClusterInfrastructure - DevCluster/dev",
+            "├─ControlPlane",
+            "│ └─Machine/dev-control-plane-0",
+            "└─Workers",
+            "  └─MachineDeployment/dev-md-0",
+            "    └─2 Machines...",
+        ],
+        "{tree}"
+    );
+    let with_conditions = corral_ok(
+        &kubeconfig,
+        &["describe", "cluster", "dev", "--show-conditions", "Cluster"],
+    );
+    assert!(
+        with_conditions.contains("├─InfrastructureReady"),
+        "{with_conditions}"
+    );
+
+    let clusters = corral_ok(&kubeconfig, &["get", "clusters"]);
+    let row: Vec<&str> = clusters
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..4], ["dev", "True", "1/1", "2/2"], "{clusters}");
+
+    // The workload cluster's kubeconfig reaches its (simulated) API server and its Nodes.
+    let workload_kubeconfig = dir.path().join("dev.kubeconfig");
+    std::fs::write(
+        &workload_kubeconfig,
+        corral_ok(&kubeconfig, &["get", "kubeconfig", "dev"]),
+    )
+    .unwrap();
+    let workload = client(&workload_kubeconfig).await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(workload);
+    assert_eq!(
+        nodes
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+
+    // Scale through the scale subresource.
+    assert_eq!(
+        corral_ok(&kubeconfig, &["scale", "md/dev-md-0", "--replicas", "3"]).trim(),
+        "machinedeployment.cluster.x-k8s.io/dev-md-0 scaled"
+    );
+    wait_available(&kubeconfig, "dev", 4).await;
+
+    // Pause and resume, refusing to pause twice.
+    corral_ok(&kubeconfig, &["rollout", "pause", "md/dev-md-0"]);
+    corral_fails(
+        &kubeconfig,
+        &["rollout", "pause", "md/dev-md-0"],
+        1,
+        "already paused",
+    );
+    corral_fails(
+        &kubeconfig,
+        &["rollout", "restart", "md/dev-md-0"],
+        1,
+        "resume it first",
+    );
+    corral_ok(&kubeconfig, &["rollout", "resume", "md/dev-md-0"]);
+
+    // A restart makes a second revision; history lists both; undo refuses a revision that
+    // does not exist.
+    assert!(corral_ok(&kubeconfig, &["rollout", "restart", "md/dev-md-0"]).contains("restarted"));
+    let history = eventually("a second revision", || async {
+        let history = corral_ok(&kubeconfig, &["rollout", "history", "md/dev-md-0"]);
+        history
+            .lines()
+            .any(|line| line.starts_with("2 "))
+            .then_some(history)
+    })
+    .await;
+    assert!(history.contains("REVISION  MACHINESET"), "{history}");
+    corral_fails(
+        &kubeconfig,
+        &["rollout", "undo", "md/dev-md-0", "--to-revision", "9"],
+        1,
+        "no revision 9",
+    );
+    assert!(
+        corral_ok(
+            &kubeconfig,
+            &["rollout", "undo", "md/dev-md-0", "--to-revision", "1"]
+        )
+        .contains("rolled back")
+    );
+
+    // Delete waits until everything is gone.
+    let deleted = corral_ok(
+        &kubeconfig,
+        &["delete", "cluster", "dev", "--wait", "--timeout", "180"],
+    );
+    assert!(deleted.contains("Cluster dev is gone"), "{deleted}");
+    let machines: Api<corral_api::Machine> = Api::namespaced(client(&kubeconfig).await, "default");
+    assert!(
+        machines
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    corral_fails(
+        &kubeconfig,
+        &["describe", "cluster", "dev"],
+        1,
+        "Cluster dev not found in namespace default",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mistakes_get_one_line_saying_what_to_do() {
+    let dir = scratch();
+    // No server behind the kubeconfig: a port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let nowhere = dir.path().join("nowhere.kubeconfig");
+    std::fs::write(
+        &nowhere,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://{closed}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n"
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["get", "clusters"][..],
+        &["describe", "cluster", "x"],
+        &["init"],
+        &["scale", "md/x", "--replicas", "1"],
+    ] {
+        corral_fails(&nowhere, args, 1, "cannot reach the API server");
+    }
+
+    // No kubeconfig anywhere.
+    let output = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["get", "clusters"])
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("no kubeconfig found"), "{stderr}");
+    assert!(stderr.contains("corral up"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+
+    // A template variable left unset; a flavor that does not exist.
+    corral_fails(
+        &nowhere,
+        &["generate", "cluster", "dev"],
+        1,
+        "KUBERNETES_VERSION is not set; pass --kubernetes-version",
+    );
+    corral_fails(
+        &nowhere,
+        &[
+            "generate",
+            "cluster",
+            "dev",
+            "--flavor",
+            "x",
+            "--kubernetes-version",
+            "v1.32.0",
+        ],
+        2,
+        "--flavor must be one of",
+    );
+    corral_fails(
+        &nowhere,
+        &[
+            "generate",
+            "cluster",
+            "Bad_Name",
+            "--kubernetes-version",
+            "v1.32.0",
+        ],
+        2,
+        "cluster name",
+    );
+
+    // Usage errors: a bad flag value, a kind the command does not act on.
+    corral_fails(
+        &nowhere,
+        &["scale", "md/x", "--replicas", "many"],
+        2,
+        "invalid value 'many'",
+    );
+    corral_fails(
+        &nowhere,
+        &["scale", "pod/x", "--replicas", "1"],
+        2,
+        "use md/NAME or ms/NAME or kcp/NAME",
+    );
+    corral_fails(&nowhere, &["rollout", "history", "kcp/x"], 2, "use md/NAME");
+
+    // A server without the CRDs, then an unknown cluster.
+    let up_dir = dir.path().join("apiserver");
+    let server = Process::spawn(
+        &[
+            "apiserver",
+            "--data-dir",
+            up_dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.path().join("apiserver.log"),
+    );
+    let kubeconfig = up_dir.join("kubeconfig");
+    eventually("the API server's kubeconfig", || async {
+        kubeconfig.exists().then_some(())
+    })
+    .await;
+    corral_fails(
+        &kubeconfig,
+        &["get", "clusters"],
+        1,
+        "run `corral init` first",
+    );
+    corral_fails(
+        &kubeconfig,
+        &["get", "providers"],
+        1,
+        "run `corral init` first",
+    );
+    corral_fails(&kubeconfig, &["controllers"], 1, "run `corral init` first");
+    corral_ok(&kubeconfig, &["init"]);
+    corral_fails(
+        &kubeconfig,
+        &["describe", "cluster", "ghost"],
+        1,
+        "Cluster ghost not found in namespace default",
+    );
+    corral_fails(
+        &kubeconfig,
+        &["get", "kubeconfig", "ghost"],
+        1,
+        "Cluster ghost not found",
+    );
+    corral_fails(
+        &kubeconfig,
+        &["scale", "md/ghost", "--replicas", "1"],
+        1,
+        "MachineDeployment ghost not found",
+    );
+    corral_fails(
+        &kubeconfig,
+        &["delete", "cluster", "ghost"],
+        1,
+        "Cluster ghost not found",
+    );
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corral_up_resumes_from_its_data_dir() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    let (up, kubeconfig) = start_up(&data, dir.path().join("up-1.log")).await;
+    create_cluster(&kubeconfig, "keep", 1, dir.path()).await;
+    wait_available(&kubeconfig, "keep", 2).await;
+    let names = |client: kube::Client| async move {
+        let machines: Api<corral_api::Machine> = Api::namespaced(client, "default");
+        let mut names: Vec<String> = machines
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|m| m.metadata.name.unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = names(client(&kubeconfig).await).await;
+    assert_eq!(before.len(), 2);
+    up.terminate();
+
+    let (_up, kubeconfig) = start_up(&data, dir.path().join("up-2.log")).await;
+    // The objects are there, under the same names...
+    assert_eq!(names(client(&kubeconfig).await).await, before);
+    // ...and the controllers reconcile them: a scale-up makes one more Machine.
+    corral_ok(&kubeconfig, &["scale", "md/keep-md-0", "--replicas", "2"]);
+    let after = eventually("a third machine", || async {
+        let now = names(client(&kubeconfig).await).await;
+        (now.len() == 3).then_some(now)
+    })
+    .await;
+    assert!(
+        before.iter().all(|name| after.contains(name)),
+        "{before:?} -> {after:?}"
+    );
+}
+
+/// Who holds the controllers' Lease.
+async fn lease_holder(client: &kube::Client) -> Option<String> {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), "corral-system");
+    leases
+        .get_opt("corral-controllers")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|lease| lease.spec)
+        .and_then(|spec| spec.holder_identity)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_controller_replicas_elect_one_leader_and_the_other_takes_over() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    let _server = Process::spawn(
+        &[
+            "apiserver",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.path().join("apiserver.log"),
+    );
+    let kubeconfig = data.join("kubeconfig");
+    eventually("the API server's kubeconfig", || async {
+        kubeconfig.exists().then_some(())
+    })
+    .await;
+    assert!(corral_ok(&kubeconfig, &["init"]).contains("Provider capi-system/cluster-api"));
+    let client = client(&kubeconfig).await;
+    let replica = |identity: &str| {
+        Process::spawn(
+            &[
+                "controllers",
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--identity",
+                identity,
+            ],
+            dir.path().join(format!("{identity}.log")),
+        )
+    };
+    let a = replica("replica-a");
+    let leader = eventually("a leader", || async { lease_holder(&client).await }).await;
+    assert_eq!(leader, "replica-a");
+    let b = replica("replica-b");
+    eventually("replica-b to stand by", || async {
+        b.log()
+            .contains("Standing by: replica-a is the leader")
+            .then_some(())
+    })
+    .await;
+
+    // The leader acts: a cluster comes up.
+    create_cluster(&kubeconfig, "ha", 1, dir.path()).await;
+    wait_available(&kubeconfig, "ha", 2).await;
+    assert!(a.log().contains("Leading: running the controllers"));
+    assert!(
+        !b.log().contains("Leading"),
+        "both replicas led:\n{}",
+        b.log()
+    );
+
+    // The leader dies without releasing the Lease; the other takes over once it expires, and
+    // acts: a scale-up is carried out.
+    a.kill_9();
+    eventually("replica-b to lead", || async {
+        (lease_holder(&client).await.as_deref() == Some("replica-b")).then_some(())
+    })
+    .await;
+    eventually("replica-b to run the controllers", || async {
+        b.log()
+            .contains("Leading: running the controllers")
+            .then_some(())
+    })
+    .await;
+    corral_ok(&kubeconfig, &["scale", "md/ha-md-0", "--replicas", "2"]);
+    wait_available(&kubeconfig, "ha", 3).await;
+
+    // A replica that shuts down releases the Lease at once.
+    b.terminate();
+    let released = lease_holder(&client).await;
+    assert_eq!(released, None, "the Lease is still held by {released:?}");
+}
