@@ -43,8 +43,8 @@ mod boot;
 pub mod control_plane;
 pub mod etcd;
 mod in_process;
-mod remote;
-mod remote_server;
+pub mod remote;
+pub mod remote_server;
 mod workload;
 
 use std::fmt;
