@@ -3,7 +3,8 @@
 //!
 //! - `api` holds the types of `bootstrap.cluster.x-k8s.io/v1beta2` and
 //!   `controlplane.cluster.x-k8s.io/v1beta2` and their CRDs ([`crds()`]).
-//! - `bootstrap` is the KubeadmConfig controller.
+//! - `bootstrap` is the KubeadmConfig controller, `controlplane` the KubeadmControlPlane
+//!   controller.
 //! - `certs` and `kubeconfig` hold a cluster's certificates and admin kubeconfig, for both
 //!   providers.
 
@@ -15,11 +16,17 @@ pub mod kubeconfig;
 
 pub use api::crds;
 
-/// Runs the providers' controllers until `shutdown` completes: today the KubeadmConfig
-/// controller ([`bootstrap::run`]).
+/// Runs the providers' controllers until `shutdown` completes: the KubeadmConfig controller
+/// ([`bootstrap::run`]) and the KubeadmControlPlane controller ([`controlplane::run`], with its
+/// default settings).
 pub async fn run(
     client: kube::Client,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    bootstrap::run(client, shutdown).await
+    use futures::FutureExt;
+    let shutdown = shutdown.boxed().shared();
+    futures::join!(
+        bootstrap::run(client.clone(), shutdown.clone()),
+        controlplane::run(client, controlplane::Config::default(), shutdown),
+    );
 }

@@ -47,6 +47,16 @@ pub fn outdated_reasons(
             infra_cloned_from.unwrap_or_default()
         ));
     }
+    let cluster_configuration =
+        serde_json::to_string(&kcp.spec.kubeadm_config_spec.cluster_configuration)
+            .unwrap_or_default();
+    if machine
+        .annotations()
+        .get(CLUSTER_CONFIGURATION_ANNOTATION)
+        .is_some_and(|recorded| *recorded != cluster_configuration)
+    {
+        reasons.push("ClusterConfiguration is not up-to-date".to_string());
+    }
     if let Some(config) = config
         && normalized(&config.spec) != normalized(&kcp.spec.kubeadm_config_spec)
     {
@@ -76,17 +86,22 @@ pub fn outdated_reasons(
     reasons
 }
 
-/// A KubeadmConfigSpec without what differs between the init and the join machines (their
-/// init and join configurations), which is how upstream compares them (`matchKubeadmConfig`
-/// compares the init configuration of the first machine and the join configuration of the
-/// others with the KubeadmControlPlane's; Corral compares the rest, which covers version,
-/// cluster configuration, files and commands).
+/// A KubeadmConfigSpec without what differs between the init and the join machines: their
+/// init and join configurations, and the ClusterConfiguration, which only the first machine's
+/// KubeadmConfig carries (upstream `matchKubeadmConfig` compares the ClusterConfiguration
+/// separately; Corral records it on the Machine, see [`CLUSTER_CONFIGURATION_ANNOTATION`]).
 fn normalized(spec: &KubeadmConfigSpec) -> KubeadmConfigSpec {
     let mut spec = spec.clone();
     spec.init_configuration = Default::default();
     spec.join_configuration = Default::default();
+    spec.cluster_configuration = Default::default();
     spec
 }
+
+/// The ClusterConfiguration a Machine was created with, as JSON (upstream's annotation, which
+/// KCP used for the same purpose until v1.10).
+pub const CLUSTER_CONFIGURATION_ANNOTATION: &str =
+    "controlplane.cluster.x-k8s.io/kubeadm-cluster-configuration";
 
 /// The labels of every Machine of the KubeadmControlPlane (upstream `ControlPlaneMachineLabels`).
 pub fn machine_labels(kcp: &KubeadmControlPlane, cluster: &str) -> BTreeMap<String, String> {
@@ -108,7 +123,7 @@ pub fn selector(kcp: &KubeadmControlPlane, cluster: &str) -> String {
     )
 }
 
-fn owner_reference(kcp: &KubeadmControlPlane) -> OwnerReference {
+pub fn owner_reference(kcp: &KubeadmControlPlane) -> OwnerReference {
     OwnerReference {
         api_version: KubeadmControlPlane::api_version(&()).to_string(),
         kind: KubeadmControlPlane::kind(&()).to_string(),
@@ -182,11 +197,24 @@ pub async fn create_machine(
             source,
         })?;
 
+    // As upstream (`InitialControlPlaneConfig`, `JoinControlPlaneConfig`): the first machine
+    // gets the cluster and init configurations, pointed at the Cluster's endpoint; the others
+    // only the join configuration, as a control plane.
     let mut spec = kcp.spec.kubeadm_config_spec.clone();
     if new.init {
         spec.join_configuration = Default::default();
+        if spec.cluster_configuration.control_plane_endpoint.is_none() {
+            let endpoint = &new.cluster.spec.control_plane_endpoint;
+            if let (Some(host), Some(port)) = (&endpoint.host, endpoint.port) {
+                spec.cluster_configuration.control_plane_endpoint = Some(format!("{host}:{port}"));
+            }
+        }
     } else {
         spec.init_configuration = Default::default();
+        spec.cluster_configuration = Default::default();
+        spec.join_configuration
+            .control_plane
+            .get_or_insert_with(Default::default);
     }
     let config = KubeadmConfig {
         metadata: ObjectMeta {
@@ -218,6 +246,11 @@ pub async fn create_machine(
     }
 
     let mut annotations = kcp.spec.machine_template.metadata.annotations.clone();
+    annotations.insert(
+        CLUSTER_CONFIGURATION_ANNOTATION.to_string(),
+        serde_json::to_string(&kcp.spec.kubeadm_config_spec.cluster_configuration)
+            .unwrap_or_default(),
+    );
     if let Some(remediation) = new.remediation_for {
         annotations.insert(KCP_REMEDIATION_FOR.to_string(), remediation);
     }

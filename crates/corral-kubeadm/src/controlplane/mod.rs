@@ -24,7 +24,6 @@
 //! In Cluster API v1beta2 the Cluster takes `controlPlaneEndpoint` from the infrastructure
 //! cluster, so the KubeadmControlPlane does not set it.
 
-mod kubeconfig;
 mod machines;
 pub mod planner;
 mod status;
@@ -58,8 +57,6 @@ use crate::api::controlplane::{KubeadmControlPlane, LastRemediationStatus};
 use planner::{MachineView, MemberHealth, PreviousRemediation, RetryDecision, RolloutStep};
 use workload::WorkloadState;
 
-pub use kubeconfig::WorkloadScheme;
-
 /// The finalizer the controller puts on every KubeadmControlPlane.
 pub const FINALIZER: &str = corral_api::finalizers::KUBEADM_CONTROL_PLANE;
 
@@ -71,8 +68,6 @@ const DEFAULT_MIN_HEALTHY_PERIOD_SECONDS: i64 = 3600;
 pub struct Config {
     /// How workload clusters are reached.
     pub cluster_cache: ClusterCacheConfig,
-    /// The scheme of the API server URL in the kubeconfig Secrets written.
-    pub workload_scheme: WorkloadScheme,
     /// How often a control plane waiting on its workload cluster (Pods and etcd members it does
     /// not watch) is looked at again.
     pub poll_interval: Duration,
@@ -84,7 +79,6 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             cluster_cache: ClusterCacheConfig::default(),
-            workload_scheme: WorkloadScheme::Https,
             poll_interval: Duration::from_secs(5),
             concurrency: 10,
         }
@@ -139,12 +133,10 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    #[error("cannot write the kubeconfig Secret {name}")]
-    WriteKubeconfig {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error("cannot read or create the cluster certificates")]
+    Certificates(#[from] crate::certs::Error),
+    #[error("cannot write the kubeconfig Secret")]
+    Kubeconfig(#[from] crate::kubeconfig::Error),
     #[error("cannot {operation} of etcd member {member}")]
     Etcd {
         operation: &'static str,
@@ -380,18 +372,13 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
             .as_ref()
             .is_some_and(|host| !host.is_empty());
 
-    // The kubeconfig Secret, once the endpoint is known.
-    let certificates = if infrastructure_ready && !paused {
-        kubeconfig::ensure(
-            &context.client,
-            &kcp,
-            &cluster,
-            context.config.workload_scheme,
-        )
-        .await
-        .map_err(|error| error.to_string())
+    // The cluster certificates, then the kubeconfig Secret once the endpoint is known.
+    let certificates = if paused {
+        Err("Reconciliation is paused".to_string())
     } else {
-        Err("Waiting for the Cluster's infrastructure and controlPlaneEndpoint".to_string())
+        reconcile_certificates(&context, &kcp, &cluster, infrastructure_ready)
+            .await
+            .map_err(|error| corral_controllers::runtime::error_chain(&error))
     };
 
     // The workload cluster.
@@ -486,6 +473,39 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
             Action::requeue(context.config.poll_interval * 6)
         },
     )
+}
+
+/// Looks up the cluster certificates (`<cluster>-ca`, `-etcd`, `-proxy`, `-sa`), generating
+/// missing ones owned by the KubeadmControlPlane, then, once the Cluster has its endpoint, makes
+/// the admin kubeconfig Secret current (upstream `reconcile`: certificates, then
+/// `reconcileKubeconfig`). Keys are generated only when their Secret is missing.
+async fn reconcile_certificates(
+    context: &Context,
+    kcp: &KubeadmControlPlane,
+    cluster: &Cluster,
+    endpoint_known: bool,
+) -> Result<(), Error> {
+    let algorithm = crate::certs::KeyAlgorithm::from_encryption_algorithm(
+        kcp.spec
+            .kubeadm_config_spec
+            .cluster_configuration
+            .encryption_algorithm
+            .clone(),
+    )?;
+    let owner = machines::owner_reference(kcp);
+    let certificates = crate::certs::lookup_or_generate(
+        &context.client,
+        &kcp.namespace().unwrap_or_default(),
+        &cluster.name_any(),
+        algorithm,
+        Some(owner.clone()),
+    )
+    .await?;
+    if endpoint_known {
+        crate::kubeconfig::ensure(&context.client, cluster, &certificates.cluster_ca, owner)
+            .await?;
+    }
+    Ok(())
 }
 
 /// What the machine reconciliation did, for the status and the requeue.

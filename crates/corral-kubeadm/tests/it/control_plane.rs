@@ -1,8 +1,7 @@
 //! The KubeadmControlPlane controller end to end: a real management plane (Corral API server
 //! with the core, Dev* and kubeadm CRDs), the core controllers, the in-memory provider with its
-//! simulated workload clusters (etcd members as annotated Pods), and the KubeadmControlPlane
-//! controller. The test plays the KubeadmConfig controller only (it writes each KubeadmConfig's
-//! bootstrap data Secret), so that these tests do not depend on its progress.
+//! simulated workload clusters (etcd members as annotated Pods), and both kubeadm controllers
+//! (KubeadmConfig and KubeadmControlPlane). The test writes only what a user writes.
 //!
 //! Issue 5's checks: a 3-replica control plane and a worker MachineDeployment come up (Cluster
 //! Available); a version upgrade rolls one machine at a time, never exceeding replicas + 1
@@ -17,9 +16,7 @@ use corral_api::{Cluster, Machine};
 use corral_controllers::cluster_cache::ClusterCacheConfig;
 use corral_infra_inmemory::cloud::InProcessCloud;
 use corral_infra_inmemory::cloud::etcd::{EtcdAdmin, SimulatedEtcd};
-use corral_kubeadm::api::bootstrap::KubeadmConfig;
 use corral_kubeadm::api::controlplane::KubeadmControlPlane;
-use corral_kubeadm::controlplane::WorkloadScheme;
 use corral_testenv::TestEnv;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -87,7 +84,6 @@ impl Plane {
         };
         let kcp_config = corral_kubeadm::controlplane::Config {
             cluster_cache: cache,
-            workload_scheme: WorkloadScheme::Http,
             poll_interval: Duration::from_millis(200),
             concurrency: 10,
         };
@@ -97,7 +93,7 @@ impl Plane {
             let core = corral_controllers::run(client.clone(), core_config, shutdown.clone());
             let control_plane =
                 corral_kubeadm::controlplane::run(client.clone(), kcp_config, shutdown.clone());
-            let bootstrap = play_bootstrap_provider(client, shutdown);
+            let bootstrap = corral_kubeadm::bootstrap::run(client, shutdown);
             let ((), result, (), ()) = tokio::join!(provider, core, control_plane, bootstrap);
             result.expect("the core controllers start");
         });
@@ -299,46 +295,6 @@ fn condition(
         .map(|c| c.status.clone())
 }
 
-/// Plays the KubeadmConfig controller: every KubeadmConfig gets a bootstrap data Secret named
-/// after it and `status.dataSecretName`.
-async fn play_bootstrap_provider(
-    client: kube::Client,
-    shutdown: impl std::future::Future<Output = ()> + Send,
-) {
-    let configs: Api<KubeadmConfig> = Api::namespaced(client.clone(), NAMESPACE);
-    let secrets: Api<Secret> = Api::namespaced(client, NAMESPACE);
-    let mut events = watcher::watcher(configs.clone(), watcher::Config::default())
-        .take_until(shutdown)
-        .boxed();
-    while let Some(event) = events.next().await {
-        let Ok(Event::Apply(config) | Event::InitApply(config)) = event else {
-            continue;
-        };
-        if config
-            .status
-            .as_ref()
-            .is_some_and(|s| s.data_secret_name.is_some())
-        {
-            continue;
-        }
-        let name = config.name_any();
-        let secret: Secret = serde_json::from_value(json!({
-            "metadata": { "name": name, "labels": { "cluster.x-k8s.io/cluster-name": CLUSTER } },
-            "type": "cluster.x-k8s.io/secret",
-            "stringData": { "value": "#cloud-config\n", "format": "cloud-config" },
-        }))
-        .unwrap();
-        let _ = secrets.create(&PostParams::default(), &secret).await;
-        let status = json!({ "status": {
-            "dataSecretName": name,
-            "initialization": { "dataSecretCreated": true },
-        }});
-        let _ = configs
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await;
-    }
-}
-
 /// What watches saw while something happened: the most control plane Machines at once, and
 /// the fewest healthy etcd members.
 #[derive(Default)]
@@ -472,6 +428,15 @@ async fn a_control_plane_comes_up_upgrades_one_machine_at_a_time_and_scales_acro
             Some("False".into()),
             "{type_}"
         );
+    }
+
+    // The cluster certificates exist once, owned by the KubeadmControlPlane.
+    let secrets: Api<Secret> = plane.api();
+    for suffix in ["ca", "etcd", "proxy", "sa", "kubeconfig"] {
+        let secret = secrets.get(&format!("{CLUSTER}-{suffix}")).await.unwrap();
+        assert_eq!(secret.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
+        let owner = &secret.owner_references()[0];
+        assert_eq!(owner.kind, "KubeadmControlPlane", "{suffix}");
     }
 
     // The kubeconfig Secret reaches the workload cluster: three etcd members, one leader.
