@@ -9,7 +9,8 @@
 //! (`infrastructureRef`, `configRef`, templates, `dataSecretName`) in its namespace, and for a
 //! Cluster what upstream calls soft-owned: Secrets named `<cluster>-*` (the kubeconfig and
 //! certificates), and, beyond upstream, anything labelled `cluster.x-k8s.io/cluster-name:
-//! <cluster>`, so that the bootstrap data Secrets and ConfigMaps a user wrote go along too.
+//! <cluster>` or naming it in `spec.clusterName`, so that the bootstrap data Secrets and
+//! ConfigMaps a user wrote, and MachineHealthChecks, go along too.
 //!
 //! The order is upstream's `getMoveSequence`: by owner depth, owners before what they own,
 //! because an owner reference names its owner by uid, which exists only once the owner does.
@@ -276,6 +277,9 @@ struct Candidate {
     uid: String,
     owner_uids: Vec<String>,
     labels: BTreeMap<String, String>,
+    /// `spec.clusterName`, which Machines, MachineSets, MachineDeployments and
+    /// MachineHealthChecks name their Cluster with.
+    cluster_name: Option<String>,
     references: Vec<Reference>,
     object: Value,
 }
@@ -323,12 +327,14 @@ impl Candidate {
             .collect();
         let mut references = Vec::new();
         collect_references(&object["spec"], &namespace, &mut references);
+        let cluster_name = object["spec"]["clusterName"].as_str().map(str::to_string);
         Candidate {
             key,
             type_index,
             uid: metadata["uid"].as_str().unwrap_or("").to_string(),
             owner_uids,
             labels,
+            cluster_name,
             references,
             object,
         }
@@ -358,6 +364,9 @@ impl Candidate {
     ) -> Vec<&'a str> {
         let mut names = Vec::new();
         if let Some(name) = self.labels.get(corral_api::labels::CLUSTER_NAME) {
+            names.push(name.as_str());
+        }
+        if let Some(name) = &self.cluster_name {
             names.push(name.as_str());
         }
         if self.key.kind == "Secret" && self.key.group.is_empty() {

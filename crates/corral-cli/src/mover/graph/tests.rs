@@ -35,6 +35,7 @@ fn types() -> Vec<ObjectType> {
         object_type(INFRA, "DevMachineTemplate"),
         object_type("", "Secret"),
         object_type("", "ConfigMap"),
+        object_type(CORE, "MachineHealthCheck"),
     ]
 }
 
@@ -147,6 +148,11 @@ fn a_cluster_with_a_machine_deployment_moves_owners_first() {
             7,
             object("cc-kubeconfig", "other-prefix", &[], json!({}), Value::Null),
         ),
+        // Named by spec.clusterName only, as a MachineHealthCheck may be.
+        (
+            9,
+            object("mhc", "mhc", &[], json!({}), json!({ "clusterName": "c" })),
+        ),
         // The move label makes a root of anything.
         (
             8,
@@ -173,6 +179,7 @@ fn a_cluster_with_a_machine_deployment_moves_owners_first() {
                 "ConfigMap/addons",
                 "DevCluster/c",
                 "MachineDeployment/md",
+                "MachineHealthCheck/mhc",
                 "Secret/c-kubeconfig",
             ],
             vec!["MachineSet/ms"],
