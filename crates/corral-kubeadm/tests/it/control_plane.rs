@@ -609,3 +609,79 @@ async fn an_unhealthy_control_plane_machine_is_remediated_only_when_etcd_keeps_q
     assert!(record.contains(&remediated), "{record}");
     plane.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_max_surge_0_a_rollout_scales_down_first_and_deleting_the_cluster_removes_the_control_plane()
+ {
+    let plane = Plane::start().await;
+    plane.create_cluster(3, 1).await;
+    plane
+        .patch_kcp(json!({ "spec": { "rollout": { "strategy": {
+            "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 0 },
+        } } } }))
+        .await;
+    let machines = plane
+        .wait_settled(3, "v1.35.0", "3 control plane machines")
+        .await;
+    let workload = plane.workload_client().await;
+
+    // A new rollout.after replaces every machine, never more than 3 at once.
+    let (watched, tasks) = watch(&plane, workload);
+    let after = k8s_openapi::jiff::Timestamp::now().to_string();
+    plane
+        .patch_kcp(json!({ "spec": { "rollout": { "after": after } } }))
+        .await;
+    let rolled = eventually("every machine to be replaced", || async {
+        let machines_now = plane.wait_settled(3, "v1.35.0", "3 settled machines").await;
+        machines_now
+            .iter()
+            .all(|m| !machines.iter().any(|old| old.name_any() == m.name_any()))
+            .then_some(machines_now)
+    })
+    .await;
+    assert_eq!(rolled.len(), 3);
+    {
+        let watched = watched.lock().unwrap();
+        assert!(
+            watched.most_machines <= 3,
+            "maxSurge 0: {}",
+            watched.most_machines
+        );
+        let fewest = watched
+            .fewest_healthy_members
+            .expect("etcd changes were seen");
+        assert!(
+            fewest >= 2,
+            "etcd kept quorum: fewest healthy members {fewest}"
+        );
+    }
+    for task in tasks {
+        task.abort();
+    }
+
+    // Deleting the Cluster deletes the workers, then the control plane, then the
+    // KubeadmControlPlane itself (its finalizer released last).
+    let clusters: Api<Cluster> = plane.api();
+    clusters
+        .delete(CLUSTER, &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the KubeadmControlPlane and every Machine to be gone",
+        || async {
+            let kcp = plane
+                .api::<KubeadmControlPlane>()
+                .get_opt(KCP)
+                .await
+                .unwrap();
+            let machines = plane
+                .api::<Machine>()
+                .list(&ListParams::default())
+                .await
+                .unwrap();
+            (kcp.is_none() && machines.items.is_empty()).then_some(())
+        },
+    )
+    .await;
+    plane.stop().await;
+}
