@@ -719,3 +719,68 @@ async fn two_controller_replicas_elect_one_leader_and_the_other_takes_over() {
     let released = lease_holder(&client).await;
     assert_eq!(released, None, "the Lease is still held by {released:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    let up = Process::spawn(
+        &[
+            "up",
+            "--demo",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.path().join("up.log"),
+    );
+    eventually("the demo cluster to be available", || async {
+        up.log()
+            .contains("Cluster demo is available.")
+            .then_some(())
+    })
+    .await;
+    let log = up.log();
+    assert!(
+        log.contains(
+            "Created the demo cluster demo (3 control plane machines, 3 workers, in-memory)"
+        ),
+        "{log}"
+    );
+    // The last tree shown has every machine ready, grouped.
+    let tree_start = log.rfind("NAME ").unwrap();
+    let last_tree = &log[tree_start..];
+    assert!(last_tree.contains("Available: True"), "{last_tree}");
+    assert!(last_tree.contains("└─3 Machines..."), "{last_tree}");
+    let kubeconfig = data.join("kubeconfig");
+    let tree = describe_json(&kubeconfig, "demo");
+    assert_eq!(tree["replicas"], "6/6");
+    assert_eq!(tree["ready"], "6");
+}
+
+#[test]
+fn version_and_completions() {
+    let version = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .arg("version")
+        .output()
+        .unwrap();
+    assert!(text(&version.stdout).starts_with(&format!("corral {}", corral_cli::VERSION)));
+    for (shell, marker) in [
+        ("bash", "_corral()"),
+        ("zsh", "#compdef corral"),
+        ("fish", "complete -c corral"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(["completion", shell])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{shell}");
+        let script = text(&output.stdout);
+        assert!(script.contains(marker), "{shell}: no {marker:?}");
+        assert!(
+            script.contains("describe"),
+            "{shell} completes no subcommands"
+        );
+    }
+}
