@@ -519,3 +519,34 @@ async fn a_cluster_moves_between_two_management_planes_sharing_one_cloud() {
     assert_eq!(new.len(), 1);
     assert_eq!(boot_times(&cloud, &after).await, booted);
 }
+
+#[test]
+fn a_cloud_that_does_not_answer_or_listens_beyond_loopback_is_refused() {
+    let dir = tempfile::Builder::new()
+        .prefix("corral-cloud-")
+        .tempdir()
+        .unwrap();
+    // Nothing listens on port 1.
+    let up = corral()
+        .args(["up", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .args(["--cloud", "http://127.0.0.1:1"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&up.stderr);
+    assert_eq!(up.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the simulated cloud at http://127.0.0.1:1")
+            && stderr.contains("is `corral cloud` running there?"),
+        "{stderr}"
+    );
+
+    let cloud = corral()
+        .args(["cloud", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    let stderr = text(&cloud.stderr);
+    assert_eq!(cloud.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("only loopback addresses"), "{stderr}");
+}
