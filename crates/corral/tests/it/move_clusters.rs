@@ -73,9 +73,10 @@ fn start_cloud(dir: &Path) -> (Process, String) {
 }
 
 /// `corral up` on a free port over an in-memory store, using the cloud at `cloud`; returns
-/// once it says it is up, with its kubeconfig.
+/// once its providers are installed (the inventory lists them), with its kubeconfig.
 async fn start_plane(dir: &Path, name: &str, cloud: &str) -> (Process, PathBuf) {
     let data_dir = dir.join(name);
+    let kubeconfig = data_dir.join("kubeconfig");
     let log = dir.join(format!("{name}.log"));
     let child = corral()
         .args([
@@ -99,10 +100,18 @@ async fn start_plane(dir: &Path, name: &str, cloud: &str) -> (Process, PathBuf) 
     let mut process = Process { child, log };
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        let log = std::fs::read_to_string(&process.log).unwrap_or_default();
-        if log.contains("Corral is up") {
-            return (process, data_dir.join("kubeconfig"));
+        if kubeconfig.exists() {
+            let providers: Api<corral_api::clusterctl::Provider> =
+                Api::all(client(&kubeconfig).await);
+            if providers
+                .list(&ListParams::default())
+                .await
+                .is_ok_and(|list| !list.items.is_empty())
+            {
+                return (process, kubeconfig);
+            }
         }
+        let log = std::fs::read_to_string(&process.log).unwrap_or_default();
         if let Ok(Some(status)) = process.child.try_wait() {
             panic!("corral up ({name}) exited with {status}:\n{log}");
         }
