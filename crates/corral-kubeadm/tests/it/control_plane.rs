@@ -153,9 +153,16 @@ impl Plane {
     /// A Cluster with three control plane failure domains, a KubeadmControlPlane of
     /// `replicas` at v1.35.0 and a MachineDeployment of `workers`; no provisioning delay.
     async fn create_cluster(&self, replicas: i32, workers: i32) {
+        self.create_named_cluster(CLUSTER, replicas, workers).await;
+    }
+
+    /// The same Cluster under another name: `<name>`, `<name>-control-plane`, `<name>-md-0`.
+    async fn create_named_cluster(&self, name: &str, replicas: i32, workers: i32) {
+        let control_plane = format!("{name}-control-plane");
+        let md = format!("{name}-md-0");
         self.create(json!({
             "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DevCluster",
-            "metadata": { "name": CLUSTER },
+            "metadata": { "name": name },
             "spec": { "backend": { "inMemory": { "failureDomains": [
                 { "name": "fd-a", "controlPlane": true },
                 { "name": "fd-b", "controlPlane": true },
@@ -163,7 +170,7 @@ impl Plane {
             ] } } },
         }))
         .await;
-        for template in ["dev-control-plane", "dev-md-0"] {
+        for template in [&control_plane, &md] {
             self.create(json!({
                 "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DevMachineTemplate",
                 "metadata": { "name": template },
@@ -173,12 +180,12 @@ impl Plane {
         }
         self.create(json!({
             "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
-            "metadata": { "name": KCP },
+            "metadata": { "name": control_plane },
             "spec": {
                 "replicas": replicas,
                 "version": "v1.35.0",
                 "machineTemplate": { "spec": { "infrastructureRef": {
-                    "apiGroup": INFRA_GROUP, "kind": "DevMachineTemplate", "name": "dev-control-plane",
+                    "apiGroup": INFRA_GROUP, "kind": "DevMachineTemplate", "name": control_plane,
                 } } },
                 "kubeadmConfigSpec": { "preKubeadmCommands": ["echo control plane"] },
             },
@@ -186,38 +193,38 @@ impl Plane {
         .await;
         self.create(json!({
             "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2", "kind": "KubeadmConfigTemplate",
-            "metadata": { "name": "dev-md-0" },
+            "metadata": { "name": md },
             "spec": { "template": { "spec": { "preKubeadmCommands": ["echo worker"] } } },
         }))
         .await;
         self.create(json!({
             "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
-            "metadata": { "name": CLUSTER },
+            "metadata": { "name": name },
             "spec": {
                 "clusterNetwork": { "pods": { "cidrBlocks": ["192.168.0.0/16"] } },
-                "infrastructureRef": { "apiGroup": INFRA_GROUP, "kind": "DevCluster", "name": CLUSTER },
+                "infrastructureRef": { "apiGroup": INFRA_GROUP, "kind": "DevCluster", "name": name },
                 "controlPlaneRef": {
-                    "apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": KCP,
+                    "apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": control_plane,
                 },
             },
         }))
         .await;
         self.create(json!({
             "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
-            "metadata": { "name": "dev-md-0" },
+            "metadata": { "name": md },
             "spec": {
-                "clusterName": CLUSTER,
+                "clusterName": name,
                 "replicas": workers,
-                "selector": { "matchLabels": { "pool": "dev-md-0" } },
+                "selector": { "matchLabels": { "pool": md } },
                 "template": {
-                    "metadata": { "labels": { "pool": "dev-md-0" } },
+                    "metadata": { "labels": { "pool": md } },
                     "spec": {
-                        "clusterName": CLUSTER,
+                        "clusterName": name,
                         "version": "v1.35.0",
                         "bootstrap": { "configRef": {
-                            "apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "dev-md-0",
+                            "apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": md,
                         } },
-                        "infrastructureRef": { "apiGroup": INFRA_GROUP, "kind": "DevMachineTemplate", "name": "dev-md-0" },
+                        "infrastructureRef": { "apiGroup": INFRA_GROUP, "kind": "DevMachineTemplate", "name": md },
                     },
                 },
             },
@@ -683,5 +690,65 @@ async fn with_max_surge_0_a_rollout_scales_down_first_and_deleting_the_cluster_r
         },
     )
     .await;
+    plane.stop().await;
+}
+
+/// Issue 5's benchmark (not a test; run with `--ignored`): `CORRAL_KCP_BENCH_CLUSTERS` (100)
+/// Clusters, each a KubeadmControlPlane of 3 and a MachineDeployment of 3 with no provisioning
+/// delay, created at once; prints how long until every control plane has 3 ready, up-to-date
+/// machines and every MachineDeployment 3 available replicas. The time is recorded in
+/// BENCHMARKS.md, not asserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark"]
+async fn benchmark_clusters_with_a_control_plane_of_3_and_3_workers_come_up() {
+    let count: usize = std::env::var("CORRAL_KCP_BENCH_CLUSTERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let plane = Plane::start().await;
+    let started = std::time::Instant::now();
+    for index in 0..count {
+        plane.create_named_cluster(&format!("c{index}"), 3, 3).await;
+    }
+    let created = started.elapsed();
+    let timeout = Duration::from_secs(1800);
+    corral_testenv::eventually(timeout, "every cluster to come up", || async {
+        let kcps = plane
+            .api::<KubeadmControlPlane>()
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        let mds = plane
+            .api::<corral_api::MachineDeployment>()
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        let ready_kcps = kcps
+            .items
+            .iter()
+            .filter(|kcp| {
+                kcp.status.as_ref().is_some_and(|s| {
+                    s.ready_replicas == Some(3) && s.up_to_date_replicas == Some(3)
+                })
+            })
+            .count();
+        let ready_mds = mds
+            .items
+            .iter()
+            .filter(|md| {
+                md.status
+                    .as_ref()
+                    .is_some_and(|s| s.available_replicas == Some(3))
+            })
+            .count();
+        (ready_kcps == count && ready_mds == count).then_some(())
+    })
+    .await;
+    let up = started.elapsed();
+    eprintln!(
+        "{count} clusters (KCP 3 + MD 3): created in {:.1} s, all up in {:.1} s",
+        created.as_secs_f64(),
+        up.as_secs_f64()
+    );
     plane.stop().await;
 }
