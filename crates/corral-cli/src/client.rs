@@ -99,7 +99,7 @@ impl Connection {
                     path: shown.clone(),
                     reason: crate::error::innermost_message(&error),
                 })?;
-        Ok(Connection::from_config(config)?)
+        Connection::from_config(config)
     }
 
     /// A client for `config`.

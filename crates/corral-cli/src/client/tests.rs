@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 use super::KubeconfigSource;
 
 #[test]
@@ -40,7 +38,7 @@ fn home_kube_config_is_the_fallback() {
     };
     assert_eq!(
         source.paths().unwrap(),
-        vec![PathBuf::from(dir.path().join(".kube/config"))]
+        vec![dir.path().join(".kube/config")]
     );
 }
 

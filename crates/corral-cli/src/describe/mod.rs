@@ -134,8 +134,8 @@ pub async fn describe_cluster(
     let mut machines_by_set: BTreeMap<String, Vec<Node>> = BTreeMap::new();
     for machine in &machines {
         let node = machine_node(&mut reader, machine, options).await?;
-        if is_control_plane(machine) && control_plane.is_some() {
-            control_plane.as_mut().expect("checked").children.push(node);
+        if let Some(control_plane) = control_plane.as_mut().filter(|_| is_control_plane(machine)) {
+            control_plane.children.push(node);
         } else if let Some(set) = owner_of(machine, "MachineSet") {
             machines_by_set.entry(set).or_default().push(node);
         } else {

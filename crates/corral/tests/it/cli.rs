@@ -274,8 +274,9 @@ async fn wait_available(kubeconfig: &Path, name: &str, machines: usize) {
         &format!("cluster {name} to be available with {machines} ready machines"),
         || async {
             let tree = describe_json(kubeconfig, name);
-            let ready = tree["replicas"] == format!("{machines}/{machines}")
-                && tree["ready"] == machines.to_string();
+            let ready = tree["replicas"].as_str()
+                == Some(format!("{machines}/{machines}").as_str())
+                && tree["ready"].as_str() == Some(machines.to_string().as_str());
             (condition_status(&tree, "Available").as_deref() == Some("True") && ready).then_some(())
         },
     )
