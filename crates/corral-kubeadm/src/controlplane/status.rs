@@ -13,6 +13,9 @@ use super::planner::MachineView;
 use super::workload::WorkloadState;
 use crate::api::controlplane::{KubeadmControlPlane, KubeadmControlPlaneStatus};
 
+#[cfg(test)]
+mod tests;
+
 /// Condition types of the KubeadmControlPlane (upstream `kubeadm_control_plane_types.go`).
 pub mod types {
     pub const AVAILABLE: &str = "Available";
