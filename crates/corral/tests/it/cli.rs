@@ -630,6 +630,9 @@ async fn corral_up_resumes_from_its_data_dir() {
         before.iter().all(|name| after.contains(name)),
         "{before:?} -> {after:?}"
     );
+    // The machines from before the restart come back to life in the new simulated cloud,
+    // and the new one joins them.
+    wait_available(&kubeconfig, "keep", 3).await;
 }
 
 /// Who holds the controllers' Lease.
