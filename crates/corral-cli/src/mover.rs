@@ -178,9 +178,16 @@ async fn move_graph(
         annotate(source, &graph, cluster, MOVE_PHASE, Some(DELETING)).await?;
     }
     progress.deleting = true;
-    for node in graph.nodes.iter().rev() {
-        delete_for_move(source, graph.object_type(node), &node.key).await?;
-        progress.deleted.push(node.key.clone());
+    // A group at a time, what is owned before its owners; within a group, every delete is
+    // sent before the move waits for any of them to go.
+    for group in graph.groups().into_iter().rev() {
+        for node in &group {
+            begin_delete(source, graph.object_type(node), &node.key).await?;
+        }
+        for node in group {
+            wait_deleted(source, graph.object_type(node), &node.key).await?;
+            progress.deleted.push(node.key.clone());
+        }
     }
     let _ = writeln!(
         out,
@@ -943,10 +950,19 @@ async fn ensure_namespace(target: &Connection, namespace: &str) -> Result<(), Er
     }
 }
 
-/// Step 5 for one object (or the rollback's deletion at the target): the delete-for-move
-/// annotation and no finalizers, then a delete that orphans what the object still owns; returns
-/// once the object is gone.
+/// Deletes an object as step 5 does ([`begin_delete`], then [`wait_deleted`]).
 async fn delete_for_move(
+    connection: &Connection,
+    object_type: &ObjectType,
+    key: &ObjectKey,
+) -> Result<(), Error> {
+    begin_delete(connection, object_type, key).await?;
+    wait_deleted(connection, object_type, key).await
+}
+
+/// Step 5 for one object (or the rollback's deletion at the target): the delete-for-move
+/// annotation and no finalizers, then a delete that orphans what the object still owns.
+async fn begin_delete(
     connection: &Connection,
     object_type: &ObjectType,
     key: &ObjectKey,
@@ -975,8 +991,18 @@ async fn delete_for_move(
         Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
         Err(error) => return Err(connection.fail(format!("deleting {key}"), error)),
     }
-    // A finalizer a controller put back before the delete goes too, but not the garbage
-    // collector's: it orphans what the object owns, then lets the object go.
+    Ok(())
+}
+
+/// Returns once a deleted object is gone. A finalizer a controller put back before the delete
+/// goes too, but not the garbage collector's: it orphans what the object owns, then lets the
+/// object go.
+async fn wait_deleted(
+    connection: &Connection,
+    object_type: &ObjectType,
+    key: &ObjectKey,
+) -> Result<(), Error> {
+    let api = api(connection, object_type, &key.namespace);
     let deadline = tokio::time::Instant::now() + DELETE_PATIENCE;
     loop {
         let remaining = api
