@@ -84,6 +84,10 @@ struct PlaneOptions {
     /// Where the SQLite file goes (default: the temp dir, unless it is tmpfs; then target/).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Events each watch cache of the management API server keeps for resuming watches
+    /// (default: the server's default).
+    #[arg(long)]
+    watch_history: Option<usize>,
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
@@ -237,6 +241,7 @@ fn scale(options: ScaleOptions) -> anyhow::Result<()> {
     config.timeout = Duration::from_secs_f64(options.common.timeout_secs.max(1.0));
     config.data_root = options.common.data_dir.clone();
     config.controllers = options.common.controllers();
+    config.watch_history = options.common.watch_history;
     config.progress = !options.common.quiet;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -259,6 +264,7 @@ fn rollout(options: RolloutOptions) -> anyhow::Result<()> {
         timeout: Duration::from_secs_f64(options.common.timeout_secs.max(1.0)),
         data_root: options.common.data_dir.clone(),
         controllers: options.common.controllers(),
+        watch_history: options.common.watch_history,
         progress: !options.common.quiet,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -53,6 +53,9 @@ pub struct ScaleConfig {
     pub data_root: Option<PathBuf>,
     /// The controllers' settings (concurrency and so on).
     pub controllers: corral_controllers::Config,
+    /// Events each of the management API server's watch caches keeps (`None`: the server's
+    /// default).
+    pub watch_history: Option<usize>,
     /// Progress lines on stderr.
     pub progress: bool,
 }
@@ -69,6 +72,7 @@ impl ScaleConfig {
             timeout: Duration::from_secs(600),
             data_root: None,
             controllers: corral_controllers::Config::default(),
+            watch_history: None,
             progress: true,
         }
     }
@@ -95,7 +99,12 @@ pub fn cluster_name(index: usize) -> String {
 /// Runs `scale`: see the module docs.
 pub async fn run_scale(config: &ScaleConfig) -> anyhow::Result<ScaleReport> {
     let dir = data_dir(config.data_root.clone())?;
-    let plane = ManagementPlane::start(dir.path(), config.controllers.clone()).await?;
+    let plane = ManagementPlane::start(
+        dir.path(),
+        config.controllers.clone(),
+        server_config(config.watch_history),
+    )
+    .await?;
     let mut report = ScaleReport::new(config.clone(), crate::env::describe_dir(dir.path()));
     let result = scale_phases(config, &plane, &mut report).await;
     report.peak_rss = plane::memory().map(|(peak, _)| peak);
@@ -168,13 +177,20 @@ pub struct RolloutConfig {
     pub timeout: Duration,
     pub data_root: Option<PathBuf>,
     pub controllers: corral_controllers::Config,
+    /// As [`ScaleConfig::watch_history`].
+    pub watch_history: Option<usize>,
     pub progress: bool,
 }
 
 /// Runs `rollout`: see the module docs.
 pub async fn run_rollout(config: &RolloutConfig) -> anyhow::Result<RolloutReport> {
     let dir = data_dir(config.data_root.clone())?;
-    let plane = ManagementPlane::start(dir.path(), config.controllers.clone()).await?;
+    let plane = ManagementPlane::start(
+        dir.path(),
+        config.controllers.clone(),
+        server_config(config.watch_history),
+    )
+    .await?;
     let mut report = RolloutReport::new(config.clone(), crate::env::describe_dir(dir.path()));
     let result = rollout_phases(config, &plane, &mut report).await;
     report.peak_rss = plane::memory().map(|(peak, _)| peak);
@@ -205,6 +221,7 @@ async fn rollout_phases(
     let scale = ScaleConfig {
         timeout: config.timeout,
         progress: config.progress,
+        watch_history: config.watch_history,
         ..ScaleConfig::new(1, 1, config.replicas)
     };
     let tracker = Tracker::start(client.clone());
@@ -283,6 +300,16 @@ async fn rollout_phases(
     report.max_existing = census_now.max_existing;
     report.max_not_deleting = census_now.max_not_deleting;
     rolled
+}
+
+/// The management API server's settings: its defaults, with `watch_history` events kept per
+/// watch cache when given.
+fn server_config(watch_history: Option<usize>) -> corral_apiserver::ServerConfig {
+    let mut config = corral_apiserver::ServerConfig::default();
+    if let Some(events) = watch_history {
+        config.watch_cache.history_events = events.max(1);
+    }
+    config
 }
 
 fn data_dir(root: Option<PathBuf>) -> anyhow::Result<tempfile::TempDir> {

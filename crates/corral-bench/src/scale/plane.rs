@@ -37,6 +37,7 @@ impl ManagementPlane {
     pub async fn start(
         dir: &Path,
         config: corral_controllers::Config,
+        server_config: ServerConfig,
     ) -> anyhow::Result<ManagementPlane> {
         let sqlite = corral_store::sqlite::SqliteStore::open(&dir.join("corral.db"))
             .context("opening the SQLite store")?;
@@ -45,7 +46,7 @@ impl ManagementPlane {
             .await
             .context("binding a loopback port")?;
         let dyn_store: DynStore = store.clone();
-        let server = Server::start(listener, dyn_store, ServerConfig::default())
+        let server = Server::start(listener, dyn_store, server_config)
             .await
             .map_err(|error| anyhow::anyhow!("starting the API server: {error}"))?;
         let url = server.url().parse().context("the server's URL")?;

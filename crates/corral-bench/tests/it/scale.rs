@@ -64,6 +64,7 @@ async fn a_rollout_stays_within_max_surge() {
         timeout: Duration::from_secs(240),
         data_root: Some(dir.path().to_path_buf()),
         controllers: corral_controllers::Config::default(),
+        watch_history: None,
         progress: false,
     };
     let report = run_rollout(&config).await.unwrap();

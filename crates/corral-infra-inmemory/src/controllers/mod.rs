@@ -83,6 +83,82 @@ const RESYNC: Duration = Duration::from_secs(600);
 /// How long to wait before reconciling an object whose reconcile failed.
 const ERROR_REQUEUE: Duration = Duration::from_secs(2);
 
+/// How long to wait before reconciling an object whose write lost a race (HTTP 409): another
+/// writer came first from a fresher copy, whose watch event usually brings the next reconcile
+/// anyway; this bounds the wait when it does not.
+const CONFLICT_REQUEUE: Duration = Duration::from_millis(50);
+
+/// How many objects of one kind are reconciled at once: enough to overlap the round trips of
+/// many clusters' reconciles, bounded so that a burst of events does not start thousands of
+/// tasks at once.
+const CONCURRENCY: u16 = 64;
+
+/// Remembers, per object, a digest of the fields a controller cares about in a watched kind,
+/// so that a mapped watch triggers reconciles only when one of them changed (upstream's
+/// predicates). A Cluster's status changes many times while it comes up; the DevCluster and
+/// DevMachine controllers care about a few fields of it.
+#[derive(Default)]
+pub(crate) struct Signatures {
+    seen: std::sync::Mutex<std::collections::HashMap<(String, String), u64>>,
+}
+
+impl Signatures {
+    /// Whether `object`'s `signature` differs from the one last seen (true the first time).
+    /// A deleted object's entry is forgotten.
+    pub fn changed<K: ResourceExt>(&self, object: &K, signature: impl std::hash::Hash) -> bool {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let digest = BuildHasherDefault::<DefaultHasher>::default().hash_one(&signature);
+        let key = (object.namespace().unwrap_or_default(), object.name_any());
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        seen.insert(key, digest) != Some(digest)
+    }
+}
+
+/// Runs a reconciler over `queue` until `shutdown`, as kube-runtime's Controller does, with
+/// [`CONCURRENCY`], each reconcile in its own task, and counts each reconcile in `counter`.
+async fn run_applier<K, F, Fut>(
+    store: kube::runtime::reflector::Store<K>,
+    queue: futures::stream::BoxStream<
+        'static,
+        Result<kube::runtime::controller::ReconcileRequest<K>, kube::runtime::watcher::Error>,
+    >,
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    counter: &'static ReconcileCounter,
+    reconcile: F,
+) where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+    F: Fn(Arc<K>, Arc<Context>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<kube::runtime::controller::Action, Error>> + Send + 'static,
+{
+    // Each reconcile in its own task, so that reconciles run on every worker thread rather
+    // than inside the applier's one task.
+    let reconciler = move |object: Arc<K>, context: Arc<Context>| {
+        let future = reconcile(object, context);
+        kube::runtime::utils::CancelableJoinHandle::spawn(
+            async move {
+                let result = future.await;
+                counter.record(&result);
+                result
+            },
+            &tokio::runtime::Handle::current(),
+        )
+    };
+    let settings = kube::runtime::controller::Config::default().concurrency(CONCURRENCY);
+    drain(kube::runtime::applier(
+        reconciler,
+        error_policy,
+        context,
+        store,
+        queue.take_until(shutdown),
+        settings,
+    ))
+    .await;
+}
+
 /// Runs the DevCluster and DevMachine controllers until `shutdown` completes.
 ///
 /// The CRDs of [`crate::crds`] and the `cluster.x-k8s.io` CRDs must be installed; until they
@@ -161,18 +237,37 @@ pub(crate) enum Error {
     Cloud(#[source] CloudError),
 }
 
-/// Logs a failed reconcile and tries again shortly; the reconcile has already set a condition
+impl Error {
+    /// Whether the error is a write whose resourceVersion precondition failed.
+    fn is_conflict(&self) -> bool {
+        match self {
+            Error::Get { source, .. }
+            | Error::Patch { source, .. }
+            | Error::WriteKubeconfig { source, .. } => {
+                matches!(source, kube::Error::Api(status) if status.code == 409)
+            }
+            Error::Cloud(_) => false,
+        }
+    }
+}
+
+/// Logs a failed reconcile and tries again shortly (at once after a lost write race); the reconcile has already set a condition
 /// where a person should see the failure.
 fn error_policy<K: ResourceExt>(
     object: Arc<K>,
     error: &Error,
     _: Arc<Context>,
 ) -> kube::runtime::controller::Action {
-    tracing::warn!(
-        object = %format!("{}/{}", object.namespace().unwrap_or_default(), object.name_any()),
-        error = %error_chain(error),
-        "Reconcile failed"
+    let object = format!(
+        "{}/{}",
+        object.namespace().unwrap_or_default(),
+        object.name_any()
     );
+    if error.is_conflict() {
+        tracing::debug!(%object, error = %error_chain(error), "Reconcile lost a write race");
+        return kube::runtime::controller::Action::requeue(CONFLICT_REQUEUE);
+    }
+    tracing::warn!(%object, error = %error_chain(error), "Reconcile failed");
     kube::runtime::controller::Action::requeue(ERROR_REQUEUE)
 }
 

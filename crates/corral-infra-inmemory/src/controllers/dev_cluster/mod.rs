@@ -12,17 +12,19 @@ mod kubeconfig;
 use std::sync::Arc;
 
 use corral_api::Cluster;
+use futures::StreamExt;
 use futures::future::Shared;
+use futures::stream::SelectAll;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{Action, trigger_self, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use super::conditions::{self, Desired};
-use super::{Context, Error, error_policy, get_opt, owner_named, paused, set_finalizer};
+use super::{Context, Error, Signatures, get_opt, owner_named, paused, set_finalizer};
 use crate::api::conditions::{PAUSED, READY, reasons};
 use crate::api::{DevCluster, DevClusterStatus, GROUP, finalizers};
 use crate::cloud::ClusterKey;
@@ -32,18 +34,54 @@ pub(super) async fn run(
     shutdown: Shared<impl std::future::Future<Output = ()> + Send + 'static>,
 ) {
     let client = context.client.clone();
-    let dev_clusters: Api<DevCluster> = Api::all(client.clone());
-    restore_endpoints(&context, &dev_clusters).await;
-    let clusters: Api<Cluster> = Api::all(client);
-    let controller = Controller::new(dev_clusters, watcher::Config::default())
-        .watches(clusters, watcher::Config::default(), cluster_to_dev_cluster)
-        .graceful_shutdown_on(shutdown);
-    let counted = |object, context| async move {
-        let result = reconcile(object, context).await;
-        super::DEV_CLUSTER_RECONCILES.record(&result);
-        result
-    };
-    super::drain(controller.run(counted, error_policy, context)).await;
+    restore_endpoints(&context, &Api::all(client.clone())).await;
+    let config = watcher::Config::default();
+    let (dev_cluster_store, writer) = reflector::store();
+    let dev_clusters = reflector::reflector(
+        writer,
+        watcher(Api::<DevCluster>::all(client.clone()), config.clone()).default_backoff(),
+    )
+    .applied_objects();
+    let (cluster_store, writer) = reflector::store();
+    let clusters = reflector::reflector(
+        writer,
+        watcher(Api::<Cluster>::all(client), config).default_backoff(),
+    )
+    .applied_objects();
+    let mut queue = SelectAll::new();
+    queue.push(trigger_self(dev_clusters, ()).boxed());
+    // A Cluster's status changes many times while it comes up; a DevCluster depends on its
+    // identity (the kubeconfig Secret's owner), paused, its infrastructure reference and
+    // control plane reference, and its deletion.
+    let signatures = Signatures::default();
+    queue.push(
+        trigger_with(clusters, move |cluster: Cluster| {
+            let signature = (
+                cluster.metadata.uid.clone(),
+                cluster.spec.paused,
+                cluster
+                    .annotations()
+                    .contains_key(corral_api::annotations::PAUSED),
+                serde_json::to_string(&cluster.spec.infrastructure_ref).unwrap_or_default(),
+                cluster.spec.control_plane_ref.is_some(),
+                cluster.metadata.deletion_timestamp.is_some(),
+            );
+            signatures
+                .changed(&cluster, signature)
+                .then(|| cluster_to_dev_cluster(cluster))
+                .flatten()
+        })
+        .boxed(),
+    );
+    super::run_applier(
+        dev_cluster_store,
+        queue.boxed(),
+        context,
+        shutdown,
+        &super::DEV_CLUSTER_RECONCILES,
+        move |dev_cluster, context| reconcile(dev_cluster, context, cluster_store.clone()),
+    )
+    .await;
 }
 
 /// Recreates, before anything else runs, the endpoints that existing DevClusters recorded, on
@@ -97,7 +135,11 @@ fn cluster_to_dev_cluster(cluster: Cluster) -> Option<ObjectRef<DevCluster>> {
 }
 
 #[tracing::instrument(skip_all, fields(dev_cluster = %dev_cluster.name_any(), namespace = dev_cluster.namespace(), cluster = tracing::field::Empty))]
-async fn reconcile(dev_cluster: Arc<DevCluster>, context: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile(
+    dev_cluster: Arc<DevCluster>,
+    context: Arc<Context>,
+    clusters_cache: Store<Cluster>,
+) -> Result<Action, Error> {
     let namespace = dev_cluster.namespace().unwrap_or_default();
     let api: Api<DevCluster> = Api::namespaced(context.client.clone(), &namespace);
     let deleting = dev_cluster.metadata.deletion_timestamp.is_some();
@@ -128,7 +170,13 @@ async fn reconcile(dev_cluster: Arc<DevCluster>, context: Arc<Context>) -> Resul
         name: cluster_name.clone(),
     };
     let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
-    let cluster = get_opt(&clusters, &cluster_name).await?;
+    // From the watch when it has the Cluster; the Cluster exists before it owns its DevCluster,
+    // but the watch may not show it yet.
+    let cached = clusters_cache.get(&ObjectRef::new(&cluster_name).within(&namespace));
+    let cluster = match cached {
+        Some(cluster) => Some(cluster.as_ref().clone()),
+        None => get_opt(&clusters, &cluster_name).await?,
+    };
     let span = tracing::Span::current();
     span.record("cluster", cluster_name.as_str());
 

@@ -14,18 +14,20 @@ mod status;
 use std::sync::Arc;
 
 use corral_api::{Cluster, Machine};
+use futures::StreamExt;
 use futures::future::Shared;
+use futures::stream::SelectAll;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{Action, trigger_self, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use self::status::Wait;
 use super::conditions::{self, Desired};
-use super::{Context, Error, error_policy, get_opt, owner_named, paused, set_finalizer};
+use super::{Context, Error, Signatures, get_opt, owner_named, paused, set_finalizer};
 use crate::api::annotations::{FAIL_BOOT, NODE_NOT_READY};
 use crate::api::conditions::{
     API_SERVER_PROVISIONED, ETCD_PROVISIONED, NODE_PROVISIONED, PAUSED, READY, VM_PROVISIONED,
@@ -37,28 +39,102 @@ use crate::api::{
 };
 use crate::cloud::{ClusterKey, Faults, StepTiming, StepTimings, VmKey, VmSpec};
 
+/// What the DevMachine controller reads from watches instead of the API server.
+pub(super) struct Caches {
+    machines: Store<Machine>,
+    clusters: Store<Cluster>,
+}
+
 pub(super) async fn run(
     context: Arc<Context>,
     shutdown: Shared<impl std::future::Future<Output = ()> + Send + 'static>,
 ) {
     let client = context.client.clone();
-    let dev_machines: Api<DevMachine> = Api::all(client.clone());
-    let machines: Api<Machine> = Api::all(client.clone());
-    let clusters: Api<Cluster> = Api::all(client);
-    let controller = Controller::new(dev_machines, watcher::Config::default());
-    let store = controller.store();
-    let controller = controller
-        .watches(machines, watcher::Config::default(), machine_to_dev_machine)
-        .watches(clusters, watcher::Config::default(), move |cluster| {
+    let config = watcher::Config::default();
+    let (dev_machine_store, writer) = reflector::store();
+    let dev_machines = reflector::reflector(
+        writer,
+        watcher(Api::<DevMachine>::all(client.clone()), config.clone()).default_backoff(),
+    )
+    .applied_objects();
+    let (machine_store, writer) = reflector::store();
+    let machines = reflector::reflector(
+        writer,
+        watcher(Api::<Machine>::all(client.clone()), config.clone()).default_backoff(),
+    )
+    .touched_objects();
+    let (cluster_store, writer) = reflector::store();
+    let clusters = reflector::reflector(
+        writer,
+        watcher(Api::<Cluster>::all(client), config).default_backoff(),
+    )
+    .applied_objects();
+
+    let mut queue = SelectAll::new();
+    queue.push(trigger_self(dev_machines, ()).boxed());
+    // Machine status changes many times while it comes up; what a DevMachine reads of its
+    // Machine is its metadata and spec.
+    let machine_signatures = Signatures::default();
+    queue.push(
+        trigger_with(machines, move |machine: Machine| {
+            let signature = (
+                machine.metadata.uid.clone(),
+                machine.metadata.labels.clone(),
+                machine.metadata.deletion_timestamp.is_some(),
+                serde_json::to_string(&machine.spec).unwrap_or_default(),
+            );
+            machine_signatures
+                .changed(&machine, signature)
+                .then(|| machine_to_dev_machine(machine))
+                .flatten()
+        })
+        .boxed(),
+    );
+    let cluster_signatures = Signatures::default();
+    let store = dev_machine_store.clone();
+    queue.push(
+        trigger_with(clusters, move |cluster: Cluster| {
+            if !cluster_signatures.changed(&cluster, cluster_signature(&cluster)) {
+                return Vec::new();
+            }
             cluster_to_dev_machines(&store, &cluster)
         })
-        .graceful_shutdown_on(shutdown);
-    let counted = |object, context| async move {
-        let result = reconcile(object, context).await;
-        super::DEV_MACHINE_RECONCILES.record(&result);
-        result
-    };
-    super::drain(controller.run(counted, error_policy, context)).await;
+        .boxed(),
+    );
+    let caches = Arc::new(Caches {
+        machines: machine_store,
+        clusters: cluster_store,
+    });
+    super::run_applier(
+        dev_machine_store,
+        queue.boxed(),
+        context,
+        shutdown,
+        &super::DEV_MACHINE_RECONCILES,
+        move |dev_machine, context| reconcile(dev_machine, context, caches.clone()),
+    )
+    .await;
+}
+
+/// What of a Cluster a DevMachine depends on: paused, the infrastructure, the control plane's
+/// initialization, deletion.
+fn cluster_signature(cluster: &Cluster) -> impl std::hash::Hash {
+    let status = cluster.status.as_ref();
+    (
+        cluster.metadata.uid.clone(),
+        cluster.spec.paused,
+        cluster
+            .annotations()
+            .contains_key(corral_api::annotations::PAUSED),
+        cluster
+            .spec
+            .infrastructure_ref
+            .as_ref()
+            .map(|reference| reference.name.clone()),
+        status.and_then(|status| status.initialization.infrastructure_provisioned),
+        control_plane_initialized(cluster),
+        cluster.metadata.deletion_timestamp.is_some(),
+    )
 }
 
 /// A Machine's change concerns its DevMachine (upstream `util.MachineToInfrastructureMapFunc`).
@@ -88,7 +164,11 @@ fn cluster_to_dev_machines(
 }
 
 #[tracing::instrument(skip_all, fields(dev_machine = %dev_machine.name_any(), namespace = dev_machine.namespace(), cluster = tracing::field::Empty))]
-async fn reconcile(dev_machine: Arc<DevMachine>, context: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile(
+    dev_machine: Arc<DevMachine>,
+    context: Arc<Context>,
+    caches: Arc<Caches>,
+) -> Result<Action, Error> {
     let namespace = dev_machine.namespace().unwrap_or_default();
     let name = dev_machine.name_any();
     let api: Api<DevMachine> = Api::namespaced(context.client.clone(), &namespace);
@@ -96,7 +176,7 @@ async fn reconcile(dev_machine: Arc<DevMachine>, context: Arc<Context>) -> Resul
 
     let machines: Api<Machine> = Api::namespaced(context.client.clone(), &namespace);
     let machine = match owner_named(dev_machine.as_ref(), "Machine") {
-        Some(machine_name) => get_opt(&machines, &machine_name).await?,
+        Some(machine_name) => cached_or_get(&caches.machines, &machines, &machine_name).await?,
         None => None,
     };
     // The cluster: the Machine's label, then its spec; without a Machine, the DevMachine's own
@@ -146,7 +226,7 @@ async fn reconcile(dev_machine: Arc<DevMachine>, context: Arc<Context>) -> Resul
         return Ok(Action::await_change());
     };
     let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
-    let cluster = get_opt(&clusters, &key.cluster.name).await?;
+    let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
 
     // Only once the Machine owns the DevMachine, as upstream: before, there is nothing to clean.
     if !deleting
@@ -337,6 +417,19 @@ async fn reconcile(dev_machine: Arc<DevMachine>, context: Arc<Context>) -> Resul
             None => Action::await_change(),
         },
     )
+}
+
+/// An object from a watch cache, or from the API server when the cache does not have it (yet):
+/// a DevMachine can name its Machine before the Machine watch shows it.
+async fn cached_or_get<K>(cache: &Store<K>, api: &Api<K>, name: &str) -> Result<Option<K>, Error>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let namespace = api.namespace().unwrap_or_default();
+    match cache.get(&ObjectRef::new(name).within(namespace)) {
+        Some(object) => Ok(Some(object.as_ref().clone())),
+        None => get_opt(api, name).await,
+    }
 }
 
 async fn delete_vm(context: &Context, key: &VmKey) -> Result<(), Error> {
