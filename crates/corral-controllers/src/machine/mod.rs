@@ -8,15 +8,19 @@
 //! status (`status.rs`) and its deletion (`delete.rs`: hooks, drain in `drain.rs`,
 //! infrastructure, bootstrap, Node, finalizer last).
 //!
+//! It also sets the UpToDate condition of a MachineDeployment's Machines (`up_to_date.rs`).
+//!
 //! It is fed by the Machines, by changes of their Clusters that matter to them (paused,
-//! infrastructure provisioned, control plane initialized, deletion), by their provider objects,
-//! and by the cluster cache (Node changes, connection changes).
+//! infrastructure provisioned, control plane initialized, deletion), by changes of their
+//! MachineSets' and MachineDeployments' templates, by their provider objects, and by the
+//! cluster cache (Node changes, connection changes).
 
 mod delete;
 mod drain;
 mod node_ref;
 mod phases;
 pub mod status;
+mod up_to_date;
 
 #[cfg(test)]
 mod tests;
@@ -25,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use corral_api::{Cluster, Machine};
+use corral_api::{Cluster, Machine, MachineDeployment, MachineSet};
 use futures::StreamExt;
 use futures::stream::SelectAll;
 use k8s_openapi::api::core::v1::Node;
@@ -221,6 +225,8 @@ pub(crate) struct MachineController {
     external: ExternalWatches<Machine>,
     clusters: Store<Cluster>,
     machines: Store<Machine>,
+    machine_sets: Store<MachineSet>,
+    machine_deployments: Store<MachineDeployment>,
 }
 
 /// What one reconcile works on. Fields are valid from the start unless their doc says when
@@ -316,7 +322,19 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let (cluster_store, writer) = reflector::store();
     let clusters = reflect(
         writer,
-        watcher(Api::<Cluster>::all(client.clone()), watch_config).default_backoff(),
+        watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
+    )
+    .applied_objects();
+    let (machine_set_store, writer) = reflector::store();
+    let machine_sets = reflect(
+        writer,
+        watcher(Api::<MachineSet>::all(client.clone()), watch_config.clone()).default_backoff(),
+    )
+    .applied_objects();
+    let (machine_deployment_store, writer) = reflector::store();
+    let machine_deployments = reflect(
+        writer,
+        watcher(Api::<MachineDeployment>::all(client.clone()), watch_config).default_backoff(),
     )
     .applied_objects();
 
@@ -352,6 +370,44 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         })
         .boxed(),
     );
+    // Only template changes matter to the Machines (their UpToDate condition); MachineSets
+    // and MachineDeployments write their status far more often than that.
+    let seen_sets: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
+    let store = machine_store.clone();
+    queue.push(
+        trigger_with(machine_sets, move |machine_set: MachineSet| {
+            let signature = up_to_date::machine_set_signature(&machine_set);
+            let changed = seen_sets
+                .lock()
+                .expect("seen lock")
+                .insert(runtime::object_key(&machine_set), signature.clone())
+                != Some(signature);
+            if changed {
+                up_to_date::machines_of_machine_set(&store, &machine_set)
+            } else {
+                Vec::new()
+            }
+        })
+        .boxed(),
+    );
+    let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
+    let store = machine_store.clone();
+    queue.push(
+        trigger_with(machine_deployments, move |md: MachineDeployment| {
+            let signature = up_to_date::machine_deployment_signature(&md);
+            let changed = seen_deployments
+                .lock()
+                .expect("seen lock")
+                .insert(runtime::object_key(&md), signature.clone())
+                != Some(signature);
+            if changed {
+                up_to_date::machines_of_machine_deployment(&store, &md)
+            } else {
+                Vec::new()
+            }
+        })
+        .boxed(),
+    );
     queue.push(requests.map(|r| Ok(ReconcileRequest::from(r))).boxed());
     let store = machine_store.clone();
     queue.push(
@@ -378,6 +434,8 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         external: ExternalWatches::new(ctx.external().clone(), triggers),
         clusters: cluster_store,
         machines: machine_store.clone(),
+        machine_sets: machine_set_store,
+        machine_deployments: machine_deployment_store,
         ctx: ctx.clone(),
     });
     runtime::run_controller(
@@ -616,6 +674,15 @@ fn update_status(
             .map(|(reason, message)| (reason.as_str(), message.as_str())),
         now,
     );
+    if let Some((machine_set, machine_deployment)) = up_to_date::owners(
+        machine,
+        &controller.machine_sets,
+        &controller.machine_deployments,
+    ) && let Some(after) =
+        up_to_date::set_up_to_date_condition(machine, &machine_set, &machine_deployment, now)
+    {
+        scope.requeue_after = runtime::sooner(scope.requeue_after, Some(after));
+    }
     status::set_updating_condition(machine, now);
     status::set_ready_condition(machine, now);
     if status::set_phase(machine, now) {

@@ -119,8 +119,22 @@ fn desired_machine_set(
         .cloned()
         .unwrap_or_default();
 
-    // Labels: the template's, the unique label and the deployment name; others are kept.
+    // Labels: the template's, the unique label and the deployment name; others are kept,
+    // except those a previous template gave and the current one dropped (upstream applies the
+    // MachineSet's labels with server-side apply, which removes what it no longer applies).
+    let dropped: Vec<String> = machine_set
+        .spec
+        .template
+        .metadata
+        .labels
+        .keys()
+        .filter(|key| !template.metadata.labels.contains_key(*key))
+        .cloned()
+        .collect();
     let labels = machine_set.labels_mut();
+    for key in &dropped {
+        labels.remove(key);
+    }
     labels.extend(template.metadata.labels.clone());
     labels.insert(MACHINE_DEPLOYMENT_UNIQUE.to_owned(), unique.clone());
     labels.insert(

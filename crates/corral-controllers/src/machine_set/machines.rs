@@ -19,7 +19,9 @@ use corral_api::{
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams, Preconditions};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 
@@ -37,6 +39,11 @@ use crate::runtime::patch::{Part, object_patch, patch_if_changed};
 
 /// How many writes of one reconcile are in flight at once.
 const MAX_IN_FLIGHT: usize = 16;
+
+/// The field manager of the MachineSet's writes to its Machines (upstream's
+/// `machineSetManagerName`), so that the Machines' managed fields say which labels and
+/// annotations came from the MachineSet.
+const MACHINE_SET_MANAGER: &str = "capi-machineset";
 
 /// Whether a failed write lost a race or found its object gone: the watch event of whatever
 /// happened brings the next reconcile, so it is not an error.
@@ -454,17 +461,19 @@ fn machine_labels(scope: &Scope) -> BTreeMap<String, String> {
 
 /// The Machine as the MachineSet wants it (upstream `computeDesiredMachine` for an existing
 /// Machine, and `syncMachines`): its labels and annotations added, the fields that change in
-/// place copied (for a Machine being deleted, only those that affect its teardown), and its
-/// UpToDate condition.
-fn desired_machine(
-    scope: &Scope,
-    machine: &Machine,
-    labels: &BTreeMap<String, String>,
-    up_to_date: Option<&NewCondition>,
-) -> Machine {
+/// place copied (for a Machine being deleted, only those that affect its teardown).
+fn desired_machine(scope: &Scope, machine: &Machine, labels: &BTreeMap<String, String>) -> Machine {
     let template = &scope.machine_set.spec.template;
     let mut desired = machine.clone();
     if desired.metadata.deletion_timestamp.is_none() {
+        let (stale_labels, stale_annotations) =
+            stale_propagated(machine, labels, &template.metadata.annotations);
+        for key in stale_labels {
+            desired.labels_mut().remove(&key);
+        }
+        for key in stale_annotations {
+            desired.annotations_mut().remove(&key);
+        }
         desired.labels_mut().extend(labels.clone());
         desired
             .annotations_mut()
@@ -483,36 +492,25 @@ fn desired_machine(
     );
     desired.spec.min_ready_seconds = spec.min_ready_seconds;
     desired.spec.taints = spec.taints.clone();
-    if let Some(condition) = up_to_date {
-        let generation = desired.metadata.generation;
-        let status = desired.status.get_or_insert_with(Default::default);
-        conditions::set(
-            &mut status.conditions,
-            condition.clone(),
-            generation,
-            &scope.now,
-        );
-    }
     desired
 }
 
-/// Whether a Machine already has what [`desired_machine`] would give it (leaving aside the
-/// observed generation of its UpToDate condition).
-fn in_sync(
-    scope: &Scope,
-    machine: &Machine,
-    labels: &BTreeMap<String, String>,
-    up_to_date: Option<&NewCondition>,
-) -> bool {
+/// Whether a Machine already has what [`desired_machine`] would give it.
+fn in_sync(scope: &Scope, machine: &Machine, labels: &BTreeMap<String, String>) -> bool {
     let template = &scope.machine_set.spec.template;
     let contains = |have: &BTreeMap<String, String>, want: &BTreeMap<String, String>| {
         want.iter().all(|(key, value)| have.get(key) == Some(value))
     };
-    if machine.metadata.deletion_timestamp.is_none()
-        && !(contains(machine.labels(), labels)
-            && contains(machine.annotations(), &template.metadata.annotations))
-    {
-        return false;
+    if machine.metadata.deletion_timestamp.is_none() {
+        let (stale_labels, stale_annotations) =
+            stale_propagated(machine, labels, &template.metadata.annotations);
+        if !(contains(machine.labels(), labels)
+            && contains(machine.annotations(), &template.metadata.annotations)
+            && stale_labels.is_empty()
+            && stale_annotations.is_empty())
+        {
+            return false;
+        }
     }
     let (have, want) = (&machine.spec, &template.spec);
     let deletion_in_sync = have.deletion.node_drain_timeout_seconds
@@ -525,34 +523,21 @@ fn in_sync(
                     .node_deletion_timeout_seconds
                     .unwrap_or(DEFAULT_NODE_DELETION_TIMEOUT_SECONDS),
             );
-    if !(deletion_in_sync
+    deletion_in_sync
         && have.readiness_gates == want.readiness_gates
         && have.min_ready_seconds == want.min_ready_seconds
-        && have.taints == want.taints)
-    {
-        return false;
-    }
-    up_to_date.is_none_or(|wanted| {
-        conditions::get(machine_conditions(machine), &wanted.type_).is_some_and(|current| {
-            current.status == wanted.status.as_str()
-                && current.reason == wanted.reason
-                && current.message == wanted.message
-        })
-    })
+        && have.taints == want.taints
 }
 
-/// Propagates the fields that change in place to the Machines, and their UpToDate condition
-/// (upstream `syncMachines` and `newMachineUpToDateCondition`). A write that loses a race is
-/// left to the reconcile the race's event brings.
+/// Propagates the fields that change in place to the Machines (upstream `syncMachines`). A
+/// write that loses a race is left to the reconcile the race's event brings. The Machines'
+/// UpToDate condition is the Machine controller's (`machine::up_to_date`), as upstream moved
+/// it there: written here too, it lost write races to the Machine controller on every new
+/// Machine.
 pub(super) async fn sync_machines(
     controller: &MachineSetController,
     scope: &mut Scope,
 ) -> Result<(), Error> {
-    let up_to_date = status::machine_up_to_date_condition(
-        &scope.machine_set,
-        scope.machine_deployment.as_deref(),
-        scope.now.0,
-    );
     // Nothing announces `spec.rollout.after` passing, which makes the Machines out of date.
     let after = scope
         .machine_deployment
@@ -570,10 +555,10 @@ pub(super) async fn sync_machines(
     let mut writes: Vec<(usize, Machine)> = Vec::new();
     for (index, machine) in scope.machines.iter().enumerate() {
         // Most Machines are in sync most of the time; checking is much cheaper than diffing.
-        if in_sync(scope, machine, &labels, up_to_date.as_ref()) {
+        if in_sync(scope, machine, &labels) {
             continue;
         }
-        let desired = desired_machine(scope, machine, &labels, up_to_date.as_ref());
+        let desired = desired_machine(scope, machine, &labels);
         let changed = object_patch(machine.as_ref(), &desired, Part::Main).is_some()
             || object_patch(machine.as_ref(), &desired, Part::Status).is_some();
         if changed {
@@ -621,16 +606,53 @@ async fn write_machine(
     before: &Machine,
     desired: &Machine,
 ) -> Result<Option<Machine>, kube::Error> {
-    let mut base = before.clone();
-    let mut last = None;
-    if let Some(written) = patch_if_changed(api, before, desired, Part::Main).await? {
-        base.metadata.resource_version = written.metadata.resource_version.clone();
-        last = Some(written);
-    }
-    if let Some(written) = patch_if_changed(api, &base, desired, Part::Status).await? {
-        last = Some(written);
-    }
-    Ok(last)
+    let Some(patch) = object_patch(before, desired, Part::Main) else {
+        return Ok(None);
+    };
+    let params = PatchParams {
+        field_manager: Some(MACHINE_SET_MANAGER.to_owned()),
+        ..Default::default()
+    };
+    api.patch(&before.name_any(), &params, &Patch::Merge(&patch))
+        .await
+        .map(Some)
+}
+
+/// The keys of a Machine's labels (`f:labels`) or annotations (`f:annotations`) that the
+/// MachineSet wrote, as the Machine's managed fields record them.
+fn propagated_keys(machine: &Machine, field: &str) -> Vec<String> {
+    let Some(entries) = &machine.metadata.managed_fields else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter(|entry| entry.manager.as_deref() == Some(MACHINE_SET_MANAGER))
+        .filter_map(|entry| entry.fields_v1.as_ref())
+        .filter_map(|fields| fields.0.get("f:metadata")?.get(field)?.as_object())
+        .flat_map(|keys| keys.keys())
+        .filter_map(|key| key.strip_prefix("f:"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The labels and annotations the MachineSet wrote on a Machine that its template no longer
+/// has: upstream applies them with server-side apply, which removes what it stops applying.
+/// Labels and annotations others wrote stay.
+fn stale_propagated(
+    machine: &Machine,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> (Vec<String>, Vec<String>) {
+    let stale = |field: &str, have: &BTreeMap<String, String>, want: &BTreeMap<String, String>| {
+        propagated_keys(machine, field)
+            .into_iter()
+            .filter(|key| have.contains_key(key) && !want.contains_key(key))
+            .collect::<Vec<_>>()
+    };
+    (
+        stale("f:labels", machine.labels(), labels),
+        stale("f:annotations", machine.annotations(), annotations),
+    )
 }
 
 /// Creates or deletes Machines until there are `spec.replicas` (upstream `syncReplicas`),
@@ -873,7 +895,11 @@ impl MachineFactory<'_> {
             status: None,
         };
         let api: Api<Machine> = Api::namespaced(self.client.clone(), &self.namespace);
-        if let Err(source) = api.create(&PostParams::default(), &machine).await {
+        let params = PostParams {
+            field_manager: Some(MACHINE_SET_MANAGER.to_owned()),
+            ..Default::default()
+        };
+        if let Err(source) = api.create(&params, &machine).await {
             self.remove(&self.infrastructure, &name).await;
             if let Some(bootstrap) = &self.bootstrap {
                 self.remove(bootstrap, &name).await;

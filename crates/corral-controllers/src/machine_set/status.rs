@@ -2,8 +2,9 @@
 //! `core/reconcilers/machineset/machineset_controller_status.go`): the replica counters and
 //! versions, the selector string of the scale subresource, and the conditions MachinesReady,
 //! MachinesUpToDate, ScalingUp, ScalingDown, Remediating, Deleting and Paused. Also the
-//! UpToDate condition the MachineSet sets on the Machines of a MachineDeployment (upstream
-//! `newMachineUpToDateCondition`), and helpers the MachineDeployment's status shares.
+//! UpToDate condition of a MachineDeployment's Machines (upstream
+//! `newMachineUpToDateCondition`), which the Machine controller sets, and helpers the
+//! MachineDeployment's status shares.
 //!
 //! Everything here is pure: functions of the objects and the time.
 
@@ -617,7 +618,7 @@ pub fn up_to_date_messages(
 }
 
 /// The UpToDate condition for the Machines of a MachineSet (upstream
-/// `newMachineUpToDateCondition`): only a MachineDeployment's MachineSets set it, comparing the
+/// `newMachineUpToDateCondition`): only a MachineDeployment's Machines have it, comparing the
 /// MachineSet's template with the MachineDeployment's, and calling Machines not up to date once
 /// `spec.rollout.after` has passed since their MachineSet was created.
 pub fn machine_up_to_date_condition(

@@ -411,6 +411,95 @@ async fn on_delete_replaces_only_the_machines_the_user_deletes() {
     h.stop().await;
 }
 
+/// Upstream's metadata propagation (`docs/book/src/reference/api/metadata-propagation.md`):
+/// the template's labels and annotations reach the MachineSet and its Machines in place, with
+/// no rollout, and those removed from the template are removed from them too, while a label a
+/// user put on a Machine stays.
+#[tokio::test]
+async fn template_labels_and_annotations_removed_are_removed_in_place() {
+    let mut h = Harness::start().await;
+    let workload = provisioned_cluster(&mut h, "prod").await;
+    let _provider = FakeProvider::start(&h, &workload);
+    templates(&h, "v1").await;
+    let mut md = machine_deployment_json("lb", 2, "v1", json!({}), json!({}));
+    md["spec"]["template"]["metadata"] = json!({
+        "labels": { "pool": "lb", "team": "blue", "node.cluster.x-k8s.io/tier": "gold" },
+        "annotations": { "example.com/note": "hello" },
+    });
+    h.create::<MachineDeployment>(md).await;
+    wait_settled(&h, "lb", 2, "two available Machines").await;
+    let first = machine_sets(&h).await.remove(0);
+    assert_eq!(first.labels()["team"], "blue");
+    for machine in machines(&h).await {
+        assert_eq!(machine.labels()["team"], "blue");
+        assert_eq!(machine.annotations()["example.com/note"], "hello");
+    }
+    let user_labelled = machines(&h).await.remove(0).name_any();
+    h.api::<Machine>()
+        .patch(
+            &user_labelled,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": { "owner": "me" } } })),
+        )
+        .await
+        .unwrap();
+
+    patch_md(
+        &h,
+        "lb",
+        json!({ "spec": { "template": { "metadata": {
+            "labels": { "team": null, "node.cluster.x-k8s.io/tier": "silver" },
+            "annotations": { "example.com/note": null },
+        } } } }),
+    )
+    .await;
+    let machine_set = h
+        .wait_for::<MachineSet>(
+            &first.name_any(),
+            "the MachineSet to lose the label",
+            |ms| {
+                !ms.labels().contains_key("team")
+                    && !ms.spec.template.metadata.labels.contains_key("team")
+                    && !ms
+                        .spec
+                        .template
+                        .metadata
+                        .annotations
+                        .contains_key("example.com/note")
+            },
+        )
+        .await;
+    assert_eq!(
+        machine_set.spec.template.metadata.labels["node.cluster.x-k8s.io/tier"],
+        "silver"
+    );
+    let all = wait_machines(
+        &h,
+        "the Machines to lose the label and annotation",
+        |machines| {
+            machines.len() == 2
+                && machines.iter().all(|m| {
+                    !m.labels().contains_key("team")
+                        && !m.annotations().contains_key("example.com/note")
+                        && m.labels()
+                            .get("node.cluster.x-k8s.io/tier")
+                            .map(String::as_str)
+                            == Some("silver")
+                })
+        },
+    )
+    .await;
+    let kept = all.iter().find(|m| m.name_any() == user_labelled).unwrap();
+    assert_eq!(kept.labels()["owner"], "me", "a user's label stays");
+    assert_eq!(kept.labels()["pool"], "lb");
+    assert_eq!(
+        machine_sets(&h).await.len(),
+        1,
+        "changed in place, no rollout"
+    );
+    h.stop().await;
+}
+
 /// Corral's rollback: with a revision history limit of 1 the old MachineSet stays after the
 /// rollout; `rollback-to-revision: previous` gives the MachineDeployment its template back,
 /// the annotation is consumed, and the rollout back reuses that MachineSet under revision 3.
