@@ -53,6 +53,10 @@ use crate::external::ExternalObjects;
 pub use backoff::Backoff;
 pub use clock::Clock;
 
+/// The longest wait before retrying a reconcile that lost a write race (HTTP 409), however many
+/// it lost in a row.
+pub const CONFLICT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
 /// The name controllers report events under (`reportingController`).
 pub const REPORTING_CONTROLLER: &str = "corral";
 
@@ -254,9 +258,17 @@ pub async fn run_controller<K, C, E, F, Fut>(
         );
         let backoff = reconcile_backoff.clone();
         let counter = counter.clone();
+        let object_ref = object.clone();
         let future = reconcile(object, context);
+        // A copy that a write of this process replaced: the write's watch event brings the
+        // next reconcile (see `patch`).
+        let stale = patch::is_replaced(object_ref.as_ref());
         CancelableJoinHandle::spawn(
             async move {
+                if stale {
+                    tracing::debug!("Skipping a reconcile of a copy replaced by an own write");
+                    return Ok(Action::await_change());
+                }
                 tracing::debug!("Reconciling");
                 let result = future.await;
                 counter.record(result.is_ok());
@@ -272,7 +284,16 @@ pub async fn run_controller<K, C, E, F, Fut>(
     let error_policy = move |object: Arc<K>, error: &E, _: Arc<C>| {
         let key = object_key(object.as_ref());
         let delay = backoff.fail(&key);
-        if is_conflict(error) {
+        let conflict = is_conflict(error);
+        // A lost race is not a fault that waiting out helps: the object has a newer version
+        // whose event is on its way. Retrying soon keeps a burst of races from growing the
+        // wait to minutes.
+        let delay = if conflict {
+            delay.min(CONFLICT_BACKOFF_MAX)
+        } else {
+            delay
+        };
+        if conflict {
             // Another writer came first, from a cache a little behind; the retry reads anew.
             tracing::debug!(
                 controller = name,

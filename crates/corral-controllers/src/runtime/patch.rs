@@ -4,6 +4,15 @@
 //! merge patch (RFC 7386) carrying the resourceVersion it read, so that a write never undoes
 //! another writer's change: on a conflict the reconcile fails, and the watch event of the other
 //! write brings a fresh one. No difference, no request.
+//!
+//! Every write through this module is remembered as "version V of this object is replaced"
+//! until a reconcile sees another version ([`is_replaced`]): a controller's cache shows its own
+//! write a little later, and a reconcile of the copy the write replaced could only lose a write
+//! race (HTTP 409) or redo what was just done. [`super::run_controller`] skips such reconciles;
+//! the watch event of the write brings the next one.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -55,26 +64,34 @@ pub enum Part {
     Status,
 }
 
-/// The part of an object's JSON a write of `part` compares.
-fn comparable(object: &Value, part: Part) -> Value {
-    let mut object = object.clone();
-    let Value::Object(fields) = &mut object else {
-        return object;
+/// The part of an object's JSON a write of `part` compares, taken out of `object`.
+fn comparable(object: &mut Value, part: Part) -> Value {
+    let Value::Object(fields) = object else {
+        return object.clone();
     };
     match part {
         Part::Main => {
-            fields.remove("status");
-            if let Some(Value::Object(metadata)) = fields.get_mut("metadata") {
-                // Server-owned; never ours to change.
-                for key in ["resourceVersion", "managedFields", "generation", "uid"] {
-                    metadata.remove(key);
+            let mut main = Map::new();
+            for (key, value) in fields.iter_mut() {
+                if key == "status" {
+                    continue;
                 }
+                let mut value = std::mem::take(value);
+                if key == "metadata"
+                    && let Value::Object(metadata) = &mut value
+                {
+                    // Server-owned; never ours to change.
+                    for key in ["resourceVersion", "managedFields", "generation", "uid"] {
+                        metadata.remove(key);
+                    }
+                }
+                main.insert(key.clone(), value);
             }
-            object
+            Value::Object(main)
         }
         Part::Status => {
-            let status = fields.remove("status").unwrap_or(Value::Null);
-            serde_json::json!({ "status": status })
+            let status = fields.get_mut("status").map(std::mem::take);
+            serde_json::json!({ "status": status.unwrap_or(Value::Null) })
         }
     }
 }
@@ -82,10 +99,15 @@ fn comparable(object: &Value, part: Part) -> Value {
 /// The merge patch turning `before` into `after` for `part`, with `before`'s resourceVersion as
 /// a precondition, or `None` when that part is unchanged.
 pub fn object_patch<K: Serialize + Resource>(before: &K, after: &K, part: Part) -> Option<Value> {
-    let from = comparable(&serde_json::to_value(before).ok()?, part);
-    let to = comparable(&serde_json::to_value(after).ok()?, part);
-    let mut patch = merge_patch(&from, &to)?;
-    if let (Value::Object(fields), Some(version)) = (&mut patch, before.resource_version()) {
+    let from = comparable(&mut serde_json::to_value(before).ok()?, part);
+    let to = comparable(&mut serde_json::to_value(after).ok()?, part);
+    patch_with_version(&from, &to, before.resource_version())
+}
+
+/// The merge patch from `from` to `to` with `version` as the resourceVersion precondition.
+fn patch_with_version(from: &Value, to: &Value, version: Option<String>) -> Option<Value> {
+    let mut patch = merge_patch(from, to)?;
+    if let (Value::Object(fields), Some(version)) = (&mut patch, version) {
         let metadata = fields
             .entry("metadata")
             .or_insert_with(|| Value::Object(Map::new()));
@@ -107,35 +129,109 @@ pub async fn patch_if_changed<K>(
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
-    let Some(patch) = object_patch(before, after, part) else {
+    let patch = object_patch(before, after, part);
+    send(api, &before.name_any(), patch, part).await
+}
+
+async fn send<K>(
+    api: &Api<K>,
+    name: &str,
+    patch: Option<Value>,
+    part: Part,
+) -> Result<Option<K>, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let Some(patch) = patch else {
         return Ok(None);
     };
-    let name = before.name_any();
+    let replaced = patch
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let params = PatchParams::default();
     let patched = match part {
-        Part::Main => api.patch(&name, &params, &Patch::Merge(&patch)).await?,
+        Part::Main => api.patch(name, &params, &Patch::Merge(&patch)).await?,
         Part::Status => {
-            api.patch_status(&name, &params, &Patch::Merge(&patch))
+            api.patch_status(name, &params, &Patch::Merge(&patch))
                 .await?
         }
     };
+    // A write that changed nothing keeps the version, and brings no watch event.
+    if let Some(replaced) = replaced
+        && patched.meta().resource_version.as_deref() != Some(replaced.as_str())
+    {
+        remember_replaced(&patched, replaced);
+    }
     Ok(Some(patched))
+}
+
+/// Object (by uid, unique across kinds) → the resourceVersion its last write through this
+/// module replaced.
+static REPLACED: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+
+fn remember_replaced<K: Resource>(object: &K, replaced: String) {
+    let Some(uid) = object.meta().uid.clone() else {
+        return;
+    };
+    let mut map = REPLACED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    map.get_or_insert_with(HashMap::new).insert(uid, replaced);
+}
+
+/// Whether `object` is a copy that a write through this module has replaced, i.e. a cache
+/// that has not caught up yet. Seeing any other version forgets the entry.
+pub fn is_replaced<K: Resource>(object: &K) -> bool {
+    let Some(uid) = object.meta().uid.as_deref() else {
+        return false;
+    };
+    let mut map = REPLACED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let Some(map) = map.as_mut() else {
+        return false;
+    };
+    if map.is_empty() {
+        return false;
+    }
+    match (map.get(uid), object.meta().resource_version.as_deref()) {
+        (Some(replaced), Some(version)) if replaced == version => true,
+        (Some(_), _) => {
+            map.remove(uid);
+            false
+        }
+        (None, _) => false,
+    }
 }
 
 /// Writes an object's metadata and spec, then its status, each only when changed. When the
 /// first write removed the last finalizer of an object being deleted, the object is gone and
-/// its status is not written.
+/// its status is not written. Each object is serialized once for both comparisons.
 pub async fn write<K>(api: &Api<K>, before: &K, after: &K) -> Result<(), kube::Error>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
-    let mut base = before.clone();
-    if let Some(written) = patch_if_changed(api, before, after, Part::Main).await? {
+    let (Ok(mut from), Ok(mut to)) = (serde_json::to_value(before), serde_json::to_value(after))
+    else {
+        return Ok(());
+    };
+    let name = before.name_any();
+    let main = patch_with_version(
+        &comparable(&mut from, Part::Main),
+        &comparable(&mut to, Part::Main),
+        before.resource_version(),
+    );
+    let status_from = comparable(&mut from, Part::Status);
+    let status_to = comparable(&mut to, Part::Status);
+    let mut version = before.resource_version();
+    if let Some(written) = send(api, &name, main, Part::Main).await? {
         if written.meta().deletion_timestamp.is_some() && written.finalizers().is_empty() {
             return Ok(());
         }
-        base.meta_mut().resource_version = written.meta().resource_version.clone();
+        version = written.meta().resource_version.clone();
     }
-    patch_if_changed(api, &base, after, Part::Status).await?;
+    let status = patch_with_version(&status_from, &status_to, version);
+    send(api, &name, status, Part::Status).await?;
     Ok(())
 }
