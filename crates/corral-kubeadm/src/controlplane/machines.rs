@@ -194,7 +194,7 @@ pub async fn create_machine(
         .await
         .map_err(|source| Error::CreateInfrastructure {
             machine: name.clone(),
-            source,
+            source: Box::new(source),
         })?;
 
     // As upstream (`InitialControlPlaneConfig`, `JoinControlPlaneConfig`): the first machine

@@ -102,7 +102,7 @@ pub enum Error {
     GetInfrastructure {
         machine: String,
         #[source]
-        source: corral_controllers::external::Error,
+        source: Box<corral_controllers::external::Error>,
     },
     #[error(transparent)]
     MachineName {
@@ -113,7 +113,7 @@ pub enum Error {
     CreateInfrastructure {
         machine: String,
         #[source]
-        source: corral_controllers::external::Error,
+        source: Box<corral_controllers::external::Error>,
     },
     #[error("cannot create the KubeadmConfig of Machine {machine}")]
     CreateKubeadmConfig {
@@ -489,8 +489,7 @@ async fn reconcile_certificates(
         kcp.spec
             .kubeadm_config_spec
             .cluster_configuration
-            .encryption_algorithm
-            .clone(),
+            .encryption_algorithm,
     )?;
     let owner = machines::owner_reference(kcp);
     let certificates = crate::certs::lookup_or_generate(
@@ -591,7 +590,7 @@ async fn machine_views(
             .await
             .map_err(|source| Error::GetInfrastructure {
                 machine: name.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let cloned_from = infra.as_ref().and_then(|infra| {
             machines::cloned_from(infra.object.annotations()).map(str::to_string)

@@ -60,10 +60,10 @@ pub fn pick_failure_domain_for_scale_up(
 /// machines among those holding an eligible machine; machines in no known failure domain (none,
 /// or one the Cluster no longer lists) go first. `None` means "no failure domain": pick among
 /// the eligible machines outside the known domains.
-fn pick_failure_domain_for_scale_down<'a>(
+fn pick_failure_domain_for_scale_down(
     failure_domains: &[String],
     all: &[MachineView],
-    eligible: &[&'a MachineView],
+    eligible: &[&MachineView],
 ) -> Option<String> {
     let known = |m: &MachineView| {
         m.failure_domain
