@@ -55,6 +55,22 @@ impl Target {
     pub fn to_request_version(&self, object: &mut Value) {
         crate::conversion::from_storage(&self.resource, object);
         crate::schema::on_read(&self.resource, &self.version, object);
+        self.set_request_type(object);
+    }
+
+    /// [`Self::to_request_version`] of an object this request has just admitted. When the
+    /// request is in the storage version, admission pruned and defaulted the object with the
+    /// very schema a read applies, so the read's pruning and defaulting (a walk of the whole
+    /// object) would change nothing and is skipped.
+    pub fn admitted_to_request_version(&self, object: &mut Value) {
+        if self.version != self.resource.storage_version() {
+            return self.to_request_version(object);
+        }
+        crate::conversion::from_storage(&self.resource, object);
+        self.set_request_type(object);
+    }
+
+    fn set_request_type(&self, object: &mut Value) {
         if let Some(map) = object.as_object_mut() {
             map.insert(
                 "apiVersion".into(),
@@ -698,7 +714,7 @@ async fn create_as(
             crate::admission::with_warnings(json_response(code, object), &warnings)
         };
         if query.dry_run {
-            target.to_request_version(&mut object);
+            target.admitted_to_request_version(&mut object);
             return Ok(respond(StatusCode::CREATED, &object));
         }
         let key = target.key(&name);
@@ -710,7 +726,7 @@ async fn create_as(
             Ok(revision) => {
                 object::set_resource_version(&mut object, revision);
                 crate::hooks::after_write(state, target, &object).await;
-                target.to_request_version(&mut object);
+                target.admitted_to_request_version(&mut object);
                 return Ok(respond(StatusCode::CREATED, &object));
             }
             Err(corral_store::Error::AlreadyExists { .. })
@@ -856,14 +872,14 @@ pub async fn update(
             // As in kube-apiserver, a dry-run update answers with the stored resourceVersion
             // (`kubectl diff --server-side` shows no resourceVersion change).
             object::set_resource_version(&mut new, kv.mod_revision);
-            target.to_request_version(&mut new);
+            target.admitted_to_request_version(&mut new);
             return Ok(respond(&new));
         }
         match state.store.update(&key, bytes, kv.mod_revision).await {
             Ok(revision) => {
                 object::set_resource_version(&mut new, revision);
                 crate::hooks::after_write(state, target, &new).await;
-                target.to_request_version(&mut new);
+                target.admitted_to_request_version(&mut new);
                 return Ok(respond(&new));
             }
             // Another write came first: start over; a resourceVersion the client sent

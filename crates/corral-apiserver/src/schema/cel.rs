@@ -9,7 +9,7 @@
 //! failure of a rule that does not use `oldSelf` on an unchanged value is only a warning.
 //! No runtime cost budget is enforced: rules run to completion.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock};
 
 use kube_cel::KubeCelExt;
@@ -35,6 +35,10 @@ pub struct CompiledRule {
     uses_old_self: bool,
     /// `fieldPath` resolved against the schema, rendered as a path suffix (`.a[b]`).
     field_path: Option<String>,
+    /// The fields of `self` and `oldSelf` that the rule and its `messageExpression` read,
+    /// when they read them only as `self.<field>` (or `has(self.<field>)`); `None` when they
+    /// use the whole value (`size(self)`, `self.all(...)`, `self == oldSelf`, ...).
+    reads: Option<BTreeSet<String>>,
 }
 
 fn parse(source: &str) -> Result<Expression, String> {
@@ -55,12 +59,108 @@ impl CompiledRule {
         let uses_old_self = program
             .as_ref()
             .is_ok_and(|p| p.references().has_variable("oldSelf"));
+        let message_expression = message_expression.and_then(|m| parse(m).ok());
+        let reads = match &program {
+            Ok(program) => {
+                let mut reads = Some(BTreeSet::new());
+                fields_read(program, &mut reads);
+                if let Some(message) = &message_expression {
+                    fields_read(message, &mut reads);
+                }
+                reads
+            }
+            Err(_) => None,
+        };
         CompiledRule {
             program,
-            message_expression: message_expression.and_then(|m| parse(m).ok()),
+            message_expression,
             uses_old_self,
             field_path: field_path.and_then(|p| resolve_field_path(schema, p)),
+            reads,
         }
+    }
+}
+
+/// The variables whose fields [`fields_read`] tracks.
+const RULE_VARIABLES: [&str; 2] = ["self", "oldSelf"];
+
+/// Adds to `reads` the fields that `expression` selects from `self` or `oldSelf`, or sets it
+/// to `None` when the expression uses either variable in any other way (or declares a
+/// variable of the same name, which would shadow it).
+fn fields_read(expression: &Expression, reads: &mut Option<BTreeSet<String>>) {
+    use cel::common::ast::{EntryExpr, Expr};
+    if reads.is_none() {
+        return;
+    }
+    match &expression.expr {
+        Expr::Select(select) => match &select.operand.expr {
+            Expr::Ident(name) if RULE_VARIABLES.contains(&name.as_str()) => {
+                if let Some(fields) = reads {
+                    fields.insert(select.field.clone());
+                }
+            }
+            _ => fields_read(&select.operand, reads),
+        },
+        Expr::Ident(name) => {
+            if RULE_VARIABLES.contains(&name.as_str()) {
+                *reads = None;
+            }
+        }
+        Expr::Call(call) => {
+            if let Some(target) = &call.target {
+                fields_read(target, reads);
+            }
+            for argument in &call.args {
+                fields_read(argument, reads);
+            }
+        }
+        Expr::Comprehension(comprehension) => {
+            let shadows = |name: &str| RULE_VARIABLES.contains(&name);
+            if shadows(&comprehension.iter_var)
+                || comprehension.iter_var2.as_deref().is_some_and(shadows)
+                || shadows(&comprehension.accu_var)
+            {
+                *reads = None;
+                return;
+            }
+            for part in [
+                &comprehension.iter_range,
+                &comprehension.accu_init,
+                &comprehension.loop_cond,
+                &comprehension.loop_step,
+                &comprehension.result,
+            ] {
+                fields_read(part, reads);
+            }
+        }
+        Expr::List(list) => {
+            for element in &list.elements {
+                fields_read(element, reads);
+            }
+        }
+        Expr::Map(map) => {
+            for entry in &map.entries {
+                match &entry.expr {
+                    EntryExpr::StructField(field) => fields_read(&field.value, reads),
+                    EntryExpr::MapEntry(entry) => {
+                        fields_read(&entry.key, reads);
+                        fields_read(&entry.value, reads);
+                    }
+                }
+            }
+        }
+        Expr::Struct(structure) => {
+            for entry in &structure.entries {
+                match &entry.expr {
+                    EntryExpr::StructField(field) => fields_read(&field.value, reads),
+                    EntryExpr::MapEntry(entry) => {
+                        fields_read(&entry.key, reads);
+                        fields_read(&entry.value, reads);
+                    }
+                }
+            }
+        }
+        Expr::Literal(_) | Expr::Unspecified => {}
     }
 }
 
@@ -136,7 +236,7 @@ impl Walker<'_> {
         resource: bool,
         unchanged: bool,
     ) {
-        if value.is_null() {
+        if value.is_null() || !schema.rules_within {
             return;
         }
         if !schema.rules.is_empty() {
@@ -188,8 +288,20 @@ impl Walker<'_> {
         unchanged: bool,
     ) {
         let type_name = Value::String(schema.type_.clone().unwrap_or_default());
-        let self_value = to_cel(value, Some(schema), resource);
-        let old_value = old.map(|old| to_cel(old, Some(schema), resource));
+        // Converting a value for CEL copies it (twice: into `cel::Value`, then into the
+        // context's own representation), so only the fields the node's rules read are
+        // converted, once for all of its rules.
+        let mut reads = Some(BTreeSet::new());
+        for rule in &schema.rules {
+            match (&mut reads, &rule.compiled.reads) {
+                (Some(all), Some(more)) => all.extend(more.iter().cloned()),
+                _ => reads = None,
+            }
+        }
+        let self_value = to_cel_reading(value, schema, resource, reads.as_ref());
+        let old_value = old.map(|old| to_cel_reading(old, schema, resource, reads.as_ref()));
+        let mut plain_context = None;
+        let mut optional_context = None;
         for rule in &schema.rules {
             let compiled = &rule.compiled;
             let program = match &compiled.program {
@@ -206,18 +318,29 @@ impl Walker<'_> {
             if compiled.uses_old_self && old_value.is_none() && !rule.optional_old_self {
                 continue;
             }
-            let mut context = ROOT.new_inner_scope();
-            context.add_variable_from_value("self", self_value.clone());
-            if rule.optional_old_self {
-                let optional = match &old_value {
-                    Some(old) => cel::objects::OptionalValue::of(old.clone()),
-                    None => cel::objects::OptionalValue::none(),
-                };
-                context.add_variable_from_value("oldSelf", cel::Value::Opaque(Arc::new(optional)));
-            } else if let Some(old) = &old_value {
-                context.add_variable_from_value("oldSelf", old.clone());
-            }
-            let passed = match cel::Value::resolve(program, &context) {
+            let context: &cel::Context<'_> = if rule.optional_old_self {
+                optional_context.get_or_insert_with(|| {
+                    let mut context = ROOT.new_inner_scope();
+                    context.add_variable_from_value("self", self_value.clone());
+                    let optional = match &old_value {
+                        Some(old) => cel::objects::OptionalValue::of(old.clone()),
+                        None => cel::objects::OptionalValue::none(),
+                    };
+                    context
+                        .add_variable_from_value("oldSelf", cel::Value::Opaque(Arc::new(optional)));
+                    context
+                })
+            } else {
+                plain_context.get_or_insert_with(|| {
+                    let mut context = ROOT.new_inner_scope();
+                    context.add_variable_from_value("self", self_value.clone());
+                    if let Some(old) = &old_value {
+                        context.add_variable_from_value("oldSelf", old.clone());
+                    }
+                    context
+                })
+            };
+            let passed = match cel::Value::resolve(program, context) {
                 Ok(cel::Value::Bool(passed)) => passed,
                 Ok(_) => {
                     self.errors.push(FieldError::invalid(
@@ -267,7 +390,7 @@ impl Walker<'_> {
             let detail = compiled
                 .message_expression
                 .as_ref()
-                .and_then(|expression| evaluate_message(expression, &context))
+                .and_then(|expression| evaluate_message(expression, context))
                 .unwrap_or_else(|| default_message(rule));
             let shown = match schema.type_.as_deref() {
                 Some("object") | Some("array") => None,
@@ -382,6 +505,34 @@ fn escape(name: &str) -> Option<String> {
 
 fn key(name: &str) -> cel::objects::Key {
     cel::objects::Key::String(Arc::new(name.to_string()))
+}
+
+/// [`to_cel`] of a node's value, keeping only the fields in `reads` (as CEL names them) when
+/// the value is an object and the node's rules read nothing else.
+fn to_cel_reading(
+    value: &Value,
+    schema: &Schema,
+    resource: bool,
+    reads: Option<&BTreeSet<String>>,
+) -> cel::Value {
+    match (value, reads) {
+        (Value::Object(map), Some(reads)) => {
+            let read: serde_json::Map<String, Value> = map
+                .iter()
+                .filter(|(name, _)| {
+                    let cel_name = if schema.properties.contains_key(*name) {
+                        escape(name)
+                    } else {
+                        Some((*name).clone())
+                    };
+                    cel_name.is_some_and(|cel_name| reads.contains(&cel_name))
+                })
+                .map(|(name, child)| (name.clone(), child.clone()))
+                .collect();
+            to_cel(&Value::Object(read), Some(schema), resource)
+        }
+        _ => to_cel(value, Some(schema), resource),
+    }
 }
 
 /// A JSON value as a CEL value of the type its schema gives it. `resource`: the root or an

@@ -116,6 +116,9 @@ pub(super) struct Schema {
     pub list_type: Option<String>,
     pub list_map_keys: Vec<String>,
     pub rules: Vec<Rule>,
+    /// Whether this node or one below it (through properties, additional properties or
+    /// items) carries rules, so that rule evaluation can skip the subtrees that have none.
+    pub rules_within: bool,
 }
 
 fn string(node: &Value, key: &str) -> Option<String> {
@@ -220,6 +223,7 @@ impl Schema {
                 })
                 .unwrap_or_default(),
             rules: Vec::new(),
+            rules_within: false,
         };
         let rules = node
             .get("x-kubernetes-validations")
@@ -227,6 +231,7 @@ impl Schema {
             .map(|list| list.iter().filter_map(|r| schema.parse_rule(r)).collect())
             .unwrap_or_default();
         schema.rules = rules;
+        schema.rules_within = schema.has_rules();
         schema
     }
 
@@ -305,11 +310,13 @@ impl Schema {
             && self.items.is_none()
     }
 
+    /// Whether this node or one below it carries rules (children were parsed first, so their
+    /// `rules_within` is set).
     fn has_rules(&self) -> bool {
         !self.rules.is_empty()
-            || self.properties.values().any(Schema::has_rules)
-            || self.additional_schema().is_some_and(Schema::has_rules)
-            || self.items.as_deref().is_some_and(Schema::has_rules)
+            || self.properties.values().any(|p| p.rules_within)
+            || self.additional_schema().is_some_and(|s| s.rules_within)
+            || self.items.as_deref().is_some_and(|s| s.rules_within)
     }
 
     pub fn is_list_map(&self) -> bool {

@@ -618,6 +618,53 @@ mod cel {
         );
     }
 
+    /// Rules see only the fields they read by name (the conversion for CEL skips the others),
+    /// unless one of them uses the whole value.
+    #[test]
+    fn rules_see_the_fields_they_read_and_whole_values_when_they_use_them() {
+        let by_name = CompiledSchema::new(&json!({
+            "type": "object",
+            "properties": {"spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.a + self.b == 3", "messageExpression": "'c is ' + self.c"}
+                ],
+                "properties": {
+                    "a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "string"},
+                    "big": {"type": "string"}
+                }
+            }}
+        }));
+        let (_, _, errors, _) = admit(
+            &by_name,
+            widget(json!({"a": 1, "b": 2, "c": "x", "big": "unread"})),
+            None,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let (_, _, errors, _) = admit(&by_name, widget(json!({"a": 1, "b": 1, "c": "x"})), None);
+        assert_eq!(errors, vec!["spec: Invalid value: c is x"]);
+
+        let whole = CompiledSchema::new(&json!({
+            "type": "object",
+            "properties": {"spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.a == 1"},
+                    {"rule": "size(self) == 3", "message": "three fields"},
+                    {"rule": "self.all(k, k != 'd')", "message": "no d"}
+                ],
+                "properties": {
+                    "a": {"type": "integer"}, "b": {"type": "integer"}, "d": {"type": "string"}
+                },
+                "additionalProperties": false
+            }}
+        }));
+        let (_, _, errors, _) = admit(&whole, widget(json!({"a": 1, "b": 2})), None);
+        assert_eq!(errors, vec!["spec: Invalid value: three fields"]);
+        let (_, _, errors, _) = admit(&whole, widget(json!({"a": 1, "b": 2, "d": "x"})), None);
+        assert_eq!(errors, vec!["spec: Invalid value: no d"]);
+    }
+
     #[test]
     fn evaluation_errors_name_the_rule() {
         let schema = CompiledSchema::new(&json!({
