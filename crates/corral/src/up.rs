@@ -14,10 +14,10 @@ use anyhow::Context as _;
 use corral_cli::describe::{DescribeOptions, describe_cluster, tree};
 use corral_cli::generate::{self, GenerateCluster, Source};
 
-/// The demo cluster's template flavor: the control plane as plain Machines. The default
-/// flavor (a KubeadmControlPlane) needs corral-kubeadm's bootstrap controller to give its
-/// machines bootstrap data; switch once it runs in `corral_cli::components::run_controllers`.
-const DEMO_FLAVOR: &str = "machine-based";
+/// The demo cluster's template flavor: `None`, the default, has a KubeadmControlPlane (and
+/// KubeadmConfigs from corral-kubeadm's bootstrap provider); `Some("machine-based")` would
+/// make the control plane plain Machines.
+const DEMO_FLAVOR: Option<&str> = None;
 
 /// The demo cluster's Kubernetes version.
 const DEMO_KUBERNETES_VERSION: &str = "v1.32.0";
@@ -129,7 +129,7 @@ pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> any
         cluster_name: name.into(),
         source: Source::Embedded {
             infrastructure: Some(corral_infra_inmemory::api::PROVIDER_NAME.into()),
-            flavor: Some(DEMO_FLAVOR.into()),
+            flavor: DEMO_FLAVOR.map(String::from),
         },
         target_namespace: Some("default".into()),
         kubernetes_version: Some(DEMO_KUBERNETES_VERSION.into()),
@@ -141,7 +141,9 @@ pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> any
     corral_cli::apply::apply_yaml(connection, &yaml)
         .await
         .context("creating the demo cluster")?;
-    println!("\nCreated the demo cluster {name} (3 control plane machines, 3 workers, in-memory):");
+    println!(
+        "\nCreated the demo cluster {name} (a KubeadmControlPlane of 3 machines, 3 workers, in-memory):"
+    );
     Ok(())
 }
 

@@ -101,6 +101,10 @@ pub async fn describe_cluster(
         Some(object) => {
             let mut node = object_node(&object, options);
             node.meta_name = Some("ControlPlane".into());
+            // A v1beta2 control plane (KubeadmControlPlane) reports Available, not Ready.
+            if node.condition("Ready").is_none() && node.condition("Available").is_some() {
+                node.shown = Shown::Available;
+            }
             let spec = &object["spec"];
             let status = &object["status"];
             if let (Some(current), Some(desired)) =

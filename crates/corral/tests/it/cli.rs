@@ -748,7 +748,7 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
     let log = up.log();
     assert!(
         log.contains(
-            "Created the demo cluster demo (3 control plane machines, 3 workers, in-memory)"
+            "Created the demo cluster demo (a KubeadmControlPlane of 3 machines, 3 workers, in-memory)"
         ),
         "{log}"
     );
