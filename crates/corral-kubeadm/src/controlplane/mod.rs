@@ -47,9 +47,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::api::bootstrap::KubeadmConfig;
@@ -155,6 +156,57 @@ struct Context {
     config: Config,
     cache: ClusterCache,
     external: ExternalObjects,
+    recorder: Recorder,
+}
+
+/// The name the controller reports Events under.
+const CONTROLLER_NAME: &str = "kubeadm-control-plane";
+
+impl Context {
+    /// Publishes an Event about the KubeadmControlPlane; a failure to publish is only logged.
+    async fn event(&self, kcp: &KubeadmControlPlane, type_: EventType, reason: &str, note: String) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &kcp.object_ref(&())).await {
+            tracing::warn!(%error, reason, "Publishing an Event failed");
+        }
+    }
+
+    /// Creates a Machine (see [`machines::create_machine`]) and says so in an Event, or why
+    /// not in a Warning.
+    async fn create_machine(&self, new: machines::NewMachine<'_>) -> Result<(), Error> {
+        let kcp = new.kcp;
+        match machines::create_machine(&self.client, &self.external, new).await {
+            Ok(name) => {
+                self.event(
+                    kcp,
+                    EventType::Normal,
+                    "SuccessfulCreate",
+                    format!("Created control plane Machine {name}"),
+                )
+                .await;
+                Ok(())
+            }
+            Err(error) => {
+                self.event(
+                    kcp,
+                    EventType::Warning,
+                    "FailedScaleUp",
+                    format!(
+                        "Failed to create a control plane Machine: {}",
+                        corral_controllers::runtime::error_chain(&error)
+                    ),
+                )
+                .await;
+                Err(error)
+            }
+        }
+    }
 }
 
 /// Runs the KubeadmControlPlane controller until `shutdown` resolves.
@@ -167,6 +219,7 @@ pub async fn run(
     let cache = ClusterCache::new(client.clone(), config.cluster_cache.clone());
     let cache_task = tokio::spawn(cache.clone().run(shutdown.clone()));
     let context = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         external: ExternalObjects::new(client.clone()),
         client: client.clone(),
         cache,
@@ -644,18 +697,15 @@ async fn reconcile_machines(
     if current == 0 {
         let failure_domain =
             planner::pick_failure_domain_for_scale_up(&scope.failure_domains, &scope.views);
-        machines::create_machine(
-            &context.client,
-            &context.external,
-            machines::NewMachine {
+        context
+            .create_machine(machines::NewMachine {
                 kcp,
                 cluster: &scope.cluster,
                 init: true,
                 failure_domain,
                 remediation_for: None,
-            },
-        )
-        .await?;
+            })
+            .await?;
         outcome.waiting = true;
         return Ok(());
     }
@@ -732,18 +782,15 @@ async fn scale_up(context: &Context, scope: &Scope, outcome: &mut Outcome) -> Re
         .annotations()
         .get(KCP_REMEDIATION_IN_PROGRESS)
         .cloned();
-    machines::create_machine(
-        &context.client,
-        &context.external,
-        machines::NewMachine {
+    context
+        .create_machine(machines::NewMachine {
             kcp: &scope.kcp,
             cluster: &scope.cluster,
             init: false,
             failure_domain,
             remediation_for: in_progress.clone(),
-        },
-    )
-    .await?;
+        })
+        .await?;
     if in_progress.is_some() {
         let kcps: Api<KubeadmControlPlane> =
             Api::namespaced(context.client.clone(), &scope.namespace);
@@ -812,7 +859,17 @@ async fn remove_machine(context: &Context, scope: &Scope, name: &str) -> Result<
     tracing::info!(machine = %name, "Deleting control plane Machine");
     let machines: Api<Machine> = Api::namespaced(context.client.clone(), &scope.namespace);
     match machines.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            context
+                .event(
+                    &scope.kcp,
+                    EventType::Normal,
+                    "SuccessfulDelete",
+                    format!("Deleted control plane Machine {name}"),
+                )
+                .await;
+            Ok(())
+        }
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(source) => Err(Error::DeleteMachine {
             machine: name.to_string(),
@@ -962,6 +1019,17 @@ async fn reconcile_remediation(
     .await
     .map_err(Error::Patch)?;
     remove_machine(context, scope, &target.name).await?;
+    context
+        .event(
+            kcp,
+            EventType::Normal,
+            "MachineRemediation",
+            format!(
+                "Remediating unhealthy control plane Machine {} (retry {retry_count})",
+                target.name
+            ),
+        )
+        .await;
     outcome.last_remediation = Some(LastRemediationStatus {
         machine: target.name.clone(),
         retry_count,

@@ -614,6 +614,31 @@ async fn an_unhealthy_control_plane_machine_is_remediated_only_when_etcd_keeps_q
         .expect("a replacement machine");
     let record = &replacement.annotations()["controlplane.cluster.x-k8s.io/remediation-for"];
     assert!(record.contains(&remediated), "{record}");
+
+    // The KubeadmControlPlane's Events tell the story.
+    let events: Api<k8s_openapi::api::events::v1::Event> = plane.api();
+    let reasons = eventually("the remediation Event", || async {
+        let reasons: Vec<String> = events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(KCP))
+            .filter_map(|e| e.reason)
+            .collect();
+        reasons
+            .iter()
+            .any(|r| r == "MachineRemediation")
+            .then_some(reasons)
+    })
+    .await;
+    for reason in ["SuccessfulCreate", "SuccessfulDelete"] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "{reason} in {reasons:?}"
+        );
+    }
     plane.stop().await;
 }
 
