@@ -761,6 +761,45 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
     let tree = describe_json(&kubeconfig, "demo");
     assert_eq!(tree["replicas"], "6/6");
     assert_eq!(tree["ready"], "6");
+    let control_plane = &tree["children"][1];
+    assert_eq!(control_plane["kind"], "KubeadmControlPlane");
+    assert_eq!(control_plane["replicas"], "3/3");
+
+    // The day-two verbs act on the KubeadmControlPlane too: pause is its paused annotation.
+    let kcp = "kcp/demo-control-plane";
+    assert!(corral_ok(&kubeconfig, &["scale", kcp, "--replicas", "3"]).contains("scaled"));
+    corral_ok(&kubeconfig, &["rollout", "pause", kcp]);
+    let kcps: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client(&kubeconfig).await,
+        "default",
+        &kube::api::ApiResource {
+            group: "controlplane.cluster.x-k8s.io".into(),
+            version: "v1beta2".into(),
+            api_version: "controlplane.cluster.x-k8s.io/v1beta2".into(),
+            kind: "KubeadmControlPlane".into(),
+            plural: "kubeadmcontrolplanes".into(),
+        },
+    );
+    let paused = kcps.get("demo-control-plane").await.unwrap();
+    assert!(
+        paused
+            .metadata
+            .annotations
+            .unwrap()
+            .contains_key("cluster.x-k8s.io/paused")
+    );
+    corral_fails(
+        &kubeconfig,
+        &["rollout", "restart", kcp],
+        1,
+        "resume it first",
+    );
+    corral_ok(&kubeconfig, &["rollout", "resume", kcp]);
+    let status = corral_ok(&kubeconfig, &["rollout", "status", kcp]);
+    assert_eq!(
+        status.trim(),
+        "kubeadmcontrolplane \"demo-control-plane\" successfully rolled out"
+    );
 }
 
 #[test]
