@@ -20,6 +20,9 @@ use super::Error;
 use crate::api::bootstrap::{KubeadmConfig, KubeadmConfigSpec};
 use crate::api::controlplane::KubeadmControlPlane;
 
+#[cfg(test)]
+mod tests;
+
 /// The template upstream uses when `spec.machineNaming.template` is unset.
 pub const DEFAULT_MACHINE_NAMING_TEMPLATE: &str = "{{ .kubeadmControlPlane.name }}-{{ .random }}";
 
