@@ -96,8 +96,12 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
             create_demo(&connection, "demo").await?;
             show_until_available(&connection, "demo").await
         };
+        // The demo is a view: when it cannot go on (the cluster was deleted or moved away, or
+        // it does not become available), the management plane keeps running.
         tokio::select! {
-            result = demo => result?,
+            result = demo => if let Err(error) = result {
+                eprintln!("warning: the demo view stopped: {error:#}; the management plane keeps running (Ctrl-C stops it)");
+            },
             _ = crate::shutdown_signal() => {
                 let _ = stop.send(true);
                 let _ = controllers.await;
