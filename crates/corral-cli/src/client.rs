@@ -57,6 +57,41 @@ impl KubeconfigSource {
     }
 }
 
+/// An error naming the contexts there are when the kubeconfig has no `context` (from
+/// `--kubeconfig-context`: a usage error) or, without one, no context its `current-context`
+/// names (kube's own message would only say "failed to load current context").
+fn check_context(kubeconfig: &Kubeconfig, shown: &str, context: Option<&str>) -> Result<(), Error> {
+    let known: Vec<&str> = kubeconfig
+        .contexts
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    let listed = if known.is_empty() {
+        "none".to_string()
+    } else {
+        known.join(", ")
+    };
+    match context {
+        Some(context) if !known.contains(&context) => Err(Error::Usage(format!(
+            "the kubeconfig {shown} has no context {context} (it has: {listed}); pass one of them to --kubeconfig-context"
+        ))),
+        Some(_) => Ok(()),
+        None => match kubeconfig.current_context.as_deref() {
+            Some(current) if !known.contains(&current) => Err(Error::ReadKubeconfig {
+                path: shown.to_string(),
+                reason: format!(
+                    "its current-context {current} is not one of its contexts ({listed}); pass --kubeconfig-context or fix current-context"
+                ),
+            }),
+            None | Some("") if known.is_empty() => Err(Error::ReadKubeconfig {
+                path: shown.to_string(),
+                reason: "it has no contexts".into(),
+            }),
+            _ => Ok(()),
+        },
+    }
+}
+
 /// A client for a management plane, with what a message about it needs.
 #[derive(Clone)]
 pub struct Connection {
@@ -71,6 +106,16 @@ impl Connection {
     /// A client for the server of the current context of the kubeconfig `source` resolves to.
     /// Reaching the server is left to the first request.
     pub async fn open(source: &KubeconfigSource) -> Result<Connection, Error> {
+        Connection::open_context(source, None).await
+    }
+
+    /// A client for the server of `context` in the kubeconfig `source` resolves to (its current
+    /// context when `None`), as clusterctl's `--kubeconfig-context`. An unknown context is an
+    /// error that names it and the contexts there are.
+    pub async fn open_context(
+        source: &KubeconfigSource,
+        context: Option<&str>,
+    ) -> Result<Connection, Error> {
         let paths = source.paths()?;
         let mut merged: Option<Kubeconfig> = None;
         for path in &paths {
@@ -92,13 +137,17 @@ impl Connection {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(":");
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(|error| Error::ReadKubeconfig {
-                    path: shown.clone(),
-                    reason: crate::error::innermost_message(&error),
-                })?;
+        check_context(&kubeconfig, &shown, context)?;
+        let options = KubeConfigOptions {
+            context: context.map(str::to_string),
+            ..KubeConfigOptions::default()
+        };
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(|error| Error::ReadKubeconfig {
+                path: shown.clone(),
+                reason: crate::error::innermost_message(&error),
+            })?;
         Connection::from_config(config)
     }
 

@@ -74,6 +74,7 @@ pub async fn clusters(
         header.insert(0, "NAMESPACE");
     }
     let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
+    let mut reader = crate::describe::Reader::new(connection, namespace.unwrap_or("default"));
     for cluster in &list.items {
         let value = serde_json::to_value(cluster).unwrap_or_default();
         let status = &value["status"];
@@ -93,11 +94,13 @@ pub async fn clusters(
                 None => String::new(),
             }
         };
-        let version = value["spec"]["topology"]["version"]
-            .as_str()
-            .or_else(|| status["controlPlane"]["version"].as_str())
-            .unwrap_or("")
-            .to_string();
+        let control_plane = if value["spec"]["topology"]["version"].is_string() {
+            None
+        } else {
+            reader.set_namespace(cluster.metadata.namespace.as_deref().unwrap_or("default"));
+            reader.referenced(&value["spec"]["controlPlaneRef"]).await?
+        };
+        let version = cluster_version(&value, control_plane.as_ref());
         let mut row = vec![
             cluster.metadata.name.clone().unwrap_or_default(),
             available,
@@ -113,6 +116,26 @@ pub async fn clusters(
         rows.push(row);
     }
     Ok(table(&rows))
+}
+
+/// A cluster's Kubernetes version: its topology's when it has one, else its control plane's
+/// (`spec.version`, the version it is or is rolling out to, as `kubectl get kcp` shows it;
+/// `status.version` when the spec names none); empty when neither says.
+pub fn cluster_version(
+    cluster: &serde_json::Value,
+    control_plane: Option<&serde_json::Value>,
+) -> String {
+    cluster["spec"]["topology"]["version"]
+        .as_str()
+        .or_else(|| {
+            control_plane.and_then(|cp| {
+                cp["spec"]["version"]
+                    .as_str()
+                    .or_else(|| cp["status"]["version"].as_str())
+            })
+        })
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The kubeconfig of a workload cluster: the `value` of its `<name>-kubeconfig` Secret, as
@@ -209,5 +232,24 @@ pub(crate) fn not_installed_or(
             connection.server
         )),
         _ => connection.fail(doing, error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::cluster_version;
+
+    #[test]
+    fn the_version_comes_from_the_topology_else_the_control_plane() {
+        let classy = json!({"spec": {"topology": {"version": "v1.33.0"}}});
+        let kcp = json!({"spec": {"version": "v1.32.0"}, "status": {"version": "v1.31.0"}});
+        assert_eq!(cluster_version(&classy, Some(&kcp)), "v1.33.0");
+        let plain = json!({"spec": {"controlPlaneRef": {"kind": "KubeadmControlPlane"}}});
+        assert_eq!(cluster_version(&plain, Some(&kcp)), "v1.32.0");
+        let status_only = json!({"status": {"version": "v1.31.0"}});
+        assert_eq!(cluster_version(&plain, Some(&status_only)), "v1.31.0");
+        assert_eq!(cluster_version(&plain, None), "");
     }
 }

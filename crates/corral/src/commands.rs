@@ -13,6 +13,9 @@ pub struct KubeconfigArgs {
     /// The kubeconfig to use; else `$KUBECONFIG`, else `~/.kube/config` (as kubectl).
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
+    /// The context to use in the kubeconfig (default: its current context), as clusterctl.
+    #[arg(long, global = true)]
+    pub kubeconfig_context: Option<String>,
 }
 
 impl KubeconfigArgs {
@@ -25,7 +28,7 @@ impl KubeconfigArgs {
     }
 
     pub async fn connect(&self) -> Result<Connection, corral_cli::Error> {
-        Connection::open(&self.source()).await
+        Connection::open_context(&self.source(), self.kubeconfig_context.as_deref()).await
     }
 }
 
@@ -92,6 +95,9 @@ struct GenerateClusterArgs {
     /// List the template's variables instead of rendering it.
     #[arg(long)]
     list_variables: bool,
+    /// Write the manifests to this file instead of standard output (as clusterctl).
+    #[arg(long, value_name = "FILE")]
+    write_to: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -128,6 +134,13 @@ struct DescribeClusterArgs {
     /// Group Machines in the same state into one row.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     grouping: bool,
+    /// Do not group Machines (clusterctl's deprecated spelling of `--grouping=false`).
+    #[arg(long, hide = true)]
+    disable_grouping: bool,
+    /// Colour the tree (`--color=false`: never); by default only on a terminal with NO_COLOR
+    /// unset.
+    #[arg(short, long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    color: Option<bool>,
     /// Print the tree as data instead of a table.
     #[arg(short, long, value_enum)]
     output: Option<OutputFormat>,
@@ -157,7 +170,7 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
         show_conditions: args.show_conditions,
         show_machine_sets: args.show_machinesets,
         echo: args.echo,
-        grouping: args.grouping,
+        grouping: args.grouping && !args.disable_grouping,
     };
     let tree = describe::describe_cluster(&connection, &options).await?;
     match args.output {
@@ -168,7 +181,7 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
             describe::tree::render(
                 &tree,
                 k8s_openapi::jiff::Timestamp::now(),
-                colour_on_stdout()
+                args.color.unwrap_or_else(colour_on_stdout)
             )
         ),
     }
@@ -262,7 +275,7 @@ pub struct ScaleArgs {
     /// What to scale: md/NAME, ms/NAME or kcp/NAME.
     resource: String,
     /// The number of machines.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(0..))]
     replicas: i32,
 }
 
@@ -552,7 +565,13 @@ pub fn generate(args: GenerateArgs) -> anyhow::Result<()> {
         worker_machine_count: args.worker_machine_count,
         environment: std::env::vars().collect(),
     };
-    print!("{}", generate::generate_cluster(&request)?);
+    let manifests = generate::generate_cluster(&request)?;
+    match &args.write_to {
+        Some(path) => std::fs::write(path, manifests).map_err(|e| {
+            anyhow::anyhow!("cannot write the manifests to {}: {e}", path.display())
+        })?,
+        None => print!("{manifests}"),
+    }
     Ok(())
 }
 

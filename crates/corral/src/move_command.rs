@@ -14,6 +14,9 @@ pub struct MoveArgs {
     /// simulated cloud (`--cloud URL`).
     #[arg(long, value_name = "FILE")]
     to_kubeconfig: PathBuf,
+    /// The context to use in `--to-kubeconfig` (default: its current context), as clusterctl.
+    #[arg(long, value_name = "CONTEXT")]
+    to_kubeconfig_context: Option<String>,
     /// The namespace whose Clusters move (default: the source kubeconfig's namespace).
     #[arg(long, short = 'n')]
     namespace: Option<String>,
@@ -31,11 +34,14 @@ pub struct MoveArgs {
 
 pub async fn run(args: MoveArgs) -> anyhow::Result<()> {
     let source = args.kubeconfig.connect().await?;
-    let target = Connection::open(&KubeconfigSource {
-        flag: Some(args.to_kubeconfig.clone()),
-        env: None,
-        home: None,
-    })
+    let target = Connection::open_context(
+        &KubeconfigSource {
+            flag: Some(args.to_kubeconfig.clone()),
+            env: None,
+            home: None,
+        },
+        args.to_kubeconfig_context.as_deref(),
+    )
     .await?;
     let namespace = args
         .namespace
@@ -47,6 +53,12 @@ pub async fn run(args: MoveArgs) -> anyhow::Result<()> {
     );
     if let Some(kubeconfig) = &args.kubeconfig.kubeconfig {
         command.push_str(&format!(" --kubeconfig {}", kubeconfig.display()));
+    }
+    if let Some(context) = &args.kubeconfig.kubeconfig_context {
+        command.push_str(&format!(" --kubeconfig-context {context}"));
+    }
+    if let Some(context) = &args.to_kubeconfig_context {
+        command.push_str(&format!(" --to-kubeconfig-context {context}"));
     }
     let options = MoveOptions {
         namespace: Some(namespace),

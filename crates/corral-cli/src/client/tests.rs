@@ -59,3 +59,66 @@ fn no_kubeconfig_names_every_place_looked_at_and_what_to_do() {
     assert!(message.contains("--kubeconfig"), "{message}");
     assert!(!message.contains('\n'), "{message}");
 }
+
+/// A kubeconfig of two contexts, `a` (current, namespace `ns-a`) and `b` (namespace `ns-b`),
+/// on two servers; `current` replaces the current context.
+fn two_contexts(dir: &std::path::Path, current: &str) -> super::KubeconfigSource {
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster:\n    server: http://127.0.0.1:1111\n- name: b\n  cluster:\n    server: http://127.0.0.1:2222\ncontexts:\n- name: a\n  context:\n    cluster: a\n    user: u\n    namespace: ns-a\n- name: b\n  context:\n    cluster: b\n    user: u\n    namespace: ns-b\ncurrent-context: {current}\nusers:\n- name: u\n  user: {{}}\n"
+        ),
+    )
+    .unwrap();
+    KubeconfigSource {
+        flag: Some(path),
+        env: None,
+        home: None,
+    }
+}
+
+#[tokio::test]
+async fn kubeconfig_context_picks_the_server_and_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = two_contexts(dir.path(), "a");
+    let current = super::Connection::open(&source).await.unwrap();
+    assert_eq!(current.server, "http://127.0.0.1:1111");
+    assert_eq!(current.default_namespace, "ns-a");
+    let chosen = super::Connection::open_context(&source, Some("b"))
+        .await
+        .unwrap();
+    assert_eq!(chosen.server, "http://127.0.0.1:2222");
+    assert_eq!(chosen.default_namespace, "ns-b");
+}
+
+#[tokio::test]
+async fn an_unknown_context_is_named_with_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = two_contexts(dir.path(), "a");
+    let Err(error) = super::Connection::open_context(&source, Some("c")).await else {
+        panic!("context c does not exist");
+    };
+    assert!(matches!(error, crate::Error::Usage(_)), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("has no context c (it has: a, b)"),
+        "{error}"
+    );
+
+    let source = two_contexts(dir.path(), "gone");
+    let Err(error) = super::Connection::open(&source).await else {
+        panic!("the current context does not exist");
+    };
+    assert!(
+        matches!(error, crate::Error::ReadKubeconfig { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("its current-context gone is not one of its contexts (a, b)"),
+        "{error}"
+    );
+}

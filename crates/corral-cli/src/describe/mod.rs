@@ -310,19 +310,24 @@ fn core_resource(kind: &str, plural: &str) -> ApiResource {
 
 /// Reads objects of one namespace, resolving the kinds references name through discovery
 /// once per group.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     connection: &'a Connection,
     namespace: String,
     resources: BTreeMap<(String, String), Option<ApiResource>>,
 }
 
 impl<'a> Reader<'a> {
-    fn new(connection: &'a Connection, namespace: &str) -> Reader<'a> {
+    pub(crate) fn new(connection: &'a Connection, namespace: &str) -> Reader<'a> {
         Reader {
             connection,
             namespace: namespace.into(),
             resources: BTreeMap::new(),
         }
+    }
+
+    /// Reads from `namespace` from now on, keeping the kinds resolved so far.
+    pub(crate) fn set_namespace(&mut self, namespace: &str) {
+        self.namespace = namespace.into();
     }
 
     fn api(&self, resource: &ApiResource) -> Api<DynamicObject> {
@@ -355,7 +360,7 @@ impl<'a> Reader<'a> {
 
     /// The object a v1beta2 reference (`apiGroup`, `kind`, `name`) names, if it exists and
     /// its kind is served.
-    async fn referenced(&mut self, reference: &Value) -> Result<Option<Value>, Error> {
+    pub(crate) async fn referenced(&mut self, reference: &Value) -> Result<Option<Value>, Error> {
         let (Some(kind), Some(name)) = (reference["kind"].as_str(), reference["name"].as_str())
         else {
             return Ok(None);
