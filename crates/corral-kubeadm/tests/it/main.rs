@@ -6,6 +6,7 @@ mod bootstrap;
 mod control_plane;
 mod certs;
 mod crds;
+mod kubeconfig;
 mod upstream;
 mod validation;
 
