@@ -485,6 +485,25 @@ async fn mistakes_get_one_line_saying_what_to_do() {
     assert!(stderr.contains("corral up"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 
+    // --write-to puts the manifests in a file instead of standard output.
+    let manifests = dir.path().join("dev.yaml");
+    let printed = corral_ok(
+        &nowhere,
+        &[
+            "generate",
+            "cluster",
+            "dev",
+            "--kubernetes-version",
+            "v1.32.0",
+            "--write-to",
+            manifests.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(printed, "");
+    let written = std::fs::read_to_string(&manifests).unwrap();
+    assert!(written.contains("kind: KubeadmControlPlane"), "{written}");
+    assert!(written.contains("version: \"v1.32.0\""), "{written}");
+
     // A template variable left unset; a flavor that does not exist.
     corral_fails(
         &nowhere,
@@ -519,7 +538,36 @@ async fn mistakes_get_one_line_saying_what_to_do() {
         "cluster name",
     );
 
+    // A context the kubeconfig does not have, named by the flag (usage) or by its
+    // current-context.
+    corral_fails(
+        &nowhere,
+        &["get", "clusters", "--kubeconfig-context", "elsewhere"],
+        2,
+        "has no context elsewhere (it has: c); pass one of them to --kubeconfig-context",
+    );
+    let dangling = dir.path().join("dangling.kubeconfig");
+    std::fs::write(
+        &dangling,
+        std::fs::read_to_string(&nowhere)
+            .unwrap()
+            .replace("current-context: c", "current-context: gone"),
+    )
+    .unwrap();
+    corral_fails(
+        &dangling,
+        &["get", "clusters"],
+        1,
+        "its current-context gone is not one of its contexts (c)",
+    );
+
     // Usage errors: a bad flag value, a kind the command does not act on.
+    corral_fails(
+        &nowhere,
+        &["scale", "md/x", "--replicas", "-1"],
+        2,
+        "-1 is not in 0..",
+    );
     corral_fails(
         &nowhere,
         &["scale", "md/x", "--replicas", "many"],
@@ -800,6 +848,21 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
         status.trim(),
         "kubeadmcontrolplane \"demo-control-plane\" successfully rolled out"
     );
+
+    // Without a topology, get clusters' VERSION is the KubeadmControlPlane's; the kubeconfig's
+    // context can be named, as clusterctl's --kubeconfig-context.
+    let clusters = corral_ok(
+        &kubeconfig,
+        &["get", "clusters", "--kubeconfig-context", "corral"],
+    );
+    let row: Vec<&str> = clusters
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row.first(), Some(&"demo"), "{clusters}");
+    assert_eq!(row.last(), Some(&"v1.32.0"), "{clusters}");
 }
 
 #[test]
@@ -825,5 +888,25 @@ fn version_and_completions() {
             script.contains("describe"),
             "{shell} completes no subcommands"
         );
+    }
+    // The bash script loads, registers itself and completes a subcommand.
+    if tool_available(
+        Path::new("/bin/bash").exists(),
+        "bash",
+        "CORRAL_REQUIRE_BASH",
+        "install bash",
+    ) {
+        let output = Command::new("/bin/bash")
+            .arg("-c")
+            .arg(format!(
+                "source <('{}' completion bash) && complete -p corral && COMP_WORDS=(corral desc) COMP_CWORD=1 && _corral corral desc corral && echo \"${{COMPREPLY[@]}}\"",
+                env!("CARGO_BIN_EXE_corral")
+            ))
+            .output()
+            .unwrap();
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert!(stdout.contains("-F _corral corral"), "{stdout}");
+        assert_eq!(stdout.lines().last(), Some("describe"), "{stdout}");
     }
 }
