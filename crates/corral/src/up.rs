@@ -126,9 +126,21 @@ fn absolute(path: &Path) -> std::path::PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Creates (or re-applies: a restart keeps it as it is) the demo cluster in `default`: the
-/// embedded in-memory template, 3 control plane machines and 3 workers.
+/// Creates the demo cluster in `default`: the embedded in-memory template, 3 control plane
+/// machines and 3 workers. When it exists already (a restart on the same data dir) it is left
+/// as it is: applying the template again would undo what was done to it since (a scale, an
+/// upgrade).
 pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> anyhow::Result<()> {
+    let clusters: kube::Api<corral_api::Cluster> =
+        kube::Api::namespaced(connection.client.clone(), "default");
+    let existing = clusters
+        .get_opt(name)
+        .await
+        .map_err(|e| connection.fail(format!("reading Cluster {name}"), e))?;
+    if existing.is_some() {
+        println!("\nThe demo cluster {name} exists already; resuming it:");
+        return Ok(());
+    }
     let request = GenerateCluster {
         cluster_name: name.into(),
         source: Source::Embedded {

@@ -863,6 +863,37 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
         .collect();
     assert_eq!(row.first(), Some(&"demo"), "{clusters}");
     assert_eq!(row.last(), Some(&"v1.32.0"), "{clusters}");
+
+    // A restart with --demo resumes the demo cluster as it is instead of applying the
+    // template over what was done to it.
+    corral_ok(&kubeconfig, &["scale", "md/demo-md-0", "--replicas", "4"]);
+    up.terminate();
+    let up = Process::spawn(
+        &[
+            "up",
+            "--demo",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.path().join("up-2.log"),
+    );
+    eventually("the restarted demo to resume", || async {
+        up.log()
+            .contains("The demo cluster demo exists already; resuming it:")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        !up.log().contains("Created the demo cluster"),
+        "{}",
+        up.log()
+    );
+    let deployments: Api<corral_api::MachineDeployment> =
+        Api::namespaced(client(&kubeconfig).await, "default");
+    let deployment = deployments.get("demo-md-0").await.unwrap();
+    assert_eq!(deployment.spec.replicas, Some(4));
 }
 
 #[test]
