@@ -24,7 +24,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     let bootstrap = BOOTSTRAP_PROVIDER_LABEL_VALUE;
     let control_plane = CONTROL_PLANE_PROVIDER_LABEL_VALUE;
     vec![
-        finish(KubeadmConfig::crd(), bootstrap, spec_is_optional),
+        finish(KubeadmConfig::crd(), bootstrap, spec_defaults_to_empty),
         finish(KubeadmConfigTemplate::crd(), bootstrap, spec_is_optional),
         finish(
             KubeadmControlPlane::crd(),
@@ -114,6 +114,21 @@ fn spec_is_optional(root: &mut Value) {
     root.as_object_mut()
         .expect("a root schema is an object")
         .remove("required");
+}
+
+/// A KubeadmConfig may leave `spec` out upstream (a worker joining with kubeadm's defaults), but
+/// the derived Rust type, like every kube `CustomResource`, needs a `spec` to deserialize, and one
+/// object a watch cannot read stalls the controller's whole watch. So Corral defaults a missing
+/// `spec` to `{}`, and lifts the `minProperties: 1` that would refuse that default; the one
+/// manifest Corral accepts and upstream refuses is an explicit `spec: {}`, which means the same
+/// as no spec.
+fn spec_defaults_to_empty(root: &mut Value) {
+    spec_is_optional(root);
+    let spec = root["properties"]["spec"]
+        .as_object_mut()
+        .expect("the root has a spec");
+    spec.remove("minProperties");
+    spec.insert("default".into(), json!({}));
 }
 
 /// CEL: the rollout's maxSurge is 0, written as an integer or as a string.

@@ -28,7 +28,22 @@ fn tolerated() -> Vec<Tolerated> {
     use Change::*;
     let kcp = "controlplane.cluster.x-k8s.io_kubeadmcontrolplanes";
     let kcpt = "controlplane.cluster.x-k8s.io_kubeadmcontrolplanetemplates";
+    let config = "bootstrap.cluster.x-k8s.io_kubeadmconfigs";
     vec![
+        Tolerated::new(
+            config,
+            ".spec",
+            "default",
+            Added,
+            "a missing spec reads as {}, so that the bootstrap controller's typed watch reads every KubeadmConfig",
+        ),
+        Tolerated::new(
+            config,
+            ".spec",
+            "minProperties",
+            Removed,
+            "lets the {} default through; an explicit spec: {} means the same as no spec",
+        ),
         Tolerated::new(
             kcp,
             ".spec",

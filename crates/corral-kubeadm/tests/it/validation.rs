@@ -239,3 +239,25 @@ spec:
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_kubeadm_config_without_spec_is_accepted_and_reads_back_typed() {
+    // Upstream accepts a KubeadmConfig without spec (a worker joining with kubeadm's defaults);
+    // the typed watch of the bootstrap controller must read it.
+    let env = env().await;
+    let manifest = json!({
+        "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
+        "kind": "KubeadmConfig",
+        "metadata": { "name": "defaults" },
+    });
+    create(&env, &manifest)
+        .await
+        .expect("accepted without spec");
+    let configs: Api<KubeadmConfig> = Api::namespaced(env.client.clone(), "default");
+    let listed = configs
+        .list(&Default::default())
+        .await
+        .expect("the typed list reads it");
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].spec, Default::default());
+}
