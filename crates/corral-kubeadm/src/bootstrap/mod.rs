@@ -288,15 +288,21 @@ async fn reconcile_config(
     tracing::Span::current().record("cluster", cluster_name.as_str());
 
     let mut status = config.status.clone().unwrap_or_default();
-    let mut conditions = Conditions::new(&mut status.conditions, config.metadata.generation);
-    if let Some(why) = paused(&cluster, &config) {
-        conditions.set(condition_types::PAUSED, true, reasons::PAUSED, &why);
-        drop(conditions);
+    let paused = paused(&cluster, &config);
+    Conditions::new(&mut status.conditions, config.metadata.generation).set(
+        condition_types::PAUSED,
+        paused.is_some(),
+        if paused.is_some() {
+            reasons::PAUSED
+        } else {
+            reasons::NOT_PAUSED
+        },
+        paused.as_deref().unwrap_or_default(),
+    );
+    if paused.is_some() {
         write_status(&context, &config, status).await?;
         return Ok(Action::await_change());
     }
-    conditions.set(condition_types::PAUSED, false, reasons::NOT_PAUSED, "");
-    drop(conditions);
 
     let mut scope = Scope {
         context: &context,
@@ -306,8 +312,7 @@ async fn reconcile_config(
         status,
     };
     let action = scope.reconcile_phases().await;
-    let Scope { status, .. } = scope;
-    let mut status = status;
+    let Scope { mut status, .. } = scope;
     status::set_ready(&mut status, config.metadata.generation);
     status.observed_generation = config.metadata.generation;
     write_status(&context, &config, status).await?;
