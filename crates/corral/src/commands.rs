@@ -440,7 +440,10 @@ pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
             &namespace,
             &name,
             std::time::Duration::from_secs(timeout),
-            |left| println!("Waiting for cluster {name} to be deleted: {left} machines left"),
+            |left| {
+                let machines = if left == 1 { "machine" } else { "machines" };
+                println!("Waiting for cluster {name} to be deleted: {left} {machines} left")
+            },
         )
         .await?;
         println!("Cluster {name} is gone");

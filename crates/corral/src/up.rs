@@ -177,6 +177,10 @@ pub async fn show_until_available(
     };
     let live = shows_progress();
     let colour = colour();
+    // The rows are wider than most terminals; wrapped, they would take more screen lines than
+    // the redraw moves up over. Cut at the edge instead while the view is live, and restore
+    // wrapping however the view ends (done, failed, or dropped by Ctrl-C).
+    let _no_wrap = live.then(NoWrap::start);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
     let mut shown_lines = 0;
     let mut last = String::new();
@@ -195,12 +199,9 @@ pub async fn show_until_available(
         let text = tree::render(&root, now, false);
         let state: String = text.lines().map(strip_since).collect();
         if live {
-            if shown_lines > 0 {
-                print!("\x1b[{shown_lines}A\x1b[J");
-            }
             let rendered = tree::render(&root, now, colour);
+            print!("{}", redraw(shown_lines, &rendered));
             shown_lines = rendered.lines().count();
-            print!("{rendered}");
         } else if state != last {
             println!("{text}");
         }
@@ -219,6 +220,33 @@ pub async fn show_until_available(
     }
 }
 
+/// What replaces a live view of `shown_lines` lines (none the first time) with `rendered`:
+/// cursor up over the old view, clear to the end of the screen, the new view.
+fn redraw(shown_lines: usize, rendered: &str) -> String {
+    if shown_lines == 0 {
+        rendered.to_string()
+    } else {
+        format!("\x1b[{shown_lines}A\x1b[J{rendered}")
+    }
+}
+
+/// Turns the terminal's line wrapping off (DECAWM) until dropped.
+struct NoWrap;
+
+impl NoWrap {
+    fn start() -> NoWrap {
+        print!("\x1b[?7l");
+        NoWrap
+    }
+}
+
+impl Drop for NoWrap {
+    fn drop(&mut self) {
+        print!("\x1b[?7h");
+        let _ = std::io::stdout().flush();
+    }
+}
+
 /// A row without its SINCE column's value, for telling whether anything but time changed.
 fn strip_since(line: &str) -> String {
     line.split_whitespace()
@@ -234,4 +262,25 @@ fn is_age(word: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_digit() || "smhdy".contains(c))
         && word.chars().any(|c| "smhdy".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_age, redraw, strip_since};
+
+    #[test]
+    fn a_redraw_moves_up_over_the_lines_shown_and_clears_them() {
+        assert_eq!(redraw(0, "a\nb\n"), "a\nb\n");
+        assert_eq!(redraw(2, "c\n"), "\x1b[2A\x1b[Jc\n");
+    }
+
+    #[test]
+    fn the_since_column_does_not_count_as_a_change() {
+        assert!(is_age("5s") && is_age("4m38s") && is_age("2d"));
+        assert!(!is_age("3/3") && !is_age("v1.32.0") && !is_age("s"));
+        assert_eq!(
+            strip_since("Machine/m 1 Ready: True Ready 4m38s"),
+            strip_since("Machine/m 1 Ready: True Ready 5m")
+        );
+    }
 }
