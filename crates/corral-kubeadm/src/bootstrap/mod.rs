@@ -8,9 +8,9 @@
 //! 2. Nothing is done until the Cluster's infrastructure is provisioned.
 //! 3. Once the data Secret exists, the only work left is the join token: it is kept valid while
 //!    the Machine has no Node (see [`token`]).
-//! 4. While the Cluster's control plane is not initialized, only a control plane Machine with a
-//!    ClusterConfiguration or InitConfiguration proceeds, and only the one holding the init lock
-//!    ([`lock`]); it gets the cluster certificates (generated here when the Cluster has no
+//! 4. While the Cluster's control plane is not initialized, only a control plane Machine
+//!    proceeds, and only the one holding the init lock ([`lock`]), whatever its configuration
+//!    says (as upstream's v1beta2; kubeadm's defaults make a valid init); it gets the cluster certificates (generated here when the Cluster has no
 //!    control plane provider, otherwise the provider's) and an init cloud-config.
 //! 5. Afterwards every Machine joins: a bootstrap token is created in the workload cluster and
 //!    recorded in `spec.joinConfiguration.discovery.bootstrapToken.token`, as upstream does, and
@@ -411,13 +411,6 @@ impl Scope<'_> {
             }))
         };
         if !self.is_control_plane() {
-            return waiting("Waiting for Cluster control plane to be initialized", None);
-        }
-        let default = crate::api::bootstrap::KubeadmConfigSpec::default();
-        if spec.cluster_configuration == default.cluster_configuration
-            && spec.init_configuration == default.init_configuration
-        {
-            // A joining control plane machine's configuration: it waits for the first one.
             return waiting("Waiting for Cluster control plane to be initialized", None);
         }
         let cluster_name = self.cluster.name_any();
