@@ -369,3 +369,6 @@ pub async fn ensure(
         .map_err(write_error)?;
     Ok(Outcome::Renewed)
 }
+
+#[cfg(test)]
+mod tests;
