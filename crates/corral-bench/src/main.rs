@@ -164,6 +164,13 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Logs of the management plane under test, when asked for (e.g. RUST_LOG=warn).
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let options = match Cli::parse().target {
         Target::Apiserver(options) => options,
         Target::Machinery(options) => return machinery(options),

@@ -83,10 +83,11 @@ const RESYNC: Duration = Duration::from_secs(600);
 /// How long to wait before reconciling an object whose reconcile failed.
 const ERROR_REQUEUE: Duration = Duration::from_secs(2);
 
-/// How long to wait before reconciling an object whose write lost a race (HTTP 409): another
-/// writer came first from a fresher copy, whose watch event usually brings the next reconcile
-/// anyway; this bounds the wait when it does not.
-const CONFLICT_REQUEUE: Duration = Duration::from_millis(50);
+/// How long to wait before reconciling an object whose write lost a race (HTTP 409) again. The
+/// race means the watch has not shown the newer version yet; its event triggers the next
+/// reconcile (also when it arrives during this one), so this is only a safety net. Retrying
+/// sooner would re-read the same stale copy and lose again, many times over on a busy machine.
+const CONFLICT_REQUEUE: Duration = Duration::from_secs(1);
 
 /// How many objects of one kind are reconciled at once: enough to overlap the round trips of
 /// many clusters' reconciles, bounded so that a burst of events does not start thousands of
