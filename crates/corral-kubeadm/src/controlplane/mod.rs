@@ -24,15 +24,17 @@
 //! In Cluster API v1beta2 the Cluster takes `controlPlaneEndpoint` from the infrastructure
 //! cluster, so the KubeadmControlPlane does not set it.
 
+pub mod etcd;
 mod machines;
 pub mod planner;
 mod status;
+mod watches;
 mod workload;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use corral_api::annotations::{KCP_REMEDIATION_FOR, KCP_REMEDIATION_IN_PROGRESS};
 use corral_api::conditions::machine::{HEALTH_CHECK_SUCCEEDED, OWNER_REMEDIATED};
@@ -41,21 +43,26 @@ use corral_api::{Cluster, Machine};
 use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
 use corral_controllers::conditions;
 use corral_controllers::external::ExternalObjects;
-use corral_infra_inmemory::cloud::etcd::{EtcdAdmin, EtcdError, SimulatedEtcd};
+use corral_controllers::runtime::Queue;
+use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::{self, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::api::bootstrap::KubeadmConfig;
 use crate::api::controlplane::{KubeadmControlPlane, LastRemediationStatus};
+use etcd::{EtcdAdmin, EtcdError, SimulatedEtcd};
 use planner::{MachineView, MemberHealth, PreviousRemediation, RetryDecision, RolloutStep};
+use watches::WorkloadWatches;
 use workload::WorkloadState;
 
 /// The finalizer the controller puts on every KubeadmControlPlane.
@@ -69,8 +76,9 @@ const DEFAULT_MIN_HEALTHY_PERIOD_SECONDS: i64 = 3600;
 pub struct Config {
     /// How workload clusters are reached.
     pub cluster_cache: ClusterCacheConfig,
-    /// How often a control plane waiting on its workload cluster (Pods and etcd members it does
-    /// not watch) is looked at again.
+    /// How often a control plane that is waiting for something is looked at again anyway (a
+    /// safety net: the controller is woken by changes of its Machines, its Cluster, the workload
+    /// cluster's control plane Pods, etcd members and `kubeadm-config`, and its connection).
     pub poll_interval: Duration,
     /// How many KubeadmControlPlanes are reconciled at once.
     pub concurrency: u16,
@@ -80,7 +88,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             cluster_cache: ClusterCacheConfig::default(),
-            poll_interval: Duration::from_secs(5),
+            poll_interval: Duration::from_secs(60),
             concurrency: 10,
         }
     }
@@ -89,16 +97,8 @@ impl Default for Config {
 /// A failed reconcile.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot read Cluster {name}")]
-    GetCluster {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
     #[error("cannot list the control plane Machines")]
     ListMachines(#[source] kube::Error),
-    #[error("cannot list the KubeadmConfigs of the control plane Machines")]
-    ListKubeadmConfigs(#[source] kube::Error),
     #[error("cannot read the infrastructure object of Machine {machine}")]
     GetInfrastructure {
         machine: String,
@@ -149,6 +149,12 @@ pub enum Error {
     Patch(#[source] kube::Error),
     #[error("cannot patch the status of the KubeadmControlPlane")]
     PatchStatus(#[source] kube::Error),
+    #[error("cannot patch the conditions of Machine {machine}")]
+    PatchMachineStatus {
+        machine: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 struct Context {
@@ -157,6 +163,19 @@ struct Context {
     cache: ClusterCache,
     external: ExternalObjects,
     recorder: Recorder,
+    /// The Clusters (a reflector).
+    clusters: Store<Cluster>,
+    /// The KubeadmConfigs of control plane Machines (a reflector); their spec is set when they
+    /// are created, so a cache a little behind is good enough to tell whether one is outdated.
+    configs: Store<KubeadmConfig>,
+    watches: WorkloadWatches,
+    /// When each control plane's certificates and kubeconfig were last found in order (by
+    /// KubeadmControlPlane uid; the flag: with the kubeconfig), so that reconciles woken by
+    /// the workload cluster do not read and parse five Secrets each time.
+    certificates_checked: Mutex<HashMap<String, (Instant, bool)>>,
+    /// The `cloned-from` template of each Machine's infrastructure object, by Machine uid: it
+    /// is set when the object is created and never changes, so it is read once.
+    infrastructure_cloned_from: Mutex<HashMap<String, Option<String>>>,
 }
 
 /// The name the controller reports Events under.
@@ -218,22 +237,94 @@ pub async fn run(
     let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
     let cache = ClusterCache::new(client.clone(), config.cluster_cache.clone());
     let cache_task = tokio::spawn(cache.clone().run(shutdown.clone()));
+    let (watches, workload_changes) = WorkloadWatches::new(config.cluster_cache.probe_timeout);
+    // A connection that came up, went down or was rebuilt: restart the cluster's watches.
+    let mut connections = cache.subscribe_connections();
+    let connection_watches = watches.clone();
+    let worker_watches = watches.clone();
+    let connection_task = tokio::spawn(async move {
+        while let Some(cluster) = connections.next().await {
+            connection_watches.connection_changed(&cluster);
+        }
+    });
+    let (cluster_store, cluster_writer) = reflector::store();
+    let (config_store, config_writer) = reflector::store();
     let context = Arc::new(Context {
+        clusters: cluster_store,
+        configs: config_store,
+        watches,
+        certificates_checked: Default::default(),
+        infrastructure_cloned_from: Default::default(),
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         external: ExternalObjects::new(client.clone()),
         client: client.clone(),
         cache,
         config: config.clone(),
     });
-    let kcps: Api<KubeadmControlPlane> = Api::all(client.clone());
-    let machines: Api<Machine> = Api::all(client.clone());
-    let clusters: Api<Cluster> = Api::all(client.clone());
-    let settings = kube::runtime::controller::Config::default().concurrency(config.concurrency);
-    tracing::info!("KubeadmControlPlane controller started");
-    Controller::new(kcps, watcher::Config::default())
-        .with_config(settings)
-        .owns(machines, watcher::Config::default().labels(CONTROL_PLANE))
-        .watches(clusters, watcher::Config::default(), |cluster: Cluster| {
+    let watch_config = watcher::Config::default();
+    let (kcp_store, writer) = reflector::store();
+    let kcp_events = reflector::reflector(
+        writer,
+        watcher(
+            Api::<KubeadmControlPlane>::all(client.clone()),
+            watch_config.clone(),
+        )
+        .default_backoff(),
+    )
+    .applied_objects();
+    let machine_events = watcher(Api::<Machine>::all(client.clone()), watch_config.clone())
+        .default_backoff()
+        .touched_objects();
+    let cluster_events = reflector::reflector(
+        cluster_writer,
+        watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
+    )
+    .applied_objects();
+    let config_events = reflector::reflector(
+        config_writer,
+        watcher(
+            Api::<KubeadmConfig>::all(client.clone()),
+            watch_config.labels(CONTROL_PLANE_NAME),
+        )
+        .default_backoff(),
+    )
+    .applied_objects()
+    .for_each(|_| async {});
+    let config_task = tokio::spawn(config_events);
+
+    let mut queue: SelectAll<Queue<KubeadmControlPlane>> = SelectAll::new();
+    queue.push(trigger_self(kcp_events, ()).boxed());
+    // Its Machines (owner references), and worker Machines going away: a control plane being
+    // deleted waits for them.
+    queue.push(
+        trigger_with(machine_events, move |machine: Machine| {
+            let mut requests: Vec<ReconcileRequest<KubeadmControlPlane>> = Vec::new();
+            let namespace = machine.namespace().unwrap_or_default();
+            if machine.labels().contains_key(CONTROL_PLANE) {
+                requests.extend(
+                    machine
+                        .owner_references()
+                        .iter()
+                        .filter(|owner| {
+                            owner.kind == "KubeadmControlPlane"
+                                && owner
+                                    .api_version
+                                    .starts_with(&format!("{}/", crate::api::CONTROL_PLANE_GROUP))
+                        })
+                        .map(|owner| ObjectRef::new(&owner.name).within(&namespace).into()),
+                );
+            } else if machine.metadata.deletion_timestamp.is_some()
+                && let Some(cluster) = machine.labels().get(CLUSTER_NAME)
+                && let Some(kcp) = worker_watches.kcp_of(&ClusterKey::new(&namespace, cluster))
+            {
+                requests.push(kcp.into());
+            }
+            requests
+        })
+        .boxed(),
+    );
+    queue.push(
+        trigger_with(cluster_events, |cluster: Cluster| {
             let reference = cluster.spec.control_plane_ref.as_ref()?;
             (reference.kind == "KubeadmControlPlane"
                 && reference.api_group == crate::api::CONTROL_PLANE_GROUP)
@@ -241,17 +332,42 @@ pub async fn run(
                     ObjectRef::new(&reference.name).within(&cluster.namespace().unwrap_or_default())
                 })
         })
-        .graceful_shutdown_on(shutdown.clone())
-        .run(reconcile, error_policy, context)
-        .for_each(|_| async {})
-        .await;
+        .boxed(),
+    );
+    // The workload clusters' control plane Pods, etcd members and kubeadm-config.
+    queue.push(
+        workload_changes
+            .map(|kcp| Ok(ReconcileRequest::from(kcp)))
+            .boxed(),
+    );
+    let controllers_config = corral_controllers::Config {
+        concurrency: config.concurrency,
+        ..Default::default()
+    };
+    tracing::info!("KubeadmControlPlane controller started");
+    corral_controllers::runtime::run_controller(
+        CONTROLLER_NAME,
+        context,
+        &controllers_config,
+        kcp_store,
+        queue.boxed(),
+        shutdown.clone(),
+        reconcile,
+    )
+    .await;
+    connection_task.abort();
+    config_task.abort();
     let _ = cache_task.await;
     tracing::info!("KubeadmControlPlane controller stopped");
 }
 
-fn error_policy(kcp: Arc<KubeadmControlPlane>, error: &Error, _: Arc<Context>) -> Action {
-    tracing::warn!(kcp = %kcp.name_any(), error = %corral_controllers::runtime::error_chain(error), "Reconcile failed");
-    Action::requeue(Duration::from_secs(1))
+impl corral_controllers::runtime::ClusterObject for KubeadmControlPlane {
+    fn cluster_name(&self) -> &str {
+        self.labels()
+            .get(CLUSTER_NAME)
+            .map(String::as_str)
+            .unwrap_or_default()
+    }
 }
 
 /// The Cluster a KubeadmControlPlane belongs to: its owner, or its cluster-name label.
@@ -303,6 +419,8 @@ struct Scope {
     /// The control plane Machines, oldest first.
     machines: Vec<Machine>,
     views: Vec<MachineView>,
+    /// Why each Machine is not up to date (empty when it is), by name.
+    outdated: BTreeMap<String, Vec<String>>,
     workload: Option<WorkloadState>,
     workload_error: Option<String>,
     etcd: Option<Arc<dyn EtcdAdmin>>,
@@ -380,14 +498,10 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         tracing::debug!("Waiting for the Cluster controller to set the owner");
         return Ok(Action::await_change());
     };
-    let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
-    let cluster = clusters
-        .get_opt(&cluster_name)
-        .await
-        .map_err(|source| Error::GetCluster {
-            name: cluster_name.clone(),
-            source,
-        })?;
+    let cluster = context
+        .clusters
+        .get(&ObjectRef::new(&cluster_name).within(&namespace))
+        .map(|cluster| cluster.as_ref().clone());
     let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &namespace);
     let machines = list_machines(&context, &kcp, &namespace, &cluster_name).await?;
 
@@ -426,25 +540,50 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
             .is_some_and(|host| !host.is_empty());
 
     // The cluster certificates, then the kubeconfig Secret once the endpoint is known.
+    let uid = kcp.uid().unwrap_or_default();
+    let recently_checked = context
+        .certificates_checked
+        .lock()
+        .expect("certificates lock")
+        .get(&uid)
+        .is_some_and(|(when, with_kubeconfig)| {
+            *with_kubeconfig == infrastructure_ready
+                && when.elapsed() < context.config.poll_interval
+        });
     let certificates = if paused {
         Err("Reconciliation is paused".to_string())
+    } else if recently_checked {
+        Ok(())
     } else {
-        reconcile_certificates(&context, &kcp, &cluster, infrastructure_ready)
+        let result = reconcile_certificates(&context, &kcp, &cluster, infrastructure_ready)
             .await
-            .map_err(|error| corral_controllers::runtime::error_chain(&error))
+            .map_err(|error| corral_controllers::runtime::error_chain(&error));
+        let mut checked = context
+            .certificates_checked
+            .lock()
+            .expect("certificates lock");
+        if result.is_ok() {
+            checked.insert(uid.clone(), (Instant::now(), infrastructure_ready));
+        } else {
+            checked.remove(&uid);
+        }
+        result
     };
 
     // The workload cluster.
     let key = ClusterKey::new(&namespace, &cluster_name);
+    context
+        .watches
+        .remember(&key, ObjectRef::from_obj(kcp.as_ref()));
     let (workload, workload_error, etcd) = if infrastructure_ready && !paused {
         match context.cache.client(&key).await {
-            Ok(client) => {
-                let etcd: Arc<dyn EtcdAdmin> = Arc::new(SimulatedEtcd::new(client.clone()));
-                match workload::observe(&client, etcd.as_ref()).await {
-                    Ok(state) => (Some(state), None, Some(etcd)),
-                    Err(error) => (None, Some(error.to_string()), None),
+            Ok(client) => match context.watches.observe(&key, &client).await {
+                Ok(state) => {
+                    let etcd: Arc<dyn EtcdAdmin> = Arc::new(SimulatedEtcd::new(client));
+                    (Some(state), None, Some(etcd))
                 }
-            }
+                Err(error) => (None, Some(error), None),
+            },
             Err(error) => (None, Some(error.to_string()), None),
         }
     } else {
@@ -455,7 +594,8 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         )
     };
 
-    let views = machine_views(&context, &kcp, &namespace, &machines, workload.as_ref()).await?;
+    let (views, outdated) =
+        machine_views(&context, &kcp, &namespace, &machines, workload.as_ref()).await?;
     let failure_domains: Vec<String> = cluster_status
         .failure_domains
         .iter()
@@ -468,6 +608,7 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         namespace: namespace.clone(),
         machines,
         views,
+        outdated,
         workload,
         workload_error,
         etcd,
@@ -482,6 +623,10 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     let mut outcome = Outcome::default();
     if !paused && infrastructure_ready {
         reconcile_machines(&context, &scope, initialized, &mut outcome).await?;
+    }
+
+    if !paused {
+        sync_machine_conditions(&context, &scope).await?;
     }
 
     // Status.
@@ -518,14 +663,9 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     if paused {
         return Ok(Action::await_change());
     }
-    Ok(
-        if outcome.waiting || !scope.workload.as_ref().is_some_and(|_| true) {
-            Action::requeue(context.config.poll_interval)
-        } else {
-            // Pods and etcd members are not watched; look again now and then.
-            Action::requeue(context.config.poll_interval * 6)
-        },
-    )
+    // Changes wake the controller (see `Config::poll_interval`); this is the safety net, and
+    // the clock for what nothing announces (remediation retry periods).
+    Ok(Action::requeue(context.config.poll_interval))
 }
 
 /// Looks up the cluster certificates (`<cluster>-ca`, `-etcd`, `-proxy`, `-sa`), generating
@@ -620,40 +760,61 @@ async fn machine_views(
     namespace: &str,
     machines: &[Machine],
     workload: Option<&WorkloadState>,
-) -> Result<Vec<MachineView>, Error> {
-    let configs: Api<KubeadmConfig> = Api::namespaced(context.client.clone(), namespace);
-    let configs: BTreeMap<String, KubeadmConfig> = configs
-        .list(&ListParams::default().labels(&format!(
-            "{CONTROL_PLANE_NAME}={}",
-            corral_controllers::machine_set::naming::format_label_value(&kcp.name_any())
-        )))
-        .await
-        .map_err(Error::ListKubeadmConfigs)?
-        .items
-        .into_iter()
-        .map(|c| (c.name_any(), c))
+) -> Result<(Vec<MachineView>, BTreeMap<String, Vec<String>>), Error> {
+    let configs: BTreeMap<String, Arc<KubeadmConfig>> = machines
+        .iter()
+        .filter_map(|machine| machine.spec.bootstrap.config_ref.as_ref())
+        .filter_map(|reference| {
+            let config = context
+                .configs
+                .get(&ObjectRef::new(&reference.name).within(namespace))?;
+            Some((reference.name.clone(), config))
+        })
         .collect();
     let now = Timestamp::now();
     let mut views = Vec::new();
+    let mut all_outdated = BTreeMap::new();
     for machine in machines {
         let name = machine.name_any();
-        let infra = context
-            .external
-            .get(&machine.spec.infrastructure_ref, namespace)
-            .await
-            .map_err(|source| Error::GetInfrastructure {
-                machine: name.clone(),
-                source: Box::new(source),
-            })?;
-        let cloned_from = infra.as_ref().and_then(|infra| {
-            machines::cloned_from(infra.object.annotations()).map(str::to_string)
-        });
+        let uid = machine.uid().unwrap_or_default();
+        let known = context
+            .infrastructure_cloned_from
+            .lock()
+            .expect("cloned-from lock")
+            .get(&uid)
+            .cloned();
+        let cloned_from = match known {
+            Some(cloned_from) => cloned_from,
+            None => {
+                let infra = context
+                    .external
+                    .get(&machine.spec.infrastructure_ref, namespace)
+                    .await
+                    .map_err(|source| Error::GetInfrastructure {
+                        machine: name.clone(),
+                        source: Box::new(source),
+                    })?;
+                let cloned_from = infra.as_ref().and_then(|infra| {
+                    machines::cloned_from(infra.object.annotations()).map(str::to_string)
+                });
+                // Remembered once the object exists (a missing one may yet be created).
+                if infra.is_some() {
+                    context
+                        .infrastructure_cloned_from
+                        .lock()
+                        .expect("cloned-from lock")
+                        .insert(uid, cloned_from.clone());
+                }
+                cloned_from
+            }
+        };
         let config = machine
             .spec
             .bootstrap
             .config_ref
             .as_ref()
-            .and_then(|r| configs.get(&r.name));
+            .and_then(|r| configs.get(&r.name))
+            .map(AsRef::as_ref);
         let outdated =
             machines::outdated_reasons(kcp, machine, cloned_from.as_deref(), config, now);
         let node = machine_node(machine);
@@ -665,11 +826,13 @@ async fn machine_views(
             _ => (true, true),
         };
         let annotations = machine.annotations();
+        let up_to_date = outdated.is_empty();
+        all_outdated.insert(name.clone(), outdated);
         views.push(MachineView {
             name,
             created: machine.metadata.creation_timestamp.as_ref().map(|t| t.0),
             failure_domain: machine.spec.failure_domain.clone(),
-            up_to_date: outdated.is_empty(),
+            up_to_date,
             deleting: machine.metadata.deletion_timestamp.is_some(),
             delete_annotation: annotations.contains_key(corral_api::annotations::DELETE_MACHINE),
             remediate_annotation: annotations
@@ -679,7 +842,59 @@ async fn machine_views(
             components_unhealthy,
         });
     }
-    Ok(views)
+    Ok((views, all_outdated))
+}
+
+/// Sets the conditions the control plane owns on each of its Machines (UpToDate and the
+/// health of the static Pods and etcd member, see [`status::machine_conditions`]), writing
+/// only the Machines whose conditions change, as a status merge patch guarded by the
+/// resourceVersion read. A conflict (the Machine controller wrote meanwhile) is left alone:
+/// that write's watch event reconciles the control plane again.
+async fn sync_machine_conditions(context: &Context, scope: &Scope) -> Result<(), Error> {
+    let api: Api<Machine> = Api::namespaced(context.client.clone(), &scope.namespace);
+    let now = conditions::now();
+    let no_reasons = Vec::new();
+    for machine in &scope.machines {
+        if machine.metadata.deletion_timestamp.is_some() {
+            context
+                .infrastructure_cloned_from
+                .lock()
+                .expect("cloned-from lock")
+                .remove(&machine.uid().unwrap_or_default());
+            continue;
+        }
+        let name = machine.name_any();
+        let outdated = scope.outdated.get(&name).unwrap_or(&no_reasons);
+        let mut updated = machine.clone();
+        let generation = machine.metadata.generation;
+        let status = updated.status.get_or_insert_with(Default::default);
+        for condition in status::machine_conditions(
+            machine,
+            outdated,
+            scope.workload.as_ref(),
+            scope.workload_error.as_deref(),
+        ) {
+            conditions::set(&mut status.conditions, condition, generation, &now);
+        }
+        match corral_controllers::runtime::patch::patch_if_changed(
+            &api,
+            machine,
+            &updated,
+            corral_controllers::runtime::patch::Part::Status,
+        )
+        .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => {}
+            Err(source) => {
+                return Err(Error::PatchMachineStatus {
+                    machine: name,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Init, etcd member cleanup, remediation, rollout and scaling: at most one machine operation.
@@ -1106,7 +1321,14 @@ async fn reconcile_delete(
         )
         .await
         .map_err(Error::Patch)?;
-        context.cache.forget(&ClusterKey::new(&namespace, cluster));
+        let key = ClusterKey::new(&namespace, cluster);
+        context.watches.forget(&key);
+        context
+            .certificates_checked
+            .lock()
+            .expect("certificates lock")
+            .remove(&kcp.uid().unwrap_or_default());
+        context.cache.forget(&key);
         return Ok(Action::await_change());
     }
     for machine in machines

@@ -405,3 +405,131 @@ pub fn version_key(version: &str) -> Vec<u64> {
         .map_while(|part| part.parse::<u64>().ok())
         .collect()
 }
+
+/// Condition types the KubeadmControlPlane sets on its Machines (upstream
+/// `KubeadmControlPlaneMachine*Condition`), and their reasons.
+pub mod machine {
+    /// The Machine matches the control plane's spec (upstream sets it on control plane
+    /// Machines; `corral describe` and the Cluster's ControlPlaneMachinesUpToDate read it).
+    pub const UP_TO_DATE: &str = corral_api::conditions::machine::UP_TO_DATE;
+    pub const API_SERVER_POD_HEALTHY: &str = "APIServerPodHealthy";
+    pub const CONTROLLER_MANAGER_POD_HEALTHY: &str = "ControllerManagerPodHealthy";
+    pub const SCHEDULER_POD_HEALTHY: &str = "SchedulerPodHealthy";
+    pub const ETCD_POD_HEALTHY: &str = "EtcdPodHealthy";
+    pub const ETCD_MEMBER_HEALTHY: &str = "EtcdMemberHealthy";
+
+    /// The static Pod condition of each component (`workload::COMPONENTS` order).
+    pub const POD_CONDITIONS: [(&str, &str); 4] = [
+        ("etcd", ETCD_POD_HEALTHY),
+        ("kube-apiserver", API_SERVER_POD_HEALTHY),
+        ("kube-controller-manager", CONTROLLER_MANAGER_POD_HEALTHY),
+        ("kube-scheduler", SCHEDULER_POD_HEALTHY),
+    ];
+
+    /// Reasons.
+    pub mod reason {
+        pub const UP_TO_DATE: &str = "UpToDate";
+        pub const NOT_UP_TO_DATE: &str = "NotUpToDate";
+        pub const POD_RUNNING: &str = "Running";
+        pub const POD_PROVISIONING: &str = "Provisioning";
+        pub const POD_DOES_NOT_EXIST: &str = "DoesNotExist";
+        pub const INSPECTION_FAILED: &str = "InspectionFailed";
+        pub const MEMBER_HEALTHY: &str = "Healthy";
+        pub const MEMBER_NOT_HEALTHY: &str = "NotHealthy";
+    }
+}
+
+/// The conditions the control plane sets on one of its Machines: UpToDate from `outdated`
+/// (the reasons it is not, see `machines::outdated_reasons`), and, once the Machine has a Node,
+/// the health of its static Pods and of its etcd member, from the workload cluster. A Pod that
+/// exists but is not Ready counts as still provisioning (the simulated and kubeadm static Pods
+/// run or wait for their probes; upstream's finer container states are not observed).
+pub fn machine_conditions(
+    machine: &Machine,
+    outdated: &[String],
+    workload: Option<&WorkloadState>,
+    workload_error: Option<&str>,
+) -> Vec<NewCondition> {
+    use machine::reason;
+    let mut result = vec![if outdated.is_empty() {
+        NewCondition::new(
+            machine::UP_TO_DATE,
+            ConditionStatus::True,
+            reason::UP_TO_DATE,
+        )
+    } else {
+        let lines: Vec<String> = outdated.iter().map(|m| format!("* {m}")).collect();
+        NewCondition::new(
+            machine::UP_TO_DATE,
+            ConditionStatus::False,
+            reason::NOT_UP_TO_DATE,
+        )
+        .message(lines.join("\n"))
+    }];
+    let node = machine
+        .status
+        .as_ref()
+        .and_then(|s| s.node_ref.as_ref())
+        .map(|n| n.name.clone());
+    let all_health = machine::POD_CONDITIONS
+        .iter()
+        .map(|(_, type_)| *type_)
+        .chain([machine::ETCD_MEMBER_HEALTHY]);
+    let (Some(node), Some(workload)) = (node, workload) else {
+        let message = match workload_error {
+            Some(error) => format!("Cannot inspect the workload cluster: {error}"),
+            None => "Waiting for the Machine to have a Node".to_string(),
+        };
+        // Before the Node, nothing to inspect yet: leave what was there (upstream too keeps
+        // the last observation while the workload cluster cannot be reached).
+        if workload_error.is_some() {
+            for type_ in all_health {
+                result.push(
+                    NewCondition::new(type_, ConditionStatus::Unknown, reason::INSPECTION_FAILED)
+                        .message(message.clone()),
+                );
+            }
+        }
+        return result;
+    };
+    for (component, type_) in machine::POD_CONDITIONS {
+        let pod = format!("{component}-{node}");
+        result.push(match workload.pods.get(&pod) {
+            Some(true) => NewCondition::new(type_, ConditionStatus::True, reason::POD_RUNNING),
+            Some(false) => {
+                NewCondition::new(type_, ConditionStatus::False, reason::POD_PROVISIONING)
+                    .message("Waiting for startup or readiness probes")
+            }
+            None => NewCondition::new(type_, ConditionStatus::False, reason::POD_DOES_NOT_EXIST)
+                .message("Pod does not exist"),
+        });
+    }
+    result.push(match &workload.members {
+        Err(error) => NewCondition::new(
+            machine::ETCD_MEMBER_HEALTHY,
+            ConditionStatus::Unknown,
+            reason::INSPECTION_FAILED,
+        )
+        .message(format!("Failed to get the etcd members: {error}")),
+        Ok(_) => match workload.member(&node) {
+            Some(member) if member.healthy => NewCondition::new(
+                machine::ETCD_MEMBER_HEALTHY,
+                ConditionStatus::True,
+                reason::MEMBER_HEALTHY,
+            ),
+            Some(_) => NewCondition::new(
+                machine::ETCD_MEMBER_HEALTHY,
+                ConditionStatus::False,
+                reason::MEMBER_NOT_HEALTHY,
+            )
+            .message("Etcd member is not healthy (not answering, or an alarm is raised)"),
+            None => NewCondition::new(
+                machine::ETCD_MEMBER_HEALTHY,
+                ConditionStatus::False,
+                reason::MEMBER_NOT_HEALTHY,
+            )
+            .message(format!("Etcd doesn't have an etcd member for Node {node}")),
+        },
+    });
+    result
+}

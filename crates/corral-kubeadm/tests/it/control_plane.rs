@@ -15,8 +15,8 @@ use std::time::Duration;
 use corral_api::{Cluster, Machine};
 use corral_controllers::cluster_cache::ClusterCacheConfig;
 use corral_infra_inmemory::cloud::InProcessCloud;
-use corral_infra_inmemory::cloud::etcd::{EtcdAdmin, SimulatedEtcd};
 use corral_kubeadm::api::controlplane::KubeadmControlPlane;
+use corral_kubeadm::controlplane::etcd::{EtcdAdmin, SimulatedEtcd};
 use corral_testenv::TestEnv;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -84,7 +84,8 @@ impl Plane {
         };
         let kcp_config = corral_kubeadm::controlplane::Config {
             cluster_cache: cache,
-            poll_interval: Duration::from_millis(200),
+            // Only a safety net: changes wake the controller.
+            poll_interval: Duration::from_secs(30),
             concurrency: 10,
         };
         let task = tokio::spawn(async move {

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
+use crate::controlplane::etcd::EtcdMember;
 use corral_api::Machine;
-use corral_infra_inmemory::cloud::etcd::EtcdMember;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
