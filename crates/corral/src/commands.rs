@@ -127,6 +127,10 @@ struct DescribeClusterArgs {
     /// Show the MachineSets between MachineDeployments and their Machines.
     #[arg(long)]
     show_machinesets: bool,
+    /// Show the infrastructure and bootstrap templates of the control plane and of each
+    /// MachineDeployment.
+    #[arg(long)]
+    show_templates: bool,
     /// Show each Machine's infrastructure and bootstrap objects even when they only repeat
     /// the Machine's state.
     #[arg(long)]
@@ -171,6 +175,7 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
         show_machine_sets: args.show_machinesets,
         echo: args.echo,
         grouping: args.grouping && !args.disable_grouping,
+        show_templates: args.show_templates,
     };
     let tree = describe::describe_cluster(&connection, &options).await?;
     match args.output {

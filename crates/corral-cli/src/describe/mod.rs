@@ -5,7 +5,8 @@
 //! `Workers` with each MachineDeployment (and, with `--show-machinesets`, its MachineSets) and
 //! their Machines; Machines of neither under `Workers/Other`. Each Machine's infrastructure and
 //! bootstrap objects appear only when their state adds something to the Machine's (upstream's
-//! echo suppression; `--echo` shows them always).
+//! echo suppression; `--echo` shows them always). `--show-templates` adds a `Templates` node of
+//! template references under the control plane and each MachineDeployment.
 
 pub mod tree;
 
@@ -30,6 +31,9 @@ pub struct DescribeOptions {
     pub echo: bool,
     /// Group Machines in the same state (upstream's default).
     pub grouping: bool,
+    /// Show the infrastructure and bootstrap templates of the control plane and of each
+    /// MachineDeployment under a `Templates` node (upstream's `--show-templates`).
+    pub show_templates: bool,
 }
 
 /// Reads the cluster and builds its tree.
@@ -115,6 +119,18 @@ pub async fn describe_cluster(
             node.available = status["availableReplicas"].as_i64().map(|n| n.to_string());
             node.ready = status["readyReplicas"].as_i64().map(|n| n.to_string());
             node.up_to_date = status["upToDateReplicas"].as_i64().map(|n| n.to_string());
+            if options.show_templates {
+                let machine_template = &spec["machineTemplate"];
+                let infrastructure = if machine_template["spec"]["infrastructureRef"].is_object() {
+                    &machine_template["spec"]["infrastructureRef"]
+                } else {
+                    &machine_template["infrastructureRef"]
+                };
+                add_templates(
+                    &mut node,
+                    [("MachineInfrastructureTemplate", infrastructure)],
+                );
+            }
             Some(node)
         }
         None if machines.iter().any(is_control_plane) => {
@@ -179,6 +195,22 @@ pub async fn describe_cluster(
         } else {
             node.children = sets.into_iter().flat_map(|set| set.children).collect();
         }
+        if options.show_templates {
+            let template = &deployment["spec"]["template"]["spec"];
+            add_templates(
+                &mut node,
+                [
+                    (
+                        "BootstrapConfigTemplate",
+                        &template["bootstrap"]["configRef"],
+                    ),
+                    (
+                        "MachineInfrastructureTemplate",
+                        &template["infrastructureRef"],
+                    ),
+                ],
+            );
+        }
         workers.children.push(node);
     }
     for (_, sets) in sets_by_deployment {
@@ -200,12 +232,51 @@ pub async fn describe_cluster(
     Ok(root)
 }
 
-/// Children in name order, except under the Cluster, where upstream's order holds
-/// (infrastructure, control plane, workers), and virtual `Other` nodes, which come last.
+/// A virtual `Templates` node under `node` with a row per template reference that names one
+/// (`meta_name`, reference), as upstream's `--show-templates`: the reference only, the
+/// template has no state to show.
+fn add_templates<'v>(
+    node: &mut Node,
+    references: impl IntoIterator<Item = (&'static str, &'v Value)>,
+) {
+    let mut templates = Node::virtual_node(TEMPLATES);
+    templates.meta_name = Some(TEMPLATES.into());
+    for (meta_name, reference) in references {
+        if let (Some(kind), Some(name)) = (reference["kind"].as_str(), reference["name"].as_str()) {
+            let mut template = Node::object(kind, name);
+            template.meta_name = Some(meta_name.into());
+            template.shown = Shown::Nothing;
+            templates.children.push(template);
+        }
+    }
+    if !templates.children.is_empty() {
+        node.children.push(templates);
+    }
+}
+
+/// The name a row shows, which upstream orders siblings by: `Meta - Kind/name`, `Kind/name`,
+/// or a virtual node's name (so a Machine's BootstrapConfig comes before its
+/// MachineInfrastructure).
+fn row_name(node: &Node) -> String {
+    match (&node.meta_name, node.is_virtual) {
+        (Some(meta), true) => meta.clone(),
+        (None, true) => node.name.clone(),
+        (Some(meta), false) => format!("{meta} - {}/{}", node.kind, node.name),
+        (None, false) => format!("{}/{}", node.kind, node.name),
+    }
+}
+
+/// The virtual node of `--show-templates`.
+const TEMPLATES: &str = "Templates";
+
+/// Children in row-name order, except under the Cluster, where upstream's order holds
+/// (infrastructure, control plane, workers); a `Templates` node comes first (upstream gives it
+/// a higher z-order) and other virtual nodes (`Other`) last.
 fn sort_children(node: &mut Node) {
     if node.kind != "Cluster" {
-        node.children.sort_by(|a, b| {
-            (a.is_virtual, &a.kind, &a.name).cmp(&(b.is_virtual, &b.kind, &b.name))
+        node.children.sort_by_key(|child| {
+            let templates = child.is_virtual && child.name == TEMPLATES;
+            (!templates, child.is_virtual, row_name(child))
         });
     }
     for child in &mut node.children {

@@ -864,6 +864,30 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
     assert_eq!(row.first(), Some(&"demo"), "{clusters}");
     assert_eq!(row.last(), Some(&"v1.32.0"), "{clusters}");
 
+    // --show-templates: the templates first under the control plane and the
+    // MachineDeployment, in row-name order, as clusterctl.
+    let tree = corral_ok(
+        &kubeconfig,
+        &["describe", "cluster", "demo", "--show-templates"],
+    );
+    let lines: Vec<&str> = tree.lines().map(str::trim_end).collect();
+    let templates: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|line| line.contains("Template"))
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            "│ ├─Templates",
+            "│ │ └─MachineInfrastructureTemplate - DevMachineTemplate/demo-control-plane",
+            "    ├─Templates",
+            "    │ ├─BootstrapConfigTemplate - KubeadmConfigTemplate/demo-md-0",
+            "    │ └─MachineInfrastructureTemplate - DevMachineTemplate/demo-md-0",
+        ],
+        "{tree}"
+    );
+
     // A restart with --demo resumes the demo cluster as it is instead of applying the
     // template over what was done to it.
     corral_ok(&kubeconfig, &["scale", "md/demo-md-0", "--replicas", "4"]);
