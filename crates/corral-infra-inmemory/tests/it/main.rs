@@ -14,6 +14,7 @@ mod upstream;
 use std::future::Future;
 use std::time::Duration;
 
+use corral_api::testing::{normalize_numbers, schema_of};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
 
@@ -49,32 +50,4 @@ fn generated_crds() -> Vec<(String, Value)> {
             (file, normalize_numbers(serde_json::to_value(crd).unwrap()))
         })
         .collect()
-}
-
-/// The `openAPIV3Schema` of a CRD's version.
-fn schema_of<'a>(crd: &'a Value, version: &str) -> &'a Value {
-    let versions = crd["spec"]["versions"].as_array().unwrap();
-    let version = versions.iter().find(|v| v["name"] == version).unwrap();
-    &version["schema"]["openAPIV3Schema"]
-}
-
-/// Turns floats without a fraction into integers. Kubernetes' Go types hold `minimum` and
-/// `maximum` as floats, so a CRD object carries `0.0` where upstream's YAML says `0`.
-fn normalize_numbers(value: Value) -> Value {
-    match value {
-        Value::Number(number) => match number.as_f64() {
-            Some(float) if number.is_f64() && float.fract() == 0.0 && float.abs() < 1e15 => {
-                Value::from(float as i64)
-            }
-            _ => Value::Number(number),
-        },
-        Value::Array(items) => Value::Array(items.into_iter().map(normalize_numbers).collect()),
-        Value::Object(fields) => Value::Object(
-            fields
-                .into_iter()
-                .map(|(key, value)| (key, normalize_numbers(value)))
-                .collect(),
-        ),
-        other => other,
-    }
 }
