@@ -637,7 +637,10 @@ pub fn machine_up_to_date_condition(
             .creation_timestamp
             .as_ref()
             .map_or(Timestamp::UNIX_EPOCH, |time| time.0);
-        if after.0 < now && created <= after.0 {
+        // Strictly before, as the MachineDeployment's choice of its current MachineSet
+        // (rollout_planner): timestamps have whole seconds, and the MachineSet a `rollout
+        // restart` creates is often created in the very second `rollout.after` names.
+        if after.0 < now && created < after.0 {
             messages.push("MachineDeployment spec.rolloutAfter expired".into());
         }
     }

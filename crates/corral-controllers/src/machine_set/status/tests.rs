@@ -463,4 +463,9 @@ fn machine_up_to_date_compares_with_the_machine_deployment() {
     md.spec.rollout.after = Some(ago(8000));
     let c = machine_up_to_date_condition(&ms, Some(&md), now().0).unwrap();
     assert_eq!(c.status, ConditionStatus::True);
+    // Created in the very second rollout.after names (what `rollout restart` leads to): the
+    // MachineDeployment takes it as its current MachineSet, so its Machines are up to date.
+    md.spec.rollout.after = ms.metadata.creation_timestamp.clone();
+    let c = machine_up_to_date_condition(&ms, Some(&md), now().0).unwrap();
+    assert_eq!(c.status, ConditionStatus::True);
 }
