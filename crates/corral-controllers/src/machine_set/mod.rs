@@ -189,10 +189,11 @@ pub enum Error {
 /// The MachineSet controller's state, shared by its reconciles.
 pub(crate) struct MachineSetController {
     ctx: Arc<Context>,
-    machine_sets: Store<MachineSet>,
     machines: Store<Machine>,
     clusters: Store<Cluster>,
     machine_deployments: Store<MachineDeployment>,
+    /// The MachineSet cache and the three above filled (see [`runtime::ready`]).
+    ready: runtime::ready::CachesReady,
     /// Creations and deletions of Machines, per MachineSet, the cache does not show yet.
     expectations: Expectations<ObjectRef<MachineSet>>,
     /// The MachineSets this controller wrote, to skip reconciles of a copy it replaced.
@@ -391,9 +392,15 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .boxed(),
     );
 
+    let ready = runtime::ready::CachesReady::new(vec![
+        runtime::ready::CachesReady::store(&machine_set_store),
+        runtime::ready::CachesReady::store(&machine_store),
+        runtime::ready::CachesReady::store(&cluster_store),
+        runtime::ready::CachesReady::store(&machine_deployment_store),
+    ]);
     let controller = Arc::new(MachineSetController {
         ctx: ctx.clone(),
-        machine_sets: machine_set_store.clone(),
+        ready,
         machines: machine_store,
         clusters: cluster_store,
         machine_deployments: machine_deployment_store,
@@ -443,12 +450,9 @@ impl MachineSetController {
     /// Waits until every cache holds a complete list, so that nothing is counted missing that
     /// merely has not been listed yet.
     async fn caches_ready(&self) {
-        // The writers live as long as the controller's queue; a dropped writer means shutdown,
-        // when waiting longer is pointless.
-        let _ = self.machine_sets.wait_until_ready().await;
-        let _ = self.machines.wait_until_ready().await;
-        let _ = self.clusters.wait_until_ready().await;
-        let _ = self.machine_deployments.wait_until_ready().await;
+        // Not `Store::wait_until_ready` in each reconcile: it wakes only one of the reconciles
+        // waiting at once, and the others would wait forever.
+        self.ready.wait().await;
     }
 
     /// The MachineSet's Cluster, from the cache or, when the cache does not have it yet, the API.
