@@ -243,3 +243,87 @@ fn versions_order_by_number() {
     assert_eq!(versions[0], "v1.9.3");
     assert_eq!(versions[1], "v1.9.10");
 }
+
+/// A control plane Machine's own conditions: UpToDate from the reasons it is outdated, each
+/// static Pod's health (Ready: Running; not Ready: Provisioning; missing: DoesNotExist), and
+/// its etcd member's; without a Node only UpToDate; Unknown when the workload cluster cannot be
+/// read.
+#[test]
+fn machine_conditions_say_up_to_date_and_the_health_of_pods_and_etcd_member() {
+    use super::machine::{self as types, reason};
+    use super::machine_conditions;
+    use corral_api::ConditionStatus;
+
+    let find = |conditions: &[corral_controllers::conditions::NewCondition], type_: &str| {
+        conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    };
+    let mut pods = BTreeMap::new();
+    pods.insert("etcd-m1".to_string(), true);
+    pods.insert("kube-apiserver-m1".to_string(), true);
+    pods.insert("kube-controller-manager-m1".to_string(), false);
+    let workload = WorkloadState {
+        kubeadm_config: true,
+        pods,
+        members: Ok(vec![EtcdMember {
+            id: 1,
+            name: "m1".into(),
+            cluster_id: 7,
+            leader: true,
+            healthy: false,
+        }]),
+    };
+    let m1 = machine("m1", "v1.36.0", true);
+    let outdated = vec!["Version v1.35.0 is not equal to v1.36.0".to_string()];
+    let conditions = machine_conditions(&m1, &outdated, Some(&workload), None);
+    assert_eq!(
+        find(&conditions, types::UP_TO_DATE),
+        Some((
+            ConditionStatus::False,
+            reason::NOT_UP_TO_DATE.into(),
+            "* Version v1.35.0 is not equal to v1.36.0".into()
+        ))
+    );
+    let status_reason = |type_| find(&conditions, type_).map(|(s, r, _)| (s, r));
+    assert_eq!(
+        status_reason(types::ETCD_POD_HEALTHY),
+        Some((ConditionStatus::True, reason::POD_RUNNING.into()))
+    );
+    assert_eq!(
+        status_reason(types::API_SERVER_POD_HEALTHY),
+        Some((ConditionStatus::True, reason::POD_RUNNING.into()))
+    );
+    assert_eq!(
+        status_reason(types::CONTROLLER_MANAGER_POD_HEALTHY),
+        Some((ConditionStatus::False, reason::POD_PROVISIONING.into()))
+    );
+    assert_eq!(
+        status_reason(types::SCHEDULER_POD_HEALTHY),
+        Some((ConditionStatus::False, reason::POD_DOES_NOT_EXIST.into()))
+    );
+    assert_eq!(
+        status_reason(types::ETCD_MEMBER_HEALTHY),
+        Some((ConditionStatus::False, reason::MEMBER_NOT_HEALTHY.into()))
+    );
+
+    // Up to date, but the workload cluster cannot be read.
+    let conditions = machine_conditions(&m1, &[], None, Some("not connected"));
+    assert_eq!(
+        find(&conditions, types::UP_TO_DATE).map(|(s, r, _)| (s, r)),
+        Some((ConditionStatus::True, reason::UP_TO_DATE.into()))
+    );
+    let (status, reason_, message) = find(&conditions, types::ETCD_MEMBER_HEALTHY).unwrap();
+    assert_eq!(
+        (status, reason_.as_str()),
+        (ConditionStatus::Unknown, reason::INSPECTION_FAILED)
+    );
+    assert!(message.contains("not connected"), "{message}");
+
+    // Without a Node: only UpToDate.
+    let mut m2 = machine("m2", "v1.36.0", false);
+    m2.status.as_mut().unwrap().node_ref = None;
+    let conditions = machine_conditions(&m2, &[], Some(&workload), None);
+    assert_eq!(conditions.len(), 1, "{conditions:?}");
+}
