@@ -154,6 +154,8 @@ pub(crate) struct ClusterController {
     machines: Store<Machine>,
     machine_deployments: Store<MachineDeployment>,
     machine_sets: Store<MachineSet>,
+    /// The three caches above filled (see [`runtime::ready`]).
+    ready: runtime::ready::CachesReady,
 }
 
 /// What one reconcile works on. Fields are valid from the start unless their doc says when
@@ -272,8 +274,14 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             .boxed(),
     );
 
+    let ready = runtime::ready::CachesReady::new(vec![
+        runtime::ready::CachesReady::store(&machine_store),
+        runtime::ready::CachesReady::store(&machine_deployment_store),
+        runtime::ready::CachesReady::store(&machine_set_store),
+    ]);
     let controller = Arc::new(ClusterController {
         external: ExternalWatches::new(ctx.external().clone(), triggers),
+        ready,
         machines: machine_store,
         machine_deployments: machine_deployment_store,
         machine_sets: machine_set_store,
@@ -369,11 +377,8 @@ async fn reconcile(
 
     // Descendants come from caches: deciding (above all, deleting) on a cache not filled yet
     // would act on part of the picture.
-    let _ = futures::join!(
-        controller.machines.wait_until_ready(),
-        controller.machine_deployments.wait_until_ready(),
-        controller.machine_sets.wait_until_ready(),
-    );
+    // Not `Store::wait_until_ready` here: it wakes only one of the reconciles waiting at once.
+    controller.ready.wait().await;
     let now = conditions::now();
     let mut scope = Scope {
         cluster: (*cluster).clone(),

@@ -200,10 +200,11 @@ pub enum Error {
 /// The MachineDeployment controller's state, shared by its reconciles.
 pub(crate) struct MachineDeploymentController {
     ctx: Arc<Context>,
-    machine_deployments: Store<MachineDeployment>,
     machine_sets: Store<MachineSet>,
     machines: Store<Machine>,
     clusters: Store<Cluster>,
+    /// The MachineDeployment cache and the three above filled (see [`runtime::ready`]).
+    ready: runtime::ready::CachesReady,
     /// MachineSets each MachineDeployment created, changed or deleted that the cache does not
     /// show yet.
     expectations: Expectations<ObjectRef<MachineDeployment>>,
@@ -340,9 +341,15 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .boxed(),
     );
 
+    let ready = runtime::ready::CachesReady::new(vec![
+        runtime::ready::CachesReady::store(&machine_deployment_store),
+        runtime::ready::CachesReady::store(&machine_set_store),
+        runtime::ready::CachesReady::store(&machine_store),
+        runtime::ready::CachesReady::store(&cluster_store),
+    ]);
     let controller = Arc::new(MachineDeploymentController {
         ctx: ctx.clone(),
-        machine_deployments: machine_deployment_store.clone(),
+        ready,
         machine_sets: machine_set_store,
         machines: machine_store,
         clusters: cluster_store,
@@ -389,10 +396,9 @@ fn machine_set_to_machine_deployments(
 
 impl MachineDeploymentController {
     async fn caches_ready(&self) {
-        let _ = self.machine_deployments.wait_until_ready().await;
-        let _ = self.machine_sets.wait_until_ready().await;
-        let _ = self.machines.wait_until_ready().await;
-        let _ = self.clusters.wait_until_ready().await;
+        // Not `Store::wait_until_ready` in each reconcile: it wakes only one of the reconciles
+        // waiting at once, and the others would wait forever.
+        self.ready.wait().await;
     }
 
     async fn cluster(&self, key: &ClusterKey) -> Result<Option<Arc<Cluster>>, Error> {
