@@ -3,8 +3,8 @@
 //! providers against an in-process management plane.
 
 mod bootstrap;
-mod control_plane;
 mod certs;
+mod control_plane;
 mod crds;
 mod kubeconfig;
 mod upstream;
