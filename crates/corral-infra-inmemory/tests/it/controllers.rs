@@ -714,6 +714,56 @@ async fn deleting_a_dev_machine_removes_its_vm_and_node() {
 }
 
 #[tokio::test]
+async fn a_dev_machine_deleted_by_a_move_keeps_its_vm_and_node() {
+    // `corral move` marks what it deletes at the source with delete-for-move: the VM and its
+    // Node stay, for the target management plane to take over.
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    plane
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    eventually("the Node to register", || async {
+        nodes.get_opt("worker-0").await.unwrap()
+    })
+    .await;
+    plane
+        .patch(
+            "DevMachine",
+            "worker-0",
+            json!({ "metadata": { "annotations": {
+                "clusterctl.cluster.x-k8s.io/delete-for-move": ""
+            } } }),
+        )
+        .await;
+    plane
+        .dev_machines()
+        .delete("worker-0", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the DevMachine to be gone", || async {
+        plane
+            .dev_machines()
+            .get_opt("worker-0")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(nodes.get_opt("worker-0").await.unwrap().is_some());
+    assert!(
+        plane
+            .cloud
+            .get_vm(&vm_key("dev", "worker-0"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
 async fn deleting_a_dev_cluster_stops_its_workload_cluster() {
     let plane = Plane::start().await;
     plane.cluster("dev", json!({})).await;

@@ -208,10 +208,23 @@ async fn reconcile(
         name: name.clone(),
     });
 
+    // `clusterctl move` marks what it deletes at the source: the VM lives on, managed from the
+    // target (upstream providers skip cleaning external resources for these).
+    let moving = dev_machine
+        .annotations()
+        .contains_key(corral_api::annotations::CLUSTERCTL_DELETE_FOR_MOVE);
     let Some(machine) = machine else {
         if deleting {
             if let Some(key) = &key {
-                delete_vm(&context, key).await?;
+                // A paused Cluster (or DevMachine) is left alone, deletion included.
+                let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
+                let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
+                if paused(cluster.as_ref(), dev_machine.as_ref(), "DevMachine").is_some() {
+                    return Ok(Action::await_change());
+                }
+                if !moving {
+                    delete_vm(&context, key).await?;
+                }
             }
             set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
         } else {
@@ -257,7 +270,9 @@ async fn reconcile(
     );
 
     if deleting {
-        delete_vm(&context, &key).await?;
+        if !moving {
+            delete_vm(&context, &key).await?;
+        }
         set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
         return Ok(Action::await_change());
     }
