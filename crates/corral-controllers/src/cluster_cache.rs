@@ -86,6 +86,25 @@ impl ClusterKey {
             name: name.to_owned(),
         }
     }
+
+    /// A stand-in for this Cluster once it is gone, so that an object outliving it (being
+    /// deleted itself) can still finish its deletion: only the name, namespace and
+    /// `deletion_timestamp` are set.
+    pub fn stand_in(
+        &self,
+        deletion_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    ) -> Arc<corral_api::Cluster> {
+        Arc::new(corral_api::Cluster {
+            metadata: kube::api::ObjectMeta {
+                name: Some(self.name.clone()),
+                namespace: Some(self.namespace.clone()),
+                deletion_timestamp,
+                ..Default::default()
+            },
+            spec: Default::default(),
+            status: None,
+        })
+    }
 }
 
 impl std::fmt::Display for ClusterKey {

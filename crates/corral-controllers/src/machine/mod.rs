@@ -519,16 +519,7 @@ async fn reconcile(
         Some(cluster) => cluster,
         // A Machine outliving its Cluster can still go: as for a Cluster being deleted, its
         // Node is left alone.
-        None if deleting => Arc::new(Cluster {
-            metadata: kube::api::ObjectMeta {
-                name: Some(cluster_key.name.clone()),
-                namespace: Some(namespace.clone()),
-                deletion_timestamp: machine.metadata.deletion_timestamp.clone(),
-                ..Default::default()
-            },
-            spec: Default::default(),
-            status: None,
-        }),
+        None if deleting => cluster_key.stand_in(machine.metadata.deletion_timestamp.clone()),
         None => {
             return Err(Error::FindCluster {
                 cluster: cluster_key,

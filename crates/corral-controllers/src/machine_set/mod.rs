@@ -557,15 +557,7 @@ async fn reconcile(
     let cluster = match controller.cluster(&cluster_key).await? {
         Some(cluster) => cluster,
         // A MachineSet outliving its Cluster can still delete its Machines.
-        None if deleting => Arc::new(Cluster {
-            metadata: kube::api::ObjectMeta {
-                name: Some(cluster_key.name.clone()),
-                namespace: Some(namespace.clone()),
-                ..Default::default()
-            },
-            spec: Default::default(),
-            status: None,
-        }),
+        None if deleting => cluster_key.stand_in(None),
         None => {
             return Err(Error::FindCluster {
                 cluster: cluster_key,
