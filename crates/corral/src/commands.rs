@@ -18,17 +18,60 @@ pub struct KubeconfigArgs {
     pub kubeconfig_context: Option<String>,
 }
 
+/// The flags clusterctl also takes before the command (`corral --kubeconfig F describe cluster
+/// x`): the kubeconfig and its context, which a command's own flags override, and the log
+/// verbosity.
+#[derive(clap::Args)]
+pub struct GlobalArgs {
+    /// The kubeconfig to use; else `$KUBECONFIG`, else `~/.kube/config` (as kubectl).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The context to use in the kubeconfig (default: its current context), as clusterctl.
+    #[arg(long, value_name = "CONTEXT")]
+    pub kubeconfig_context: Option<String>,
+    /// Log verbosity, as clusterctl's `-v`: 0 warnings only for the client commands, 1 to 4
+    /// also what they do, 5 and more debug; `RUST_LOG` overrides it.
+    #[arg(short = 'v', long = "v", value_name = "LEVEL", global = true)]
+    pub verbosity: Option<u8>,
+}
+
+/// The kubeconfig and context given before the command, set once by `main` before any
+/// command runs; a command's own `--kubeconfig` wins over it.
+static GLOBAL_KUBECONFIG: std::sync::OnceLock<(Option<PathBuf>, Option<String>)> =
+    std::sync::OnceLock::new();
+
+/// Records the kubeconfig flags given before the command.
+pub fn set_global_kubeconfig(args: &GlobalArgs) {
+    let _ = GLOBAL_KUBECONFIG.set((args.kubeconfig.clone(), args.kubeconfig_context.clone()));
+}
+
 impl KubeconfigArgs {
+    /// `--kubeconfig`, given after the command or else before it.
+    pub fn path(&self) -> Option<PathBuf> {
+        self.kubeconfig
+            .clone()
+            .or_else(|| GLOBAL_KUBECONFIG.get().and_then(|(path, _)| path.clone()))
+    }
+
+    /// `--kubeconfig-context`, given after the command or else before it.
+    pub fn context(&self) -> Option<String> {
+        self.kubeconfig_context.clone().or_else(|| {
+            GLOBAL_KUBECONFIG
+                .get()
+                .and_then(|(_, context)| context.clone())
+        })
+    }
+
     pub fn source(&self) -> KubeconfigSource {
         KubeconfigSource {
-            flag: self.kubeconfig.clone(),
+            flag: self.path(),
             env: std::env::var_os("KUBECONFIG"),
             home: std::env::var_os("HOME").map(PathBuf::from),
         }
     }
 
     pub async fn connect(&self) -> Result<Connection, corral_cli::Error> {
-        Connection::open_context(&self.source(), self.kubeconfig_context.as_deref()).await
+        Connection::open_context(&self.source(), self.context().as_deref()).await
     }
 }
 

@@ -21,6 +21,8 @@ mod up;
 #[derive(Parser)]
 #[command(name = "corral", version, about = "Cluster API, in Rust")]
 struct Cli {
+    #[command(flatten)]
+    global: commands::GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -114,20 +116,48 @@ impl Command {
             Command::Up(_) | Command::Apiserver(_) | Command::Controllers(_) | Command::Cloud(_)
         )
     }
+
+    /// Whether the command talks to a management plane through a kubeconfig, so that
+    /// `--kubeconfig` given before it means something.
+    fn takes_kubeconfig(&self) -> bool {
+        !matches!(
+            self,
+            Command::Up(_)
+                | Command::Apiserver(_)
+                | Command::Cloud(_)
+                | Command::Generate(_)
+                | Command::Version
+                | Command::Completion(_)
+        )
+    }
+}
+
+/// The log filter without `RUST_LOG`: what the command shows by default, more with `-v`.
+fn default_log_filter(command: &Command, verbosity: u8) -> &'static str {
+    match verbosity {
+        5.. => "debug",
+        1..=4 => "info",
+        // The progress view says what the logs would; warnings still show.
+        0 if matches!(command, Command::Up(_)) && up::shows_progress() => "warn",
+        0 if command.is_long_running() => "info",
+        // A client command reports failures itself, in one line; kube's client would log
+        // each refused connection too.
+        0 => "warn,kube_client=off",
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A client command reports failures itself, in one line; kube's client would log each
-    // refused connection too.
-    let default_level = if matches!(cli.command, Command::Up(_)) && up::shows_progress() {
-        // The progress view says what the logs would; warnings still show.
-        "warn"
-    } else if cli.command.is_long_running() {
-        "info"
-    } else {
-        "warn,kube_client=off"
-    };
+    if (cli.global.kubeconfig.is_some() || cli.global.kubeconfig_context.is_some())
+        && !cli.command.takes_kubeconfig()
+    {
+        eprintln!(
+            "error: this command does not talk to a management plane through a kubeconfig; drop --kubeconfig and --kubeconfig-context"
+        );
+        return ExitCode::from(2);
+    }
+    commands::set_global_kubeconfig(&cli.global);
+    let default_level = default_log_filter(&cli.command, cli.global.verbosity.unwrap_or(0));
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

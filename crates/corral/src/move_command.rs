@@ -51,10 +51,10 @@ pub async fn run(args: MoveArgs) -> anyhow::Result<()> {
         "corral move --to-kubeconfig {} --namespace {namespace}",
         args.to_kubeconfig.display()
     );
-    if let Some(kubeconfig) = &args.kubeconfig.kubeconfig {
+    if let Some(kubeconfig) = &args.kubeconfig.path() {
         command.push_str(&format!(" --kubeconfig {}", kubeconfig.display()));
     }
-    if let Some(context) = &args.kubeconfig.kubeconfig_context {
+    if let Some(context) = &args.kubeconfig.context() {
         command.push_str(&format!(" --kubeconfig-context {context}"));
     }
     if let Some(context) = &args.to_kubeconfig_context {
