@@ -24,6 +24,7 @@
 //! In Cluster API v1beta2 the Cluster takes `controlPlaneEndpoint` from the infrastructure
 //! cluster, so the KubeadmControlPlane does not set it.
 
+mod adopt;
 pub mod etcd;
 mod machines;
 pub mod planner;
@@ -145,6 +146,8 @@ pub enum Error {
         #[source]
         source: EtcdError,
     },
+    #[error(transparent)]
+    Adopt(#[from] adopt::AdoptError),
     #[error("cannot patch the KubeadmControlPlane")]
     Patch(#[source] kube::Error),
     #[error("cannot patch the status of the KubeadmControlPlane")]
@@ -538,6 +541,12 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
             .host
             .as_ref()
             .is_some_and(|host| !host.is_empty());
+    if !paused
+        && infrastructure_ready
+        && let Some(action) = adopt::adopt_machines(&context, &kcp, &cluster, &machines).await?
+    {
+        return Ok(action);
+    }
 
     // The cluster certificates, then the kubeconfig Secret once the endpoint is known.
     let uid = kcp.uid().unwrap_or_default();

@@ -2,11 +2,13 @@
 //! the schema rules standing in for upstream's webhooks (through a real API server), and the
 //! providers against an in-process management plane.
 
+mod adoption;
 mod bootstrap;
 mod certs;
 mod control_plane;
 mod crds;
 mod kubeconfig;
+mod plane;
 mod upstream;
 mod validation;
 

@@ -1,0 +1,175 @@
+//! A management plane for the KubeadmControlPlane tests of `adoption.rs` and `addons.rs`: a
+//! real Corral API server with the core, Dev* and kubeadm CRDs, the core controllers, the
+//! in-memory provider with its simulated workload clusters, and both kubeadm controllers. The
+//! tests write only what a user writes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use corral_api::Machine;
+use corral_controllers::cluster_cache::ClusterCacheConfig;
+use corral_infra_inmemory::cloud::InProcessCloud;
+use corral_kubeadm::api::controlplane::KubeadmControlPlane;
+use corral_testenv::TestEnv;
+use futures::FutureExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+pub const NAMESPACE: &str = "default";
+pub const INFRA_GROUP: &str = "infrastructure.cluster.x-k8s.io";
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    corral_testenv::eventually(TIMEOUT, what, check).await
+}
+
+pub struct Plane {
+    pub env: TestEnv,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Plane {
+    pub async fn start() -> Plane {
+        let env = TestEnv::start().await;
+        let crds: Vec<Value> = corral_api::crds()
+            .into_iter()
+            .map(|crd| serde_json::to_value(crd).unwrap())
+            .chain(
+                corral_infra_inmemory::crds()
+                    .into_iter()
+                    .map(|crd| serde_json::to_value(crd).unwrap()),
+            )
+            .chain(
+                corral_kubeadm::crds()
+                    .into_iter()
+                    .map(|crd| serde_json::to_value(crd).unwrap()),
+            )
+            .collect();
+        env.install_crds(&crds).await;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        }
+        .shared();
+        let client = env.client.clone();
+        let cache = ClusterCacheConfig {
+            probe_interval: Duration::from_millis(500),
+            probe_timeout: Duration::from_secs(2),
+            failure_threshold: 3,
+        };
+        let core_config = corral_controllers::Config {
+            backoff_max: Duration::from_secs(1),
+            cluster_cache: cache.clone(),
+            ..Default::default()
+        };
+        let kcp_config = corral_kubeadm::controlplane::Config {
+            cluster_cache: cache,
+            poll_interval: Duration::from_secs(30),
+            concurrency: 10,
+        };
+        let task = tokio::spawn(async move {
+            let cloud = Arc::new(InProcessCloud::new());
+            let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
+            let core = corral_controllers::run(client.clone(), core_config, shutdown.clone());
+            let control_plane =
+                corral_kubeadm::controlplane::run(client.clone(), kcp_config, shutdown.clone());
+            let bootstrap = corral_kubeadm::bootstrap::run(client, shutdown);
+            let ((), result, (), ()) = tokio::join!(provider, core, control_plane, bootstrap);
+            result.expect("the core controllers start");
+        });
+        Plane {
+            env,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("the controllers do not panic");
+        }
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.env.client.clone(), NAMESPACE)
+    }
+
+    /// Creates any namespaced object given as JSON (the plural is the lowercased kind + `s`).
+    pub async fn create(&self, object: Value) {
+        let api_version = object["apiVersion"].as_str().unwrap();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let kind = object["kind"].as_str().unwrap();
+        let resource = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+        };
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.env.client.clone(), NAMESPACE, &resource);
+        let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
+        api.create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|error| panic!("creating a {kind}: {error}"));
+    }
+
+    pub async fn kcp(&self, name: &str) -> KubeadmControlPlane {
+        self.api::<KubeadmControlPlane>().get(name).await.unwrap()
+    }
+
+    /// The control plane Machines of every cluster, by name.
+    pub async fn control_plane_machines(&self) -> Vec<Machine> {
+        let mut machines = self
+            .api::<Machine>()
+            .list(&ListParams::default().labels("cluster.x-k8s.io/control-plane"))
+            .await
+            .unwrap()
+            .items;
+        machines.sort_by_key(|m| m.name_any());
+        machines
+    }
+
+    /// A client of the workload cluster, from its kubeconfig Secret.
+    pub async fn workload_client(&self, cluster: &str) -> kube::Client {
+        let secrets: Api<Secret> = self.api();
+        let name = format!("{cluster}-kubeconfig");
+        let secret = eventually("the kubeconfig Secret", || async {
+            secrets.get_opt(&name).await.unwrap()
+        })
+        .await;
+        let value = &secret.data.unwrap()["value"].0;
+        let kubeconfig = Kubeconfig::from_yaml(std::str::from_utf8(value).unwrap()).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+/// The status of a condition.
+pub fn condition(
+    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    type_: &str,
+) -> Option<String> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status.clone())
+}
