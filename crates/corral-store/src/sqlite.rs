@@ -8,9 +8,7 @@
 //! -- store revision of that write. A delete is a tombstone row (deleted = 1, empty value)
 //! -- whose prev_revision points at the deleted version, which holds the last value.
 //! log(revision INTEGER PRIMARY KEY, key BLOB, create_revision, prev_revision, deleted, value BLOB)
-//! log_key_revision ON log(key, revision)          -- reads at past revisions
-//! -- The live keys and the log row of their current version, for fast current reads.
-//! current(key BLOB PRIMARY KEY, revision) WITHOUT ROWID
+//! log_key_revision ON log(key, revision)          -- every read by key
 //! -- 'revision' (current), 'compacted' (logical compaction), 'compact_done' (physical).
 //! meta(name TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID
 //! ```
@@ -20,9 +18,11 @@
 //! contains 0xff, so the bump never overflows. The store's revision lives in `meta` rather
 //! than being `max(log.revision)`, because compaction may remove the newest row (a tombstone).
 //!
-//! A current read joins `current` to `log` by row id; a read at a past revision takes, for each
-//! key, the newest log row at or below it (`log_key_revision`) and skips tombstones. Watches
-//! replay the log by revision, joining each row to its `prev_revision` row.
+//! A read at revision `r` (the current one included) takes, for each key, the newest log row at
+//! or below `r` (`log_key_revision`, then the row by its id) and skips tombstones. There is no
+//! separate table of live keys (schema version 1 had one, `current`): it made every create
+//! rewrite a leaf of a second name-ordered b-tree, and the index answers the same question.
+//! Watches replay the log by revision, joining each row to its `prev_revision` row.
 //!
 //! # Writes: one writer thread, group commit
 //!

@@ -13,27 +13,18 @@ use crate::{Error, Event, EventKind, KeyValue, RangeRequest, RangeResponse, Resu
 
 // The queries that run on every read, named so that tests can check their plans.
 
-/// The current version of one key.
-///
-/// Written as a scalar subquery rather than a join: SQLite re-plans the join for every new
-/// value of `?1`, which cost about half of a get; this form keeps one plan (two index lookups).
+/// The newest version of one key: its current version, unless it is a tombstone (then the key
+/// does not exist). One descent of `log_key_revision`, then the row by its id.
 pub(super) const CURRENT_GET: &str = "
-    SELECT l.key, l.value, l.create_revision, l.revision
-    FROM log AS l
-    WHERE l.revision = (SELECT revision FROM current WHERE key = ?1)";
+    SELECT key, value, create_revision, revision, deleted FROM log
+    WHERE key = ?1
+    ORDER BY revision DESC LIMIT 1";
 
 /// The newest version of a key at or below a revision; a tombstone means it did not exist.
 pub(super) const PAST_GET: &str = "
     SELECT key, value, create_revision, revision, deleted FROM log
     WHERE key = ?1 AND revision <= ?2
     ORDER BY revision DESC LIMIT 1";
-
-/// The current keys in `[?1, ?2)`, at most ?3 of them.
-pub(super) const CURRENT_RANGE: &str = "
-    SELECT c.key, l.value, l.create_revision, l.revision
-    FROM current AS c JOIN log AS l ON l.revision = c.revision
-    WHERE c.key >= ?1 AND c.key < ?2
-    ORDER BY c.key LIMIT ?3";
 
 /// For each key in `[?1, ?2)`, in key order, the revision of its newest version at or below
 /// ?3, from the index alone.
@@ -173,12 +164,24 @@ fn key_value(row: &Row<'_>, at: usize) -> rusqlite::Result<KeyValue> {
     })
 }
 
-/// The current version of `key`, from the `current` table.
+/// The current version of `key`: its newest log row, unless that is a tombstone.
 pub(super) fn current(connection: &Connection, key: &str) -> rusqlite::Result<Option<KeyValue>> {
     connection
         .prepare_cached(CURRENT_GET)?
-        .query_row([key.as_bytes()], |row| key_value(row, 0))
+        .query_row([key.as_bytes()], live_key_value)
         .optional()
+        .map(Option::flatten)
+}
+
+/// A `KeyValue` from columns `key, value, create_revision, mod_revision, deleted`, or `None`
+/// for a tombstone.
+fn live_key_value(row: &Row<'_>) -> rusqlite::Result<Option<KeyValue>> {
+    let deleted: bool = row.get(4)?;
+    if deleted {
+        Ok(None)
+    } else {
+        key_value(row, 0).map(Some)
+    }
 }
 
 pub(super) fn get(
@@ -195,14 +198,7 @@ pub(super) fn get(
     tx.prepare_cached(PAST_GET)
         .and_then(|mut statement| {
             statement
-                .query_row((key.as_bytes(), at), |row| {
-                    let deleted: bool = row.get(4)?;
-                    if deleted {
-                        Ok(None)
-                    } else {
-                        key_value(row, 0).map(Some)
-                    }
-                })
+                .query_row((key.as_bytes(), at), live_key_value)
                 .optional()
         })
         .map(Option::flatten)
@@ -222,12 +218,9 @@ pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<Rang
         0 => -1,
         limit => i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1,
     };
-    let mut kvs = if at == revisions.current {
-        collect_kvs(tx, CURRENT_RANGE, (start, end, fetch))
-    } else {
-        past_range(tx, &start, &end, at, fetch)
-    }
-    .map_err(sql_error("reading a range of keys"))?;
+    // The current revision is read like any other: each key's newest version at or below it.
+    let mut kvs =
+        range_at(tx, &start, &end, at, fetch).map_err(sql_error("reading a range of keys"))?;
     let more = request.limit > 0 && kvs.len() > request.limit;
     kvs.truncate(if more { request.limit } else { kvs.len() });
     Ok(RangeResponse {
@@ -241,7 +234,7 @@ pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<Rang
 /// all). The index gives each key's newest version at or below `at` in key order, without
 /// reading any value; only the versions returned are then read, so a page costs what it
 /// returns plus the (index-only) versions it skips.
-fn past_range(
+fn range_at(
     tx: &Transaction<'_>,
     start: &[u8],
     end: &[u8],
@@ -266,16 +259,6 @@ fn past_range(
         }
     }
     Ok(kvs)
-}
-
-fn collect_kvs(
-    tx: &Transaction<'_>,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> rusqlite::Result<Vec<KeyValue>> {
-    let mut statement = tx.prepare_cached(sql)?;
-    let rows = statement.query_map(params, |row| key_value(row, 0))?;
-    rows.collect()
 }
 
 /// Up to this many events, or about this many bytes of values, per read of the log, so that

@@ -7,8 +7,15 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::{Error, Result, Revision};
 
-/// Bumped when the schema changes incompatibly; a file with another version is refused.
-const SCHEMA_VERSION: i64 = 1;
+/// Bumped when the schema changes; a file with a newer version is refused, an older one is
+/// migrated when the writer opens it (`migrate`).
+///
+/// 1: `log`, `log_key_revision`, and a `current` table (key → revision of its live version).
+/// 2: no `current` table. Every create rewrote a leaf of both name-ordered b-trees (`current`
+///    and `log_key_revision`), wherever the key falls among the others; the newest row of a key
+///    in `log_key_revision` says the same as its `current` row did (a tombstone: absent), so
+///    one of them is enough, and a create now rewrites one such leaf instead of two.
+pub(super) const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE log (
@@ -21,16 +28,17 @@ CREATE TABLE log (
     value BLOB NOT NULL
 );
 CREATE INDEX log_key_revision ON log (key, revision);
-CREATE TABLE current (
-    key BLOB PRIMARY KEY CHECK (typeof(key) = 'blob'),
-    revision INTEGER NOT NULL
-) WITHOUT ROWID;
 CREATE TABLE meta (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO meta (name, value) VALUES ('revision', 1), ('compacted', 0), ('compact_done', 0);
 ";
+
+/// From version 1: the log already holds every key's versions and tombstones (the `current`
+/// table was derived from it in the same transactions), so dropping the table is the whole
+/// migration.
+const MIGRATE_1_TO_2: &str = "DROP TABLE current;";
 
 /// How long a connection waits for a lock held by another connection before failing. Only
 /// checkpoints and WAL recovery take locks that our readers or writer can meet.
@@ -99,6 +107,15 @@ pub(super) fn open_writer(path: &Path) -> Result<(Connection, StoredState)> {
                 .map_err(sql_error("creating the sqlite schema"))?;
         }
         SCHEMA_VERSION => {}
+        1 => {
+            let migrate = format!(
+                "BEGIN IMMEDIATE; {MIGRATE_1_TO_2} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            );
+            connection
+                .execute_batch(&migrate)
+                .map_err(sql_error("migrating the sqlite schema from version 1"))?;
+            tracing::info!(path = %path.display(), "Migrated the SQLite store's schema from version 1 to 2");
+        }
         other => {
             return Err(Error::backend(
                 "opening the sqlite database",

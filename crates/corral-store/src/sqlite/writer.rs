@@ -296,15 +296,11 @@ fn apply(
 ) -> rusqlite::Result<Result<Event>> {
     let (key, expected) = match write {
         Write::Create { key, value } => {
-            let exists = tx
-                .prepare_cached("SELECT 1 FROM current WHERE key = ?1")?
-                .exists([key.as_bytes()])?;
-            if exists {
+            // A key that was never written, or whose newest row is a tombstone, is absent.
+            if current(tx, key)?.is_some() {
                 return Ok(Err(Error::AlreadyExists { key: key.clone() }));
             }
             insert_log(tx, revision, key, revision, 0, false, value)?;
-            tx.prepare_cached("INSERT INTO current (key, revision) VALUES (?1, ?2)")?
-                .execute((key.as_bytes(), revision))?;
             return Ok(Ok(Event {
                 kind: EventKind::Put,
                 kv: KeyValue {
@@ -339,8 +335,6 @@ fn apply(
                 false,
                 value,
             )?;
-            tx.prepare_cached("UPDATE current SET revision = ?2 WHERE key = ?1")?
-                .execute((key.as_bytes(), revision))?;
             Event {
                 kind: EventKind::Put,
                 kv: KeyValue {
@@ -363,8 +357,6 @@ fn apply(
                 true,
                 &Bytes::new(),
             )?;
-            tx.prepare_cached("DELETE FROM current WHERE key = ?1")?
-                .execute([key.as_bytes()])?;
             Event {
                 kind: EventKind::Delete,
                 kv: KeyValue {

@@ -107,6 +107,169 @@ async fn an_interrupted_compaction_finishes_after_reopening() {
     assert_eq!(store.get("/a", None).await.unwrap().unwrap().value, "49");
 }
 
+/// A database file as schema version 1 wrote it (with its `current` table of live keys),
+/// frozen here so that the migration keeps being tested against what old data dirs hold.
+const SCHEMA_V1: &str = "
+CREATE TABLE log (
+    revision INTEGER PRIMARY KEY,
+    key BLOB NOT NULL CHECK (typeof(key) = 'blob'),
+    create_revision INTEGER NOT NULL,
+    prev_revision INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    value BLOB NOT NULL
+);
+CREATE INDEX log_key_revision ON log (key, revision);
+CREATE TABLE current (
+    key BLOB PRIMARY KEY CHECK (typeof(key) = 'blob'),
+    revision INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE meta (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+PRAGMA user_version = 1;
+";
+
+/// Writes, through SQL, what version 1 held after: create /a (2), create /b (3), update /a
+/// (4), create /c (5), delete /b (6), compact at 2 (nothing superseded at or below 2), create
+/// /d (7), update /c (8), delete /d (9): the log rows, the live keys in `current`, and meta.
+fn write_v1_file(path: &Path) {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    connection
+        .execute_batch("PRAGMA journal_mode = WAL;")
+        .unwrap();
+    connection.execute_batch(SCHEMA_V1).unwrap();
+    // (revision, key, create_revision, prev_revision, deleted, value)
+    let rows: [(i64, &str, i64, i64, bool, &str); 8] = [
+        (2, "/a", 2, 0, false, "a1"),
+        (3, "/b", 3, 0, false, "b1"),
+        (4, "/a", 2, 2, false, "a2"),
+        (5, "/c", 5, 0, false, "c1"),
+        (6, "/b", 3, 3, true, ""),
+        (7, "/d", 7, 0, false, "d1"),
+        (8, "/c", 5, 5, false, "c2"),
+        (9, "/d", 7, 7, true, ""),
+    ];
+    for (revision, key, create, prev, deleted, value) in rows {
+        connection
+            .execute(
+                "INSERT INTO log VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                (
+                    revision,
+                    key.as_bytes(),
+                    create,
+                    prev,
+                    deleted,
+                    value.as_bytes(),
+                ),
+            )
+            .unwrap();
+    }
+    connection
+        .execute_batch(
+            "INSERT INTO current VALUES (CAST('/a' AS BLOB), 4), (CAST('/c' AS BLOB), 8);
+             INSERT INTO meta VALUES ('revision', 9), ('compacted', 2), ('compact_done', 2);",
+        )
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_data_dir_is_migrated_and_keeps_its_data_and_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    write_v1_file(&path);
+
+    let store = open(&path);
+    assert_eq!(store.current_revision().await.unwrap(), 9);
+    assert_eq!(store.compacted_revision().await.unwrap(), 2);
+    let now = store.range(everything(None)).await.unwrap();
+    assert_eq!(
+        (now.kvs, now.revision),
+        (vec![kv("/a", "a2", 2, 4), kv("/c", "c2", 5, 8)], 9)
+    );
+    assert_eq!(store.get("/b", None).await.unwrap(), None);
+    assert_eq!(
+        store.get("/b", Some(5)).await.unwrap(),
+        Some(kv("/b", "b1", 3, 3))
+    );
+    let past = store.range(everything(Some(7))).await.unwrap();
+    assert_eq!(
+        past.kvs,
+        [
+            kv("/a", "a2", 2, 4),
+            kv("/c", "c1", 5, 5),
+            kv("/d", "d1", 7, 7)
+        ]
+    );
+    let mut watch = store.watch("/", 2).await.unwrap();
+    let history: Vec<(Revision, String)> = next_events(&mut watch, 7)
+        .await
+        .into_iter()
+        .map(|event| (event.revision(), event.kv.key))
+        .collect();
+    let keys = ["/b", "/a", "/c", "/b", "/d", "/c", "/d"];
+    let expected: Vec<(Revision, String)> =
+        (3..).zip(keys.iter().map(|key| key.to_string())).collect();
+    assert_eq!(history, expected);
+
+    // Writes carry on: a live key can't be created again, a deleted one can.
+    assert_err!(
+        store.create("/a", bytes("x")).await,
+        Error::AlreadyExists { .. }
+    );
+    assert_eq!(store.create("/b", bytes("b2")).await.unwrap(), 10);
+    assert_eq!(store.update("/c", bytes("c3"), 8).await.unwrap(), 11);
+    assert_err!(
+        store.update("/d", bytes("x"), 7).await,
+        Error::NotFound { .. }
+    );
+    drop(watch);
+    drop(store);
+
+    // The file is at the new version, without the table; reopening it again changes nothing.
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    let tables: i64 = connection
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'current'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!((version, tables), (2, 0));
+    drop(connection);
+    let store = open(&path);
+    assert_eq!(
+        store.range(everything(None)).await.unwrap().kvs,
+        [
+            kv("/a", "a2", 2, 4),
+            kv("/b", "b2", 10, 10),
+            kv("/c", "c3", 5, 11)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_of_a_newer_schema_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .execute_batch("PRAGMA user_version = 99")
+        .unwrap();
+    drop(connection);
+    let Err(Error::Backend { source, .. }) = SqliteStore::open(&path) else {
+        panic!("a file of a newer schema version was opened");
+    };
+    assert!(
+        source.to_string().contains("unknown schema version 99"),
+        "{source}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_up_to_the_limit_are_kept_whole() {
     let test_store = corral_store::testing::sqlite().await;
