@@ -248,17 +248,18 @@ impl<'a> MergeStrategy<'a> {
     }
 }
 
-/// A condition with the object it comes from, for messages.
-#[derive(Clone, Debug)]
-pub struct SourceCondition {
+/// A condition with the object it comes from, for messages; borrowed, so that aggregating the
+/// conditions of a thousand Machines copies none of them.
+#[derive(Clone, Copy, Debug)]
+struct SourceCondition<'a> {
     /// The kind of the object, such as `Machine`.
-    pub kind: String,
+    kind: &'a str,
     /// Its name.
-    pub name: String,
+    name: &'a str,
     /// Whether it is a control plane Machine, whose messages come first.
-    pub control_plane_machine: bool,
+    control_plane_machine: bool,
     /// The condition.
-    pub condition: Condition,
+    condition: &'a Condition,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -269,29 +270,41 @@ enum Operation {
 
 fn merge(
     operation: Operation,
-    mut conditions: Vec<SourceCondition>,
+    mut conditions: Vec<SourceCondition<'_>>,
     order: &[String],
     strategy: &MergeStrategy<'_>,
 ) -> (ConditionStatus, String, String) {
-    // By the order of relevance given, then oldest transition first.
-    let position = |type_: &str| order.iter().position(|t| t == type_).unwrap_or(0);
-    conditions.sort_by(|a, b| {
-        position(&a.condition.type_)
-            .cmp(&position(&b.condition.type_))
-            .then_with(|| {
-                a.condition
-                    .last_transition_time
-                    .cmp(&b.condition.last_transition_time)
-            })
-    });
+    // By the order of relevance given, then oldest transition first (a stable sort: equal
+    // times keep the order of the sources).
+    if order.len() > 1 {
+        let position = |type_: &str| order.iter().position(|t| t == type_).unwrap_or(0);
+        conditions.sort_by(|a, b| {
+            position(&a.condition.type_)
+                .cmp(&position(&b.condition.type_))
+                .then_with(|| {
+                    a.condition
+                        .last_transition_time
+                        .cmp(&b.condition.last_transition_time)
+                })
+        });
+    } else {
+        conditions.sort_by(|a, b| {
+            a.condition
+                .last_transition_time
+                .cmp(&b.condition.last_transition_time)
+        });
+    }
     let mut issues = Vec::new();
     let mut unknowns = Vec::new();
     let mut infos = Vec::new();
+    let mut priorities = Vec::with_capacity(conditions.len());
     for condition in &conditions {
-        match (strategy.priority)(&condition.condition) {
-            Priority::Issue => issues.push(condition.clone()),
-            Priority::Unknown => unknowns.push(condition.clone()),
-            Priority::Info => infos.push(condition.clone()),
+        let priority = (strategy.priority)(condition.condition);
+        priorities.push(priority);
+        match priority {
+            Priority::Issue => issues.push((*condition, priority)),
+            Priority::Unknown => unknowns.push((*condition, priority)),
+            Priority::Info => infos.push((*condition, priority)),
         }
     }
     let status = if !issues.is_empty() {
@@ -312,9 +325,8 @@ fn merge(
         Operation::Summary => {
             let healthy = issues.is_empty() && unknowns.is_empty();
             let mut messages = Vec::new();
-            for condition in &conditions {
-                let priority = (strategy.priority)(&condition.condition);
-                if priority == Priority::Info
+            for (condition, priority) in conditions.iter().zip(&priorities) {
+                if *priority == Priority::Info
                     && (!healthy || condition.condition.message.is_empty())
                 {
                     // Information is dropped while there are issues, and when it says nothing.
@@ -332,11 +344,11 @@ fn merge(
         Operation::Aggregate => {
             let mut budget = 3;
             let messages = if !issues.is_empty() || !unknowns.is_empty() {
-                let mut relevant = issues.clone();
-                relevant.extend(unknowns.iter().cloned());
-                aggregate_messages(&relevant, &mut budget, false, strategy)
+                let mut relevant = issues;
+                relevant.extend(unknowns);
+                aggregate_messages(&relevant, &mut budget, false)
             } else {
-                aggregate_messages(&infos, &mut budget, true, strategy)
+                aggregate_messages(&infos, &mut budget, true)
             };
             messages.join("\n")
         }
@@ -346,54 +358,59 @@ fn merge(
 
 /// Messages of an aggregate: per kind, the three most relevant messages with up to three of
 /// the objects reporting each, then how many other objects report something (upstream
-/// `aggregateMessages`).
+/// `aggregateMessages`). Each condition comes with its priority.
 fn aggregate_messages(
-    conditions: &[SourceCondition],
+    conditions: &[(SourceCondition<'_>, Priority)],
     budget: &mut usize,
     drop_empty: bool,
-    strategy: &MergeStrategy<'_>,
 ) -> Vec<String> {
-    struct Entry {
-        objects: Vec<String>,
+    struct Entry<'a> {
+        objects: Vec<&'a str>,
         priority: Priority,
         first: bool,
     }
-    let mut by_kind: BTreeMap<&str, BTreeMap<&str, Entry>> = BTreeMap::new();
+    let mut by_kind: BTreeMap<&str, BTreeMap<&str, Entry<'_>>> = BTreeMap::new();
     let mut control_plane_machines = BTreeSet::new();
-    for condition in conditions {
+    for (condition, priority) in conditions {
         if drop_empty && condition.condition.message.is_empty() {
             continue;
         }
-        let priority = (strategy.priority)(&condition.condition);
         let entry = by_kind
-            .entry(&condition.kind)
+            .entry(condition.kind)
             .or_default()
             .entry(&condition.condition.message)
             .or_insert(Entry {
                 objects: Vec::new(),
-                priority,
+                priority: *priority,
                 first: false,
             });
-        entry.objects.push(condition.name.clone());
-        entry.priority = entry.priority.min(priority);
+        entry.objects.push(condition.name);
+        entry.priority = entry.priority.min(*priority);
         if condition.control_plane_machine {
             entry.first = true;
-            control_plane_machines.insert(condition.name.clone());
+            control_plane_machines.insert(condition.name);
         }
     }
     let mut messages = Vec::new();
     for (kind, entries) in by_kind {
         let plural = format!("{kind}s");
-        let mut entries: Vec<(&str, Entry)> = entries.into_iter().collect();
-        entries.sort_by(|(_, a), (_, b)| {
+        // The objects' names joined, as the last tie-breaker, computed once per message.
+        let mut entries: Vec<(&str, Entry<'_>, String)> = entries
+            .into_iter()
+            .map(|(message, entry)| {
+                let names = entry.objects.join(",");
+                (message, entry, names)
+            })
+            .collect();
+        entries.sort_by(|(_, a, a_names), (_, b, b_names)| {
             b.first
                 .cmp(&a.first)
                 .then(a.priority.cmp(&b.priority))
                 .then(b.objects.len().cmp(&a.objects.len()))
-                .then_with(|| a.objects.join(",").cmp(&b.objects.join(",")))
+                .then_with(|| a_names.cmp(b_names))
         });
         let mut others: BTreeMap<Priority, usize> = BTreeMap::new();
-        for (message, mut entry) in entries {
+        for (message, mut entry, _) in entries {
             if *budget == 0 {
                 *others.entry(entry.priority).or_default() += entry.objects.len();
                 continue;
@@ -473,13 +490,7 @@ pub fn summary(
     target_type: &str,
     options: SummaryOptions<'_>,
 ) -> NewCondition {
-    let source = |condition: Condition| SourceCondition {
-        kind: kind.to_owned(),
-        name: name.to_owned(),
-        control_plane_machine: false,
-        condition,
-    };
-    let mut in_scope = Vec::new();
+    let mut in_scope: Vec<Condition> = Vec::new();
     for type_ in &options.for_types {
         let found = options
             .overrides
@@ -487,21 +498,30 @@ pub fn summary(
             .find(|c| &c.type_ == type_)
             .or_else(|| get(conditions, type_));
         match found {
-            Some(condition) => in_scope.push(source(condition.clone())),
+            Some(condition) => in_scope.push(condition.clone()),
             None if options.ignore_if_missing.contains(&type_.as_str()) => {}
-            None => in_scope.push(source(Condition {
+            None => in_scope.push(Condition {
                 type_: type_.clone(),
                 status: "Unknown".into(),
                 reason: NOT_YET_REPORTED.into(),
                 message: "Condition not yet reported".into(),
                 last_transition_time: Time(Timestamp::UNIX_EPOCH),
                 observed_generation: None,
-            })),
+            }),
         }
     }
+    let sources = in_scope
+        .iter()
+        .map(|condition| SourceCondition {
+            kind,
+            name,
+            control_plane_machine: false,
+            condition,
+        })
+        .collect();
     let (status, reason, message) = merge(
         Operation::Summary,
-        in_scope,
+        sources,
         &options.for_types,
         &options.strategy,
     );
@@ -532,22 +552,22 @@ pub fn aggregate(
     if sources.is_empty() {
         return None;
     }
+    // One stand-in for every object that does not report the condition.
+    let not_reported = Condition {
+        type_: source_type.to_owned(),
+        status: "Unknown".into(),
+        reason: NOT_YET_REPORTED.into(),
+        message: format!("Condition {source_type} not yet reported"),
+        last_transition_time: Time(Timestamp::UNIX_EPOCH),
+        observed_generation: None,
+    };
     let conditions = sources
         .iter()
         .map(|source| SourceCondition {
-            kind: source.kind.to_owned(),
-            name: source.name.to_owned(),
+            kind: source.kind,
+            name: source.name,
             control_plane_machine: source.control_plane_machine,
-            condition: get(source.conditions, source_type)
-                .cloned()
-                .unwrap_or_else(|| Condition {
-                    type_: source_type.to_owned(),
-                    status: "Unknown".into(),
-                    reason: NOT_YET_REPORTED.into(),
-                    message: format!("Condition {source_type} not yet reported"),
-                    last_transition_time: Time(Timestamp::UNIX_EPOCH),
-                    observed_generation: None,
-                }),
+            condition: get(source.conditions, source_type).unwrap_or(&not_reported),
         })
         .collect();
     let (status, reason, message) = merge(

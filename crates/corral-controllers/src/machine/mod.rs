@@ -676,25 +676,12 @@ fn update_status(
     }
     status::set_updating_condition(machine, now);
     status::set_ready_condition(machine, now);
-    if status::set_phase(machine, now) {
-        let phase = machine
-            .status
-            .as_ref()
-            .and_then(|s| s.phase)
-            .map(|p| p.as_str())
-            .unwrap_or_default();
-        let note = format!("Machine {} is {phase}", machine.name_any());
-        let reason = match phase {
-            "Pending" => "Pending",
-            "Provisioning" => "Provisioning",
-            "Provisioned" => "Provisioned",
-            "Running" => "Running",
-            "Updating" => "Updating",
-            "Deleting" => "Deleting",
-            _ => "Unknown",
-        };
-        scope.events.push((EventType::Normal, reason, note));
-    }
+    // No Event for a phase change: upstream's Machine controller records the phase and its
+    // `lastUpdated` only (`machine_controller_phases.go`), and leaves phase Events to the
+    // Cluster. The Events a user acts on stay: the Node found (SuccessfulSetNodeRef), drain
+    // and volume detach outcomes, Node deletion failures and reconcile errors. One Event per
+    // phase was four to five writes per Machine, more than the Machine's own status writes.
+    status::set_phase(machine, now);
     if let Some(after) = status::set_available_condition(machine, now) {
         scope.requeue_after = runtime::sooner(scope.requeue_after, Some(after));
     }

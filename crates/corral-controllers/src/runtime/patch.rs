@@ -166,22 +166,48 @@ where
     Ok(Some(patched))
 }
 
-/// Object (by uid, unique across kinds) → the resourceVersion its last write through this
-/// module replaced.
-static REPLACED: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+/// The versions of one object that writes through this module replaced, since a reconcile last
+/// saw a version they did not produce.
+#[derive(Debug, Default)]
+struct Replaced {
+    /// Versions replaced by a chain of own writes, oldest first: a metadata write then a status
+    /// write replace two versions, and the cache may still show either.
+    versions: Vec<String>,
+    /// The version the last own write produced.
+    latest: String,
+}
 
-fn remember_replaced<K: Resource>(object: &K, replaced: String) {
+/// Object (by uid, unique across kinds) → the versions own writes replaced.
+static REPLACED: Mutex<Option<HashMap<String, Replaced>>> = Mutex::new(None);
+
+/// The most versions remembered per object; a longer chain of own writes without the cache
+/// catching up keeps the newest.
+const MAX_REPLACED: usize = 8;
+
+pub(crate) fn remember_replaced<K: Resource>(object: &K, replaced: String) {
     let Some(uid) = object.meta().uid.clone() else {
         return;
     };
+    let written = object.meta().resource_version.clone().unwrap_or_default();
     let mut map = REPLACED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    map.get_or_insert_with(HashMap::new).insert(uid, replaced);
+    let entry = map.get_or_insert_with(HashMap::new).entry(uid).or_default();
+    // A write on top of the previous own write extends the chain; one on top of another
+    // writer's version starts a new one.
+    if entry.latest != replaced {
+        entry.versions.clear();
+    }
+    if entry.versions.len() == MAX_REPLACED {
+        entry.versions.remove(0);
+    }
+    entry.versions.push(replaced);
+    entry.latest = written;
 }
 
 /// Whether `object` is a copy that a write through this module has replaced, i.e. a cache
-/// that has not caught up yet. Seeing any other version forgets the entry.
+/// that has not caught up yet (any version of a chain of own writes but the last). Seeing any
+/// other version forgets the entry.
 pub fn is_replaced<K: Resource>(object: &K) -> bool {
     let Some(uid) = object.meta().uid.as_deref() else {
         return false;
@@ -195,14 +221,19 @@ pub fn is_replaced<K: Resource>(object: &K) -> bool {
     if map.is_empty() {
         return false;
     }
-    match (map.get(uid), object.meta().resource_version.as_deref()) {
-        (Some(replaced), Some(version)) if replaced == version => true,
-        (Some(_), _) => {
-            map.remove(uid);
-            false
-        }
-        (None, _) => false,
+    let Some(entry) = map.get(uid) else {
+        return false;
+    };
+    let version = object
+        .meta()
+        .resource_version
+        .as_deref()
+        .unwrap_or_default();
+    if entry.versions.iter().any(|replaced| replaced == version) {
+        return true;
     }
+    map.remove(uid);
+    false
 }
 
 /// Writes an object's metadata and spec, then its status, each only when changed. When the

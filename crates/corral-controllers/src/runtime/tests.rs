@@ -3,7 +3,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::backoff::{Backoff, delay};
-use super::patch::{Part, merge_patch, object_patch};
+use super::patch::{Part, is_replaced, merge_patch, object_patch, remember_replaced};
 use super::sooner;
 
 #[test]
@@ -74,4 +74,43 @@ fn sooner_keeps_the_earliest_requeue() {
     assert_eq!(sooner(None, None), None);
     assert_eq!(sooner(Some(s(3)), None), Some(s(3)));
     assert_eq!(sooner(Some(s(3)), Some(s(2))), Some(s(2)));
+}
+
+/// A Machine `uid` at `version`, as a cache would show it.
+fn copy(uid: &str, version: &str) -> corral_api::Machine {
+    serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "Machine",
+        "metadata": { "name": "m", "namespace": "ns", "uid": uid, "resourceVersion": version },
+        "spec": {
+            "clusterName": "c",
+            "bootstrap": {},
+            "infrastructureRef": { "apiGroup": "g", "kind": "K", "name": "n" },
+        },
+    }))
+    .unwrap()
+}
+
+/// A metadata write then a status write replace two versions; a cache showing either is
+/// behind, and the version they produced is not.
+#[test]
+fn every_version_a_chain_of_own_writes_replaced_is_stale() {
+    remember_replaced(&copy("chain", "2"), "1".into());
+    remember_replaced(&copy("chain", "3"), "2".into());
+    assert!(is_replaced(&copy("chain", "1")));
+    assert!(is_replaced(&copy("chain", "2")));
+    assert!(!is_replaced(&copy("chain", "3")));
+    // Seen caught up: forgotten.
+    assert!(!is_replaced(&copy("chain", "1")));
+}
+
+/// An own write on top of another writer's version starts a new chain: the versions before
+/// the other writer's are no longer known to be ours.
+#[test]
+fn another_writer_breaks_the_chain() {
+    remember_replaced(&copy("broken", "2"), "1".into());
+    remember_replaced(&copy("broken", "4"), "3".into());
+    assert!(is_replaced(&copy("broken", "3")));
+    assert!(!is_replaced(&copy("broken", "1")));
+    assert!(!is_replaced(&copy("broken", "3")));
 }
