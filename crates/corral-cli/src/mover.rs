@@ -31,6 +31,7 @@
 //! and `--rollback` (delete what was created at the target and unpause the source; refused once
 //! the source is partly deleted).
 
+mod directory;
 mod graph;
 
 use std::collections::{BTreeSet, HashMap};
@@ -46,6 +47,7 @@ use kube::api::{
 use serde_json::{Value, json};
 
 use crate::{Connection, Error};
+pub use directory::{from_directory, to_directory};
 pub use graph::{Node, ObjectGraph, ObjectKey, ObjectType};
 
 /// On a Cluster paused by `corral move`, at the source while it moves and at the target until
@@ -54,6 +56,10 @@ pub const PAUSED_BY_MOVE: &str = "corral.dev/paused-by-move";
 
 /// On a source Cluster once `corral move` began deleting the source's objects.
 pub const MOVE_PHASE: &str = "corral.dev/move-phase";
+
+/// The start of the [`PAUSED_BY_MOVE`] value of a Cluster paused by `--to-directory`, followed
+/// by the directory.
+const DIRECTORY_PREFIX: &str = "directory:";
 
 /// The [`MOVE_PHASE`] value once deletion began.
 const DELETING: &str = "deleting-source";
@@ -155,7 +161,7 @@ async fn move_graph(
 ) -> Result<MoveReport, Error> {
     progress.step = "pausing the Clusters at the source";
     for cluster in graph.clusters() {
-        pause_source_cluster(source, target, &cluster.key).await?;
+        pause_cluster(source, &cluster.key, &target.server).await?;
         progress.paused.push(cluster.key.clone());
         let _ = writeln!(
             out,
@@ -198,13 +204,13 @@ async fn move_graph(
     progress.step = "unpausing the Clusters at the target";
     let mut unpaused = BTreeSet::new();
     for cluster in graph.clusters() {
-        unpause_target_cluster(target, &cluster.key).await?;
+        unpause_cluster(target, &cluster.key).await?;
         unpaused.insert(cluster.key.clone());
     }
     // A Cluster whose source copy an earlier run already deleted is known by its annotation.
     for key in paused_by_move(target, options.namespace.as_deref()).await? {
         if unpaused.insert(key.clone()) {
-            unpause_target_cluster(target, &key).await?;
+            unpause_cluster(target, &key).await?;
         }
     }
     for key in &unpaused {
@@ -484,14 +490,56 @@ async fn preflight(
         check_target_serves_kinds(target, graph).await?;
         check_target_providers(source, target).await?;
     }
+    check_source(graph, options, false)?;
+    if options.mode == Mode::Resume || options.dry_run {
+        return Ok(());
+    }
+    for cluster in graph.clusters() {
+        let name = namespaced(&cluster.key);
+        let at_target = api(target, graph.object_type(cluster), &cluster.key.namespace)
+            .get_opt(&cluster.key.name)
+            .await
+            .map_err(|error| target.fail(format!("reading Cluster {name} at the target"), error))?;
+        if at_target.is_some() {
+            return Err(Error::Invalid(format!(
+                "a Cluster {name} already exists at the target {}; delete it there or move to another management plane",
+                target.server
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Step 1 at the source (upstream's `checkClustersNotPaused` and `checkProvisioningCompleted`,
+/// which `--to-directory` runs too): no Cluster paused but by this kind of move, every Cluster
+/// provisioned, every Machine with a Node. `to_directory` accepts the Clusters an unfinished
+/// `--to-directory` paused, since running it again finishes it.
+fn check_source(
+    graph: &ObjectGraph,
+    options: &MoveOptions,
+    to_directory: bool,
+) -> Result<(), Error> {
     let resume = options.mode == Mode::Resume;
     for cluster in graph.clusters() {
         let object = &cluster.object;
         let name = namespaced(&cluster.key);
-        let paused_by_move = object["metadata"]["annotations"][PAUSED_BY_MOVE].is_string();
+        let paused_by = object["metadata"]["annotations"][PAUSED_BY_MOVE].as_str();
         let paused = object["spec"]["paused"].as_bool() == Some(true)
             || object["metadata"]["annotations"][corral_api::annotations::PAUSED].is_string();
-        if paused_by_move && !resume {
+        let by_directory_move = paused_by.is_some_and(|by| by.starts_with(DIRECTORY_PREFIX));
+        if by_directory_move && !to_directory {
+            return Err(Error::Invalid(format!(
+                "Cluster {name} was paused by a `corral move --to-directory` that did not finish; run it again to finish it (it unpauses the Cluster), then move"
+            )));
+        }
+        if to_directory && paused_by.is_some() && !by_directory_move {
+            return Err(Error::Invalid(format!(
+                "Cluster {name} was paused by a `corral move` to {} that did not finish; finish it with --resume or undo it with --rollback before writing it to a directory",
+                paused_by.unwrap_or_default()
+            )));
+        }
+        let paused_by_move = paused_by.is_some();
+        if paused_by_move && !resume && !to_directory {
             return Err(Error::Invalid(format!(
                 "Cluster {name} was paused by a `corral move` that did not finish; finish it with `{} --resume` or undo it with `{} --rollback`",
                 options.command, options.command
@@ -515,20 +563,6 @@ async fn preflight(
             return Err(Error::Invalid(format!(
                 "cannot start the move while Cluster {name} is still initializing its control plane (status.initialization.controlPlaneInitialized is not true); wait and try again"
             )));
-        }
-        if !resume && !options.dry_run {
-            let at_target = api(target, graph.object_type(cluster), &cluster.key.namespace)
-                .get_opt(&cluster.key.name)
-                .await
-                .map_err(|error| {
-                    target.fail(format!("reading Cluster {name} at the target"), error)
-                })?;
-            if at_target.is_some() {
-                return Err(Error::Invalid(format!(
-                    "a Cluster {name} already exists at the target {}; delete it there or move to another management plane",
-                    target.server
-                )));
-            }
         }
     }
     for node in &graph.nodes {
@@ -634,15 +668,12 @@ fn parse_version(version: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Step 2 for one Cluster: `spec.paused: true` and [`PAUSED_BY_MOVE`].
-async fn pause_source_cluster(
-    source: &Connection,
-    target: &Connection,
-    key: &ObjectKey,
-) -> Result<(), Error> {
+/// Step 2 for one Cluster: `spec.paused: true` and [`PAUSED_BY_MOVE`] set to `paused_by`
+/// (the target's server URL, or the directory of `--to-directory`).
+async fn pause_cluster(source: &Connection, key: &ObjectKey, paused_by: &str) -> Result<(), Error> {
     let clusters: Api<corral_api::Cluster> = Api::namespaced(source.client.clone(), &key.namespace);
     let patch = json!({
-        "metadata": { "annotations": { PAUSED_BY_MOVE: target.server } },
+        "metadata": { "annotations": { PAUSED_BY_MOVE: paused_by } },
         "spec": { "paused": true },
     });
     clusters
@@ -657,8 +688,9 @@ async fn pause_source_cluster(
     Ok(())
 }
 
-/// Step 6 for one Cluster.
-async fn unpause_target_cluster(target: &Connection, key: &ObjectKey) -> Result<(), Error> {
+/// Step 6 for one Cluster (and the end of `--to-directory` at the source): `spec.paused: false`
+/// and the move's annotations removed.
+async fn unpause_cluster(target: &Connection, key: &ObjectKey) -> Result<(), Error> {
     let clusters: Api<corral_api::Cluster> = Api::namespaced(target.client.clone(), &key.namespace);
     let patch = json!({
         "metadata": { "annotations": { PAUSED_BY_MOVE: null, MOVE_PHASE: null } },

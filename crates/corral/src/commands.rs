@@ -174,6 +174,11 @@ struct DescribeClusterArgs {
     /// MachineDeployment.
     #[arg(long)]
     show_templates: bool,
+    /// Show the ClusterResourceSets bound to the cluster (nothing when the
+    /// addons.cluster.x-k8s.io API is not installed: Corral runs no ClusterResourceSet
+    /// controller).
+    #[arg(long)]
+    show_resourcesets: bool,
     /// Show each Machine's infrastructure and bootstrap objects even when they only repeat
     /// the Machine's state.
     #[arg(long)]
@@ -219,6 +224,7 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
         echo: args.echo,
         grouping: args.grouping && !args.disable_grouping,
         show_templates: args.show_templates,
+        show_resource_sets: args.show_resourcesets,
     };
     let tree = describe::describe_cluster(&connection, &options).await?;
     match args.output {

@@ -7,6 +7,10 @@
 //! bootstrap objects appear only when their state adds something to the Machine's (upstream's
 //! echo suppression; `--echo` shows them always). `--show-templates` adds a `Templates` node of
 //! template references under the control plane and each MachineDeployment.
+//! `--show-resourcesets` adds a `ClusterResourceSets` node with the ClusterResourceSets the
+//! Cluster's ClusterResourceSetBinding lists; as upstream, nothing when there is no binding or
+//! the `addons.cluster.x-k8s.io` API is not installed (Corral has no ClusterResourceSet
+//! controller of its own, so the binding exists only where another one runs).
 
 pub mod tree;
 
@@ -34,6 +38,8 @@ pub struct DescribeOptions {
     /// Show the infrastructure and bootstrap templates of the control plane and of each
     /// MachineDeployment under a `Templates` node (upstream's `--show-templates`).
     pub show_templates: bool,
+    /// Show the ClusterResourceSets bound to the Cluster (upstream's `--show-resourcesets`).
+    pub show_resource_sets: bool,
 }
 
 /// Reads the cluster and builds its tree.
@@ -91,6 +97,11 @@ pub async fn describe_cluster(
         let mut node = object_node(&infrastructure, options);
         node.meta_name = Some("ClusterInfrastructure".into());
         root.children.push(node);
+    }
+    if options.show_resource_sets {
+        if let Some(node) = resource_sets_node(&mut reader, &options.name).await? {
+            root.children.push(node);
+        }
     }
 
     let is_control_plane = |machine: &Value| {
@@ -253,6 +264,41 @@ fn add_templates<'v>(
         node.children.push(templates);
     }
 }
+
+/// The `ClusterResourceSets` node: the ClusterResourceSets of the binding named after the
+/// Cluster (`spec.bindings[].clusterResourceSetName`), as references without state, as
+/// upstream's `addClusterResourceSetsToObjectTree`. `None` without a binding, including when
+/// the server does not serve `addons.cluster.x-k8s.io`.
+async fn resource_sets_node(reader: &mut Reader<'_>, cluster: &str) -> Result<Option<Node>, Error> {
+    let reference = serde_json::json!({
+        "apiGroup": ADDONS_GROUP,
+        "kind": "ClusterResourceSetBinding",
+        "name": cluster,
+    });
+    let Some(binding) = reader.referenced(&reference).await? else {
+        return Ok(None);
+    };
+    let mut group = Node::virtual_node(RESOURCE_SETS);
+    group.meta_name = Some(RESOURCE_SETS.into());
+    let bindings = binding["spec"]["bindings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for bound in bindings {
+        if let Some(name) = bound["clusterResourceSetName"].as_str() {
+            let mut node = Node::object("ClusterResourceSet", name);
+            node.shown = Shown::Nothing;
+            group.children.push(node);
+        }
+    }
+    Ok(Some(group))
+}
+
+/// The API group of ClusterResourceSets and their bindings.
+const ADDONS_GROUP: &str = "addons.cluster.x-k8s.io";
+
+/// The virtual node of `--show-resourcesets`.
+const RESOURCE_SETS: &str = "ClusterResourceSets";
 
 /// The name a row shows, which upstream orders siblings by: `Meta - Kind/name`, `Kind/name`,
 /// or a virtual node's name (so a Machine's BootstrapConfig comes before its
