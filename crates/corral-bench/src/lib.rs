@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use corral_apiserver::{Server, ServerConfig};
 use corral_store::DynStore;
+use corral_store::sqlite::CommitStats;
 use http::{Method, StatusCode};
 
 use crate::client::Http;
@@ -243,6 +244,19 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         "SQLite store: WAL, synchronous=FULL, one writer thread with group commit (crate defaults)"
             .into(),
     );
+    // Kept to read group commit's counters around the SQLite write runs.
+    let sqlite_stats = sqlite.clone();
+    let mut group_commit: Vec<(Op, usize, CommitStats)> = Vec::new();
+    let mut count_commits = |op: Op, clients: usize, before: CommitStats, after: CommitStats| {
+        let interval = after.since(&before);
+        match group_commit
+            .iter_mut()
+            .find(|(o, c, _)| *o == op && *c == clients)
+        {
+            Some((_, _, total)) => *total = add_commit_stats(total, &interval),
+            None => group_commit.push((op, clients, interval)),
+        }
+    };
     sides.push(Side::start("sqlite", Arc::new(sqlite), config).await?);
 
     #[cfg(feature = "etcd")]
@@ -305,11 +319,24 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
                 report.push(Op::RawEtcdPut, "etcd", clients, measured);
             }
             for side in sides.iter().filter(|_| config.runs(Phase::Store)) {
+                let before = sqlite_stats.commit_stats();
                 let measured = phases::store_creates(&side.store, clients, config).await;
+                if side.name == "sqlite" {
+                    count_commits(
+                        Op::StoreCreate,
+                        clients,
+                        before,
+                        sqlite_stats.commit_stats(),
+                    );
+                }
                 report.push(Op::StoreCreate, side.name, clients, measured);
             }
             for side in sides.iter().filter(|_| config.runs(Phase::Create)) {
+                let before = sqlite_stats.commit_stats();
                 let measured = phases::http_creates(&side.http, clients, config).await;
+                if side.name == "sqlite" {
+                    count_commits(Op::Create, clients, before, sqlite_stats.commit_stats());
+                }
                 report.push(Op::Create, side.name, clients, measured);
             }
             for side in sides.iter().filter(|_| config.runs(Phase::Update)) {
@@ -326,6 +353,9 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         }
     }
     report.keep_median_rounds();
+    for (op, clients, stats) in &group_commit {
+        report.notes.push(group_commit_note(*op, *clients, stats));
+    }
 
     for side in sides.iter().filter(|_| config.runs(Phase::List)) {
         let fill = phases::fill(
@@ -403,6 +433,50 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         .environment
         .push(format!("load average at the end: {}", load_average()));
     Ok(report)
+}
+
+fn add_commit_stats(a: &CommitStats, b: &CommitStats) -> CommitStats {
+    CommitStats {
+        commits: a.commits + b.commits,
+        writes: a.writes + b.writes,
+        commit_time: a.commit_time + b.commit_time,
+        batch_sizes: std::array::from_fn(|i| a.batch_sizes[i] + b.batch_sizes[i]),
+    }
+}
+
+/// How many writes shared each SQLite commit (and so each WAL fsync) during a run.
+fn group_commit_note(op: Op, clients: usize, stats: &CommitStats) -> String {
+    let per_commit = stats.writes as f64 / stats.commits.max(1) as f64;
+    let mean_commit = stats.commit_time.as_secs_f64() * 1000.0 / stats.commits.max(1) as f64;
+    let last = stats.batch_sizes.len() - 1;
+    let buckets: Vec<String> = stats
+        .batch_sizes
+        .iter()
+        .enumerate()
+        .filter(|(_, count)| **count > 0)
+        .map(|(i, count)| {
+            let floor = CommitStats::bucket_floor(i);
+            let label = match i {
+                0 => "1".to_string(),
+                i if i == last => format!("{floor}+"),
+                _ => format!("{floor}–{}", CommitStats::bucket_floor(i + 1) - 1),
+            };
+            format!("{label}: {count}")
+        })
+        .collect();
+    format!(
+        "sqlite group commit during {} at {clients} clients (all rounds, warm-ups included): {} \
+         writes in {} commits, {per_commit:.1} writes per commit (per fsync), a commit took \
+         {mean_commit:.2} ms on average (statements, WAL writes and fsync); commits by writes \
+         per commit: {}.",
+        match op {
+            Op::StoreCreate => "store creates (no HTTP)",
+            _ => "HTTP creates",
+        },
+        stats.writes,
+        stats.commits,
+        buckets.join(", ")
+    )
 }
 
 /// One backend: its store and a server over it, with a client.

@@ -79,7 +79,7 @@ mod writer;
 mod tests;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -136,6 +136,74 @@ pub struct SqliteStore {
 struct Published {
     revision: AtomicI64,
     compacted: AtomicI64,
+    commits: CommitCounters,
+}
+
+/// Running totals of the writer's committed batches, for `SqliteStore::commit_stats`.
+#[derive(Default)]
+struct CommitCounters {
+    commits: AtomicU64,
+    writes: AtomicU64,
+    commit_nanos: AtomicU64,
+    sizes: [AtomicU64; BATCH_SIZE_BUCKETS],
+}
+
+/// Batch sizes are counted in powers of two: 1, 2–3, 4–7, …, 512 and more.
+const BATCH_SIZE_BUCKETS: usize = 11;
+
+impl CommitCounters {
+    fn record(&self, writes: usize, took: std::time::Duration) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.writes.fetch_add(writes as u64, Ordering::Relaxed);
+        self.commit_nanos.fetch_add(
+            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        let bucket = (usize::BITS - writes.max(1).leading_zeros() - 1) as usize;
+        self.sizes[bucket.min(BATCH_SIZE_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> CommitStats {
+        CommitStats {
+            commits: self.commits.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            commit_time: std::time::Duration::from_nanos(self.commit_nanos.load(Ordering::Relaxed)),
+            batch_sizes: std::array::from_fn(|i| self.sizes[i].load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// How group commit has been doing since the store was opened: how many transactions the
+/// writer committed, how many writes they carried, and how long the commits took (each one
+/// ends with the WAL's fsync). Subtract two snapshots to look at an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommitStats {
+    /// Committed write transactions (batches that wrote something).
+    pub commits: u64,
+    /// Successful writes in them.
+    pub writes: u64,
+    /// Time spent committing them, from the first statement to the end of the fsync.
+    pub commit_time: std::time::Duration,
+    /// Commits by number of writes: `batch_sizes[i]` counts the batches of `2^i` to
+    /// `2^(i+1) - 1` writes (the last bucket has no upper bound).
+    pub batch_sizes: [u64; BATCH_SIZE_BUCKETS],
+}
+
+impl CommitStats {
+    /// What happened between `earlier` and `self`.
+    pub fn since(&self, earlier: &CommitStats) -> CommitStats {
+        CommitStats {
+            commits: self.commits - earlier.commits,
+            writes: self.writes - earlier.writes,
+            commit_time: self.commit_time.saturating_sub(earlier.commit_time),
+            batch_sizes: std::array::from_fn(|i| self.batch_sizes[i] - earlier.batch_sizes[i]),
+        }
+    }
+
+    /// The smallest batch size counted in bucket `i` of `batch_sizes`.
+    pub fn bucket_floor(i: usize) -> u64 {
+        1 << i
+    }
 }
 
 struct Inner {
@@ -173,6 +241,7 @@ impl SqliteStore {
         let published = Arc::new(Published {
             revision: AtomicI64::new(state.revision),
             compacted: AtomicI64::new(state.compacted),
+            commits: CommitCounters::default(),
         });
         let (events, _) = broadcast::channel(options.watch_buffer.max(1));
         let (commands, receiver) = mpsc::channel(options.max_batch_writes.max(1) * 4);
@@ -196,6 +265,11 @@ impl SqliteStore {
                 published,
             }),
         })
+    }
+
+    /// Group commit's totals so far; see [`CommitStats`].
+    pub fn commit_stats(&self) -> CommitStats {
+        self.inner.published.commits.snapshot()
     }
 
     async fn write(&self, write: Write) -> Result<Event> {

@@ -150,8 +150,13 @@ impl Writer {
 
     fn write_batch(&mut self, writes: Vec<(Write, oneshot::Sender<Result<Event>>)>) {
         let (writes, replies): (Vec<_>, Vec<_>) = writes.into_iter().unzip();
+        let started = std::time::Instant::now();
         match apply_batch(&mut self.connection, self.revision, &writes) {
             Ok((outcomes, revision)) => {
+                if revision > self.revision {
+                    let written = usize::try_from(revision - self.revision).unwrap_or(usize::MAX);
+                    self.published.commits.record(written, started.elapsed());
+                }
                 self.revision = revision;
                 self.published.revision.store(revision, Ordering::Release);
                 let events: Vec<Event> = outcomes

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use corral_store::sqlite::{MAX_VALUE_BYTES, SqliteOptions, SqliteStore};
-use corral_store::{DynStore, Error, RangeRequest, Revision};
+use corral_store::{DynStore, Error, RangeRequest, Revision, Store as _};
 
 use crate::assert_err;
 use crate::conformance::{DEADLINE, bytes, kv, next_event, next_events, next_item};
@@ -618,4 +618,30 @@ async fn measure_range_of_10000_keys() {
         started.elapsed()
     );
     time("current range after compaction, whole", None, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_stats_count_every_committed_write_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("store.db")).unwrap();
+    let before = store.commit_stats();
+    let writers: Vec<_> = (0..32)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.create(&format!("/k/{i}"), bytes("v")).await })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap().unwrap();
+    }
+    // A failed write commits nothing and is not counted.
+    assert_err!(
+        store.create("/k/0", bytes("again")).await,
+        Error::AlreadyExists { .. }
+    );
+    let stats = store.commit_stats().since(&before);
+    assert_eq!(stats.writes, 32);
+    assert!((1..=32).contains(&stats.commits), "{stats:?}");
+    assert_eq!(stats.batch_sizes.iter().sum::<u64>(), stats.commits);
+    assert!(stats.commit_time > Duration::ZERO, "{stats:?}");
 }
