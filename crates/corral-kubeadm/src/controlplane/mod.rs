@@ -24,6 +24,7 @@
 //! In Cluster API v1beta2 the Cluster takes `controlPlaneEndpoint` from the infrastructure
 //! cluster, so the KubeadmControlPlane does not set it.
 
+mod addons;
 mod adopt;
 pub mod etcd;
 mod machines;
@@ -148,6 +149,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Adopt(#[from] adopt::AdoptError),
+    #[error(transparent)]
+    Addons(#[from] addons::AddonsError),
     #[error("cannot patch the KubeadmControlPlane")]
     Patch(#[source] kube::Error),
     #[error("cannot patch the status of the KubeadmControlPlane")]
@@ -179,6 +182,8 @@ struct Context {
     /// The `cloned-from` template of each Machine's infrastructure object, by Machine uid: it
     /// is set when the object is created and never changes, so it is read once.
     infrastructure_cloned_from: Mutex<HashMap<String, Option<String>>>,
+    /// What kube-proxy and CoreDNS were last brought to, per control plane ([`addons`]).
+    addons: addons::Applied,
 }
 
 /// The name the controller reports Events under.
@@ -258,6 +263,7 @@ pub async fn run(
         watches,
         certificates_checked: Default::default(),
         infrastructure_cloned_from: Default::default(),
+        addons: Default::default(),
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         external: ExternalObjects::new(client.clone()),
         client: client.clone(),
@@ -988,7 +994,7 @@ async fn reconcile_machines(
     match step {
         Some(RolloutStep::ScaleUp) => scale_up(context, scope, outcome).await,
         Some(RolloutStep::ScaleDown) => scale_down(context, scope, outcome).await,
-        None => Ok(()),
+        None => addons::reconcile_addons(context, scope).await,
     }
 }
 
@@ -1337,6 +1343,7 @@ async fn reconcile_delete(
             .lock()
             .expect("certificates lock")
             .remove(&kcp.uid().unwrap_or_default());
+        context.addons.forget(&kcp.uid().unwrap_or_default());
         context.cache.forget(&key);
         return Ok(Action::await_change());
     }

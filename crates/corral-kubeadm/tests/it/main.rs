@@ -2,6 +2,7 @@
 //! the schema rules standing in for upstream's webhooks (through a real API server), and the
 //! providers against an in-process management plane.
 
+mod addons;
 mod adoption;
 mod bootstrap;
 mod certs;
