@@ -249,7 +249,7 @@ impl Walker<'_> {
         };
         match value {
             Value::Array(items) => {
-                if let Some(item_schema) = schema.items.as_deref() {
+                if let Some(item_schema) = schema.items.as_deref().filter(|s| s.rules_within) {
                     for (index, item) in items.iter().enumerate() {
                         let item_old = correlate_item(schema, old, item);
                         let same = child_unchanged(item_old, item);
@@ -258,7 +258,7 @@ impl Walker<'_> {
                 }
             }
             Value::Object(map) => {
-                if let Some(additional) = schema.additional_schema() {
+                if let Some(additional) = schema.additional_schema().filter(|s| s.rules_within) {
                     for (key, child) in map {
                         let child_old = correlate_field(old, key);
                         let same = child_unchanged(child_old, child);
@@ -266,7 +266,7 @@ impl Walker<'_> {
                     }
                 }
                 for (key, child) in map {
-                    if let Some(property) = schema.properties.get(key) {
+                    if let Some(property) = schema.properties.get(key).filter(|s| s.rules_within) {
                         let child_old = correlate_field(old, key);
                         let same = child_unchanged(child_old, child);
                         let embedded = property.embedded_resource;

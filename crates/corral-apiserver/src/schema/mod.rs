@@ -166,7 +166,7 @@ fn validate(
     old: Option<&Value>,
 ) -> (Vec<FieldError>, Vec<String>) {
     let mut openapi = validate::OpenApi::new();
-    openapi.validate(&schema.root, object, "", old);
+    openapi.validate(&schema.root, object, &validate::Name::Root, old);
     let mut errors = openapi.errors;
     errors.extend(validate::embedded_errors(&schema.root, object));
     // A list that was already invalid stays writable (upstream checks the old object first).

@@ -119,6 +119,13 @@ pub(super) struct Schema {
     /// Whether this node or one below it (through properties, additional properties or
     /// items) carries rules, so that rule evaluation can skip the subtrees that have none.
     pub rules_within: bool,
+    /// Whether this node or one below it has an `x-kubernetes-list-type` of `set` or `map`,
+    /// so that the list uniqueness checks can skip the subtrees that have none.
+    pub lists_within: bool,
+    /// Whether this node or one below it is an `x-kubernetes-embedded-resource`.
+    pub embedded_within: bool,
+    /// What [`Schema::types`] returns, computed once.
+    validation_types: Vec<String>,
 }
 
 fn string(node: &Value, key: &str) -> Option<String> {
@@ -224,7 +231,19 @@ impl Schema {
                 .unwrap_or_default(),
             rules: Vec::new(),
             rules_within: false,
+            lists_within: false,
+            embedded_within: false,
+            validation_types: Vec::new(),
         };
+        schema.validation_types = if schema.int_or_string {
+            vec!["integer".to_string(), "string".to_string()]
+        } else {
+            schema.type_.iter().cloned().collect()
+        };
+        schema.lists_within = matches!(schema.list_type.as_deref(), Some("set" | "map"))
+            || schema.any_child(|child| child.lists_within);
+        schema.embedded_within =
+            schema.embedded_resource || schema.any_child(|child| child.embedded_within);
         let rules = node
             .get("x-kubernetes-validations")
             .and_then(Value::as_array)
@@ -258,12 +277,16 @@ impl Schema {
 
     /// The types a value may have, for validation: none (any), one, or integer and string
     /// for `x-kubernetes-int-or-string`.
-    pub fn types(&self) -> Vec<&str> {
-        if self.int_or_string {
-            vec!["integer", "string"]
-        } else {
-            self.type_.iter().map(String::as_str).collect()
-        }
+    pub fn types(&self) -> &[String] {
+        &self.validation_types
+    }
+
+    /// Whether `test` holds for a schema of a property, of additional properties or of items
+    /// (whose flags are set: children are parsed first).
+    fn any_child(&self, test: impl Fn(&Schema) -> bool) -> bool {
+        self.properties.values().any(&test)
+            || self.additional_schema().is_some_and(&test)
+            || self.items.as_deref().is_some_and(&test)
     }
 
     /// The format validation uses: formats apiextensions does not support for the type are
@@ -313,10 +336,7 @@ impl Schema {
     /// Whether this node or one below it carries rules (children were parsed first, so their
     /// `rules_within` is set).
     fn has_rules(&self) -> bool {
-        !self.rules.is_empty()
-            || self.properties.values().any(|p| p.rules_within)
-            || self.additional_schema().is_some_and(|s| s.rules_within)
-            || self.items.as_deref().is_some_and(|s| s.rules_within)
+        !self.rules.is_empty() || self.any_child(|child| child.rules_within)
     }
 
     pub fn is_list_map(&self) -> bool {

@@ -12,6 +12,62 @@ use super::field::{ErrorType, FieldError, Path, go_float, go_quote};
 use super::structural::{Additional, Schema};
 use crate::names;
 
+/// Where kube-openapi's validator is in the object, as a chain of borrowed segments on the
+/// stack: walking a valid object allocates nothing for it, and the dotted name is rendered
+/// only when an error is reported.
+#[derive(Clone, Copy)]
+pub enum Name<'a> {
+    Root,
+    /// A declared property: `a.b`, or `b` under the root.
+    Property(&'a Name<'a>, &'a str),
+    /// A key under `additionalProperties`: always `<parent>.<key>` (`.key` under the root).
+    Additional(&'a Name<'a>, &'a str),
+    /// An array item: `a[3]`.
+    Item(&'a Name<'a>, usize),
+}
+
+impl Name<'_> {
+    /// kube-openapi's dotted name (empty for the root).
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        match self {
+            Name::Root => {}
+            Name::Property(parent, name) => {
+                parent.write(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(name);
+            }
+            Name::Additional(parent, key) => {
+                parent.write(out);
+                out.push('.');
+                out.push_str(key);
+            }
+            Name::Item(parent, index) => {
+                parent.write(out);
+                let _ = write!(out, "[{index}]");
+            }
+        }
+    }
+
+    /// The field an error names: the dotted name without a leading dot, or `<nil>` for the
+    /// root.
+    fn field(&self) -> String {
+        openapi_field(&self.render())
+    }
+
+    fn is_root(&self) -> bool {
+        matches!(self, Name::Root)
+    }
+}
+
 /// The field an error of kube-openapi names: its dotted name without the leading dot, or
 /// `<nil>` for the root.
 fn openapi_field(name: &str) -> String {
@@ -20,14 +76,6 @@ fn openapi_field(name: &str) -> String {
         "<nil>".to_string()
     } else {
         name.to_string()
-    }
-}
-
-fn child_name(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        name.to_string()
-    } else {
-        format!("{path}.{name}")
     }
 }
 
@@ -96,7 +144,13 @@ impl OpenApi {
 
     /// Validates `value` at `path` (kube-openapi's dotted name). `old` is the correlated old
     /// value on updates; an unchanged value is not validated again.
-    pub fn validate(&mut self, schema: &Schema, value: &Value, path: &str, old: Option<&Value>) {
+    pub fn validate(
+        &mut self,
+        schema: &Schema,
+        value: &Value,
+        path: &Name<'_>,
+        old: Option<&Value>,
+    ) {
         if old.is_some_and(|old| old == value) {
             return;
         }
@@ -123,10 +177,11 @@ impl OpenApi {
         }
     }
 
-    fn invalid_type(&mut self, path: &str, type_name: &str, data: &str) {
+    fn invalid_type(&mut self, path: &Name<'_>, type_name: &str, data: &str) {
+        let path = path.render();
         self.errors.push(FieldError::new(
             ErrorType::TypeInvalid,
-            openapi_field(path),
+            openapi_field(&path),
             Some(Value::String(data.to_string())),
             format!(
                 "{path} in body must be of type {type_name}: {}",
@@ -135,14 +190,15 @@ impl OpenApi {
         ));
     }
 
-    fn check_type(&mut self, schema: &Schema, value: &Value, path: &str) {
+    fn check_type(&mut self, schema: &Schema, value: &Value, path: &Name<'_>) {
         let types = schema.types();
         let format = schema.validation_format().unwrap_or("");
         if types.is_empty() && format.is_empty() {
             return;
         }
+        let allows = |type_name: &str| types.iter().any(|t| t == type_name);
         if value.is_null() {
-            if !types.is_empty() && !types.contains(&"null") && !schema.nullable {
+            if !types.is_empty() && !allows("null") && !schema.nullable {
                 self.invalid_type(path, &types.join(","), "null");
             }
             return;
@@ -150,10 +206,10 @@ impl OpenApi {
         let (data_type, data_format) = json_type(value);
         let is_float_int = data_type == "number"
             && value.as_f64().is_some_and(is_json_integer)
-            && types.contains(&"integer");
-        let is_int_float = data_type == "integer" && types.contains(&"number");
-        let type_matches = types.contains(&data_type) || is_float_int || is_int_float;
-        let numeric = types.contains(&"number") || types.contains(&"integer");
+            && allows("integer");
+        let is_int_float = data_type == "integer" && allows("number");
+        let type_matches = allows(data_type) || is_float_int || is_int_float;
+        let numeric = allows("number") || allows("integer");
         // Strings and arrays skip the format comparison; a formatted non-numeric type accepts
         // them whatever its type (kube-openapi's order of checks, quirks included).
         let stringish = value.is_string() || value.is_array();
@@ -170,13 +226,24 @@ impl OpenApi {
     }
 
     /// Validates against a sub-schema at the same place, collecting its errors apart.
-    fn sub(schema: &Schema, value: &Value, path: &str, old: Option<&Value>) -> Vec<FieldError> {
+    fn sub(
+        schema: &Schema,
+        value: &Value,
+        path: &Name<'_>,
+        old: Option<&Value>,
+    ) -> Vec<FieldError> {
         let mut sub = OpenApi::new();
         sub.validate(schema, value, path, old);
         sub.errors
     }
 
-    fn check_junctions(&mut self, schema: &Schema, value: &Value, path: &str, old: Option<&Value>) {
+    fn check_junctions(
+        &mut self,
+        schema: &Schema,
+        value: &Value,
+        path: &Name<'_>,
+        old: Option<&Value>,
+    ) {
         if !schema.any_of.is_empty() {
             let mut best: Option<Vec<FieldError>> = None;
             let mut succeeded = false;
@@ -196,7 +263,7 @@ impl OpenApi {
             if !succeeded {
                 self.errors.push(root_error(format!(
                     "{} must validate at least one schema (anyOf)",
-                    go_quote(path)
+                    go_quote(&path.render())
                 )));
             }
             self.errors.extend(best.unwrap_or_default());
@@ -223,7 +290,7 @@ impl OpenApi {
                 };
                 self.errors.push(root_error(format!(
                     "{} must validate one and only one schema (oneOf). {found}",
-                    go_quote(path)
+                    go_quote(&path.render())
                 )));
                 self.errors.extend(best.unwrap_or_default());
             }
@@ -245,7 +312,7 @@ impl OpenApi {
                 };
                 self.errors.push(root_error(format!(
                     "{} must validate all the schemas (allOf){none}",
-                    go_quote(path)
+                    go_quote(&path.render())
                 )));
             }
         }
@@ -254,25 +321,25 @@ impl OpenApi {
         {
             self.errors.push(root_error(format!(
                 "{} must not validate the schema (not)",
-                go_quote(path)
+                go_quote(&path.render())
             )));
         }
     }
 
-    fn check_string(&mut self, schema: &Schema, data: &str, path: &str) {
+    fn check_string(&mut self, schema: &Schema, data: &str, path: &Name<'_>) {
         let length = data.chars().count() as i64;
         if let Some(max) = schema.max_length
             && length > max
         {
-            self.errors
-                .push(FieldError::too_long(openapi_field(path), max));
+            self.errors.push(FieldError::too_long(path.field(), max));
             return;
         }
         if let Some(min) = schema.min_length
             && length < min
         {
+            let path = path.render();
             self.errors.push(FieldError::invalid(
-                openapi_field(path),
+                openapi_field(&path),
                 data,
                 format!("{path} in body should be at least {min} chars long"),
             ));
@@ -287,8 +354,9 @@ impl OpenApi {
                 ),
             };
             if !matches {
+                let path = path.render();
                 self.errors.push(FieldError::invalid(
-                    openapi_field(path),
+                    openapi_field(&path),
                     data,
                     format!("{path} in body should match '{shown}'"),
                 ));
@@ -296,16 +364,17 @@ impl OpenApi {
         }
     }
 
-    fn check_format(&mut self, schema: &Schema, data: &str, path: &str) {
+    fn check_format(&mut self, schema: &Schema, data: &str, path: &Name<'_>) {
         let Some(format) = schema.validation_format() else {
             return;
         };
         if !super::format::is_supported(format) || super::format::is_valid(format, data) {
             return;
         }
+        let path = path.render();
         self.errors.push(FieldError::new(
             ErrorType::TypeInvalid,
-            openapi_field(path),
+            openapi_field(&path),
             Some(Value::String(data.to_string())),
             format!(
                 "{path} in body must be of type {format}: {}",
@@ -314,15 +383,15 @@ impl OpenApi {
         ));
     }
 
-    fn check_number(&mut self, schema: &Schema, value: &Value, path: &str) {
-        let (type_name, format) = match schema.types().as_slice() {
-            ["integer"] => (
+    fn check_number(&mut self, schema: &Schema, value: &Value, path: &Name<'_>) {
+        let (type_name, format) = match schema.types() {
+            [only] if only == "integer" => (
                 "integer",
                 schema
                     .validation_format()
                     .filter(|f| matches!(*f, "int32" | "int64")),
             ),
-            ["number"] => (
+            [only] if only == "number" => (
                 "number",
                 schema
                     .validation_format()
@@ -340,10 +409,10 @@ impl OpenApi {
                 format!("{type_name} with format {format}")
             };
             self.errors.push(root_error(format!(
-                "Checked value must be of type {described} in {path}"
+                "Checked value must be of type {described} in {}",
+                path.render()
             )));
         }
-        let field = openapi_field(path);
         let int = as_int(value);
         if let Some(factor) = schema.multiple_of {
             // Integers are checked as integers when the factor fits the type, as upstream
@@ -375,15 +444,16 @@ impl OpenApi {
                         )
                     }
                 };
+            let path = path.render();
             if !positive {
                 self.errors.push(FieldError::invalid(
-                    field.clone(),
+                    openapi_field(&path),
                     factor_value,
                     format!("factor MultipleOf declared for {path} must be positive: {shown}"),
                 ));
             } else if !multiple {
                 self.errors.push(FieldError::invalid(
-                    field.clone(),
+                    openapi_field(&path),
                     value.clone(),
                     format!("{path} in body should be a multiple of {shown}"),
                 ));
@@ -420,8 +490,9 @@ impl OpenApi {
                     (true, true) => "less than",
                     (true, false) => "less than or equal to",
                 };
+                let path = path.render();
                 self.errors.push(FieldError::invalid(
-                    field.clone(),
+                    openapi_field(&path),
                     value.clone(),
                     format!("{path} in body should be {relation} {shown}"),
                 ));
@@ -429,19 +500,26 @@ impl OpenApi {
         }
     }
 
-    fn check_array(&mut self, schema: &Schema, items: &[Value], path: &str, old: Option<&Value>) {
+    fn check_array(
+        &mut self,
+        schema: &Schema,
+        items: &[Value],
+        path: &Name<'_>,
+        old: Option<&Value>,
+    ) {
         if let Some(item_schema) = schema.items.as_deref() {
             for (index, item) in items.iter().enumerate() {
                 let item_old = correlate_item(schema, old, item);
-                self.validate(item_schema, item, &format!("{path}[{index}]"), item_old);
+                self.validate(item_schema, item, &Name::Item(path, index), item_old);
             }
         }
         let size = items.len() as i64;
         if let Some(min) = schema.min_items
             && size < min
         {
+            let path = path.render();
             self.errors.push(FieldError::invalid(
-                openapi_field(path),
+                openapi_field(&path),
                 size,
                 format!("{path} in body should have at least {min} items"),
             ));
@@ -450,7 +528,7 @@ impl OpenApi {
             && size > max
         {
             self.errors
-                .push(FieldError::too_many(openapi_field(path), size, max));
+                .push(FieldError::too_many(path.field(), size, max));
         }
         if schema.unique_items {
             let duplicated = items
@@ -458,8 +536,9 @@ impl OpenApi {
                 .enumerate()
                 .any(|(i, item)| items[..i].contains(item));
             if duplicated {
+                let path = path.render();
                 self.errors.push(FieldError::invalid(
-                    openapi_field(path),
+                    openapi_field(&path),
                     "",
                     format!("{path} in body shouldn't contain duplicates"),
                 ));
@@ -467,7 +546,7 @@ impl OpenApi {
         }
     }
 
-    fn check_enum(&mut self, schema: &Schema, value: &Value, path: &str) {
+    fn check_enum(&mut self, schema: &Schema, value: &Value, path: &Name<'_>) {
         let Some(allowed) = &schema.enumeration else {
             return;
         };
@@ -482,7 +561,7 @@ impl OpenApi {
             })
             .collect();
         self.errors.push(FieldError::not_supported(
-            openapi_field(path),
+            path.field(),
             value.clone(),
             &supported,
         ));
@@ -492,15 +571,16 @@ impl OpenApi {
         &mut self,
         schema: &Schema,
         map: &Map<String, Value>,
-        path: &str,
+        path: &Name<'_>,
         old: Option<&Value>,
     ) {
         let count = map.len() as i64;
         if let Some(min) = schema.min_properties
             && count < min
         {
+            let path = path.render();
             self.errors.push(FieldError::invalid(
-                openapi_field(path),
+                openapi_field(&path),
                 count,
                 format!("{path} in body should have at least {min} properties"),
             ));
@@ -509,14 +589,15 @@ impl OpenApi {
             && count > max
         {
             self.errors
-                .push(FieldError::too_many(openapi_field(path), count, max));
+                .push(FieldError::too_many(path.field(), count, max));
         }
         match &schema.additional_properties {
             Some(Additional::Allows(false)) => {
                 for key in map.keys() {
                     if !schema.properties.contains_key(key) {
+                        let path = path.render();
                         self.errors.push(FieldError::invalid(
-                            openapi_field(path),
+                            openapi_field(&path),
                             key.as_str(),
                             format!("{path}.{key} in body is a forbidden property"),
                         ));
@@ -529,7 +610,7 @@ impl OpenApi {
                         self.validate(
                             additional,
                             child,
-                            &format!("{path}.{key}"),
+                            &Name::Additional(path, key),
                             correlate_field(old, key),
                         );
                     }
@@ -540,21 +621,19 @@ impl OpenApi {
         for (name, property) in &schema.properties {
             if let Some(child) = map.get(name) {
                 // The root's type fields are always checked (upstream does not ratchet them).
-                let type_meta = path.is_empty() && matches!(name.as_str(), "apiVersion" | "kind");
+                let type_meta = path.is_root() && matches!(name.as_str(), "apiVersion" | "kind");
                 let child_old = if type_meta {
                     None
                 } else {
                     correlate_field(old, name)
                 };
-                self.validate(property, child, &child_name(path, name), child_old);
+                self.validate(property, child, &Name::Property(path, name), child_old);
             }
         }
         for name in &schema.required {
             if !map.contains_key(name) {
-                self.errors.push(FieldError::required(
-                    openapi_field(&format!("{path}.{name}")),
-                    "",
-                ));
+                self.errors
+                    .push(FieldError::required(Name::Property(path, name).field(), ""));
             }
         }
     }
@@ -598,6 +677,9 @@ fn enum_matches(value: &Value, allowed: &Value) -> bool {
 /// `x-kubernetes-list-type` set and map uniqueness, with apimachinery field paths.
 pub fn list_errors(schema: &Schema, object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
+    if !schema.lists_within {
+        return errors;
+    }
     if let Value::Object(map) = object {
         list_map_fields(schema, map, &Path::root(), &mut errors);
     }
@@ -610,19 +692,22 @@ fn list_map_fields(
     path: &Path,
     errors: &mut Vec<FieldError>,
 ) {
-    if let Some(additional) = schema.additional_schema() {
+    if let Some(additional) = schema.additional_schema().filter(|s| s.lists_within) {
         for (key, child) in map {
             list_value(additional, child, &path.key(key), errors);
         }
     }
     for (key, child) in map {
-        if let Some(property) = schema.properties.get(key) {
+        if let Some(property) = schema.properties.get(key).filter(|s| s.lists_within) {
             list_value(property, child, &path.child(key), errors);
         }
     }
 }
 
 fn list_value(schema: &Schema, value: &Value, path: &Path, errors: &mut Vec<FieldError>) {
+    if !schema.lists_within {
+        return;
+    }
     match value {
         Value::Array(items) => {
             match schema.list_type.as_deref() {
@@ -639,7 +724,7 @@ fn list_value(schema: &Schema, value: &Value, path: &Path, errors: &mut Vec<Fiel
                 Some("map") => list_map_errors(schema, items, path, errors),
                 _ => {}
             }
-            if let Some(item_schema) = schema.items.as_deref() {
+            if let Some(item_schema) = schema.items.as_deref().filter(|s| s.lists_within) {
                 for (index, item) in items.iter().enumerate() {
                     list_value(item_schema, item, &path.index(index), errors);
                 }
@@ -652,10 +737,15 @@ fn list_value(schema: &Schema, value: &Value, path: &Path, errors: &mut Vec<Fiel
 
 /// The indices of values seen for the second time (a third occurrence is not reported).
 fn second_occurrences(values: &[Value]) -> Vec<usize> {
-    let mut seen: Vec<(&Value, usize)> = Vec::new();
+    second_occurrences_by(values, set_equal)
+}
+
+/// [`second_occurrences`] with the equality given.
+fn second_occurrences_by<T>(values: &[T], equal: impl Fn(&T, &T) -> bool) -> Vec<usize> {
+    let mut seen: Vec<(&T, usize)> = Vec::new();
     let mut repeated = Vec::new();
     for (index, value) in values.iter().enumerate() {
-        match seen.iter_mut().find(|(v, _)| set_equal(v, value)) {
+        match seen.iter_mut().find(|(v, _)| equal(v, value)) {
             Some((_, times)) => {
                 if *times == 1 {
                     repeated.push(index);
@@ -694,25 +784,28 @@ fn list_map_errors(schema: &Schema, items: &[Value], path: &Path, errors: &mut V
         return;
     }
     // A missing key (or a null item) is a value of its own, equal only to another missing one.
-    let keys: Vec<Value> = items
+    // Keys are compared borrowed; the key object is built only for an error.
+    let keys: Vec<Vec<Option<&Value>>> = items
         .iter()
         .map(|item| {
-            let mut key = Map::new();
-            if let Some(item) = item.as_object() {
-                for name in &schema.list_map_keys {
-                    if let Some(value) = item.get(name) {
-                        key.insert(name.clone(), value.clone());
-                    }
-                }
-            }
-            Value::Object(key)
+            schema
+                .list_map_keys
+                .iter()
+                .map(|name| item.as_object().and_then(|item| item.get(name)))
+                .collect()
         })
         .collect();
-    for index in second_occurrences(&keys) {
+    for index in second_occurrences_by(&keys, |a, b| a == b) {
+        let key: Map<String, Value> = schema
+            .list_map_keys
+            .iter()
+            .zip(&keys[index])
+            .filter_map(|(name, value)| Some((name.clone(), (*value)?.clone())))
+            .collect();
         errors.push(FieldError::new(
             ErrorType::Duplicate,
             path.index(index).render(),
-            Some(keys[index].clone()),
+            Some(Value::Object(key)),
             "",
         ));
     }
@@ -721,6 +814,9 @@ fn list_map_errors(schema: &Schema, items: &[Value], path: &Path, errors: &mut V
 /// The type and metadata checks of embedded resources (`x-kubernetes-embedded-resource`).
 pub fn embedded_errors(schema: &Schema, object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
+    if !schema.embedded_within {
+        return errors;
+    }
     embedded_walk(Some(schema), object, &Path::root(), &mut errors);
     errors
 }
@@ -731,7 +827,7 @@ fn embedded_walk(
     path: &Path,
     errors: &mut Vec<FieldError>,
 ) {
-    let Some(schema) = schema else {
+    let Some(schema) = schema.filter(|schema| schema.embedded_within) else {
         return;
     };
     match value {
