@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use kube::api::{Api, ListParams};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::tool_available;
 
@@ -888,6 +888,84 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
         "{tree}"
     );
 
+    // --show-resourcesets without the addons.cluster.x-k8s.io API shows nothing more, as
+    // clusterctl; --kubeconfig and -v also go before the command.
+    let global_flags = |extra: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_corral"))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["-v", "1", "describe", "cluster", "demo"])
+            .args(extra)
+            .env_remove("KUBECONFIG")
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    let plain = global_flags(&[]);
+    let with_sets = global_flags(&["--show-resourcesets"]);
+    assert_eq!(
+        with_sets.lines().count(),
+        plain.lines().count(),
+        "{with_sets}"
+    );
+    assert!(!with_sets.contains("ClusterResourceSet"), "{with_sets}");
+
+    // With the API installed and a binding for the cluster, its ClusterResourceSets show
+    // under the infrastructure, as clusterctl's tree.
+    install_resource_set_bindings(&kubeconfig).await;
+    let bindings: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client(&kubeconfig).await,
+        "default",
+        &resource_set_bindings(),
+    );
+    let binding: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "addons.cluster.x-k8s.io/v1beta2",
+        "kind": "ClusterResourceSetBinding",
+        "metadata": { "name": "demo" },
+        "spec": {
+            "clusterName": "demo",
+            "bindings": [
+                { "clusterResourceSetName": "calico" },
+                { "clusterResourceSetName": "csi" },
+            ],
+        },
+    }))
+    .unwrap();
+    eventually(
+        "the ClusterResourceSetBinding kind to be served",
+        || async {
+            bindings
+                .create(&kube::api::PostParams::default(), &binding)
+                .await
+                .ok()
+        },
+    )
+    .await;
+    let tree = corral_ok(
+        &kubeconfig,
+        &["describe", "cluster", "demo", "--show-resourcesets"],
+    );
+    let rows: Vec<&str> = tree
+        .lines()
+        .skip(1)
+        .take(5)
+        .map(|line| line.split("  ").next().unwrap_or("").trim_end())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "Cluster/demo",
+            "├─ClusterInfrastructure - DevCluster/demo",
+            "├─ClusterResourceSets",
+            "│ ├─ClusterResourceSet/calico",
+            "│ └─ClusterResourceSet/csi",
+        ],
+        "{tree}"
+    );
+
     // A restart with --demo resumes the demo cluster as it is instead of applying the
     // template over what was done to it.
     corral_ok(&kubeconfig, &["scale", "md/demo-md-0", "--replicas", "4"]);
@@ -918,6 +996,48 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
         Api::namespaced(client(&kubeconfig).await, "default");
     let deployment = deployments.get("demo-md-0").await.unwrap();
     assert_eq!(deployment.spec.replicas, Some(4));
+}
+
+fn resource_set_bindings() -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: "addons.cluster.x-k8s.io".into(),
+        version: "v1beta2".into(),
+        api_version: "addons.cluster.x-k8s.io/v1beta2".into(),
+        kind: "ClusterResourceSetBinding".into(),
+        plural: "clusterresourcesetbindings".into(),
+    }
+}
+
+/// Installs upstream's ClusterResourceSetBinding kind (its schema left open), which Corral
+/// does not install itself.
+async fn install_resource_set_bindings(kubeconfig: &Path) {
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client(kubeconfig).await);
+    let crd = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": "clusterresourcesetbindings.addons.cluster.x-k8s.io" },
+        "spec": {
+            "group": "addons.cluster.x-k8s.io",
+            "scope": "Namespaced",
+            "names": {
+                "kind": "ClusterResourceSetBinding",
+                "plural": "clusterresourcesetbindings",
+                "singular": "clusterresourcesetbinding",
+                "listKind": "ClusterResourceSetBindingList",
+            },
+            "versions": [{
+                "name": "v1beta2", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                } },
+            }],
+        },
+    }))
+    .unwrap();
+    crds.create(&kube::api::PostParams::default(), &crd)
+        .await
+        .unwrap();
 }
 
 #[test]

@@ -559,3 +559,192 @@ fn a_cloud_that_does_not_answer_or_listens_beyond_loopback_is_refused() {
     assert_eq!(cloud.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("only loopback addresses"), "{stderr}");
 }
+
+/// `corral ARGS` to completion.
+fn run_corral(args: &[&std::ffi::OsStr]) -> Output {
+    corral().args(args).output().expect("running corral")
+}
+
+/// A failure of one line, exit code 1, that contains `needle`.
+fn assert_fails_with(output: &Output, needle: &str) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr}"
+    );
+    assert!(stderr.contains(needle), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_written_to_a_directory_is_restored_into_another_management_plane() {
+    use std::ffi::OsStr;
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::Builder::new()
+        .prefix("corral-move-dir-")
+        .tempdir()
+        .unwrap();
+    let (_cloud_process, cloud_url) = start_cloud(dir.path());
+    let (source_process, source_kubeconfig) = start_plane(dir.path(), "source", &cloud_url).await;
+    let (_target_process, target_kubeconfig) = start_plane(dir.path(), "target", &cloud_url).await;
+    let source = client(&source_kubeconfig).await;
+    let target = client(&target_kubeconfig).await;
+    let cloud = RemoteCloud::new(&cloud_url).unwrap();
+
+    create_cluster(&source).await;
+    let before = running_machines(&source, 3).await;
+    let booted = boot_times(&cloud, &before).await;
+
+    // --kubeconfig before the command, as clusterctl takes it.
+    let to_directory = |directory: &Path| {
+        run_corral(&[
+            OsStr::new("--kubeconfig"),
+            source_kubeconfig.as_os_str(),
+            OsStr::new("move"),
+            OsStr::new("--to-directory"),
+            directory.as_os_str(),
+            OsStr::new("-n"),
+            OsStr::new(NAMESPACE),
+        ])
+    };
+    // Bad directories: one line each, and the source is not even paused.
+    assert_fails_with(&to_directory(&dir.path().join("missing")), "does not exist");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    assert_fails_with(&to_directory(&file), "is not a directory");
+    assert_fails_with(&to_directory(dir.path()), "is not empty");
+    let read_only = dir.path().join("read-only");
+    std::fs::create_dir(&read_only).unwrap();
+    std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o500)).unwrap();
+    // root writes anyway; the check is only meaningful for other users.
+    if std::fs::write(read_only.join("probe"), "").is_err() {
+        assert_fails_with(&to_directory(&read_only), "cannot write to the directory");
+    }
+    assert_eq!(cluster_paused(&source).await, Some(false));
+    let backup = dir.path().join("backup");
+    std::fs::create_dir(&backup).unwrap();
+
+    // The backup: a file per object, the Cluster paused in it, the source unpaused again
+    // and still in charge.
+    let written = to_directory(&backup);
+    let stdout = text(&written.stdout);
+    assert!(written.status.success(), "{}", text(&written.stderr));
+    assert!(stdout.contains("of 1 Cluster from"), "{stdout}");
+    let cluster_file = backup.join(format!("Cluster_{NAMESPACE}_{CLUSTER}.yaml"));
+    let cluster_yaml = std::fs::read_to_string(&cluster_file).unwrap();
+    assert!(cluster_yaml.contains("paused: true"), "{cluster_yaml}");
+    for name in [
+        format!("Machine_{NAMESPACE}_{CLUSTER}-control-plane-0.yaml"),
+        format!("DevMachine_{NAMESPACE}_{CLUSTER}-control-plane-0.yaml"),
+        format!("MachineDeployment_{NAMESPACE}_{DEPLOYMENT}.yaml"),
+        format!("Secret_{NAMESPACE}_{CLUSTER}-bootstrap.yaml"),
+    ] {
+        let path = backup.join(&name);
+        let mode = std::fs::metadata(&path)
+            .unwrap_or_else(|_| panic!("{name} was written"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+    }
+    assert_eq!(cluster_paused(&source).await, Some(false));
+    running_machines(&source, 3).await;
+
+    // Bad restores change nothing at the target.
+    let from_directory = |directory: &Path, extra: &[&str]| {
+        let mut args = vec![
+            OsStr::new("move"),
+            OsStr::new("--from-directory"),
+            directory.as_os_str(),
+            OsStr::new("--to-kubeconfig"),
+            target_kubeconfig.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        run_corral(&args)
+    };
+    assert_fails_with(
+        &from_directory(&dir.path().join("missing"), &[]),
+        "does not exist",
+    );
+    let spoiled = dir.path().join("spoiled");
+    std::fs::create_dir(&spoiled).unwrap();
+    for entry in std::fs::read_dir(&backup).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), spoiled.join(entry.file_name())).unwrap();
+    }
+    std::fs::write(spoiled.join("notes.yaml"), "just: [some, notes").unwrap();
+    assert_fails_with(&from_directory(&spoiled, &[]), "notes.yaml is not YAML");
+    std::fs::write(spoiled.join("notes.yaml"), "just: notes\n").unwrap();
+    assert_fails_with(
+        &from_directory(&spoiled, &[]),
+        "notes.yaml holds an object without apiVersion",
+    );
+    assert_eq!(cluster_paused(&target).await, None);
+    assert!(machines(&target).await.is_empty());
+
+    // A dry run lists what it would create.
+    let dry_run = from_directory(&backup, &["--dry-run"]);
+    let stdout = text(&dry_run.stdout);
+    assert!(dry_run.status.success(), "{}", text(&dry_run.stderr));
+    assert!(stdout.contains("Dry run"), "{stdout}");
+    assert!(
+        stdout.contains("DevMachine default/moving-control-plane-0"),
+        "{stdout}"
+    );
+    assert_eq!(cluster_paused(&target).await, None);
+
+    // The source management plane is lost; the backup brings the cluster back at the target.
+    drop(source_process);
+    let restored = from_directory(&backup, &[]);
+    let stdout = text(&restored.stdout);
+    assert!(
+        restored.status.success(),
+        "{}\n{stdout}",
+        text(&restored.stderr)
+    );
+    assert!(
+        stdout.contains("Unpaused Cluster default/moving at the target"),
+        "{stdout}"
+    );
+    assert_eq!(cluster_paused(&target).await, Some(false));
+    let cluster = Api::<Cluster>::namespaced(target.clone(), NAMESPACE)
+        .get(CLUSTER)
+        .await
+        .unwrap();
+    assert!(
+        !cluster
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("corral.dev/paused-by-move")
+    );
+
+    // The same machines, on the same VMs, booted once; and it keeps reconciling there.
+    let after = running_machines(&target, 3).await;
+    assert_eq!(identities(&after), identities(&before));
+    assert_eq!(
+        boot_times(&cloud, &after).await,
+        booted,
+        "no VM was booted again"
+    );
+    Api::<MachineDeployment>::namespaced(target.clone(), NAMESPACE)
+        .patch(
+            DEPLOYMENT,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "replicas": 3 } })),
+        )
+        .await
+        .unwrap();
+    let scaled = running_machines(&target, 4).await;
+    assert_eq!(
+        scaled
+            .iter()
+            .filter(|machine| !identities(&before)
+                .iter()
+                .any(|(name, _)| Some(name) == machine.metadata.name.as_ref()))
+            .count(),
+        1
+    );
+    assert_eq!(boot_times(&cloud, &after).await, booted);
+}
