@@ -453,12 +453,9 @@ pub(super) async fn reconcile_delete(
             .and_then(|s| s.node_ref.as_ref())
             .map(|r| r.name.clone())
             .unwrap_or_default();
+        // Logged, not an Event: upstream records only a failed Node deletion
+        // (FailedDeleteNode), and the Deleting condition says where deletion stands.
         tracing::info!(node = %node_name, "Deleting Node");
-        scope.event(
-            EventType::Normal,
-            "DeletingNode",
-            format!("Deleting Node {node_name}"),
-        );
         if let Err(error) = delete_node(controller, scope, &node_name).await {
             if !node_deletion_timeout_expired(&scope.machine, &now) {
                 scope.deleting = Some((

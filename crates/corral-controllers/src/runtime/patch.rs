@@ -149,6 +149,15 @@ where
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        tracing::debug!(
+            resource = api.resource_url(),
+            name,
+            ?part,
+            fields = %changed_fields(&patch).join(","),
+            "Writing"
+        );
+    }
     let params = PatchParams::default();
     let patched = match part {
         Part::Main => api.patch(name, &params, &Patch::Merge(&patch)).await?,
@@ -164,6 +173,27 @@ where
         remember_replaced(&patched, replaced);
     }
     Ok(Some(patched))
+}
+
+/// The paths a merge patch changes, two levels deep (`status.conditions`, `spec.providerID`),
+/// without their values: what a debug log says about a write.
+fn changed_fields(patch: &Value) -> Vec<String> {
+    let Value::Object(fields) = patch else {
+        return Vec::new();
+    };
+    let mut paths = Vec::new();
+    for (key, value) in fields {
+        match value {
+            Value::Object(inner) => paths.extend(
+                inner
+                    .keys()
+                    .filter(|inner| !(key == "metadata" && *inner == "resourceVersion"))
+                    .map(|inner| format!("{key}.{inner}")),
+            ),
+            _ => paths.push(key.clone()),
+        }
+    }
+    paths
 }
 
 /// The versions of one object that writes through this module replaced, since a reconcile last
@@ -254,15 +284,46 @@ where
         before.resource_version(),
     );
     let status_from = comparable(&mut from, Part::Status);
-    let status_to = comparable(&mut to, Part::Status);
+    let mut status_to = comparable(&mut to, Part::Status);
     let mut version = before.resource_version();
     if let Some(written) = send(api, &name, main, Part::Main).await? {
         if written.meta().deletion_timestamp.is_some() && written.finalizers().is_empty() {
             return Ok(());
         }
         version = written.meta().resource_version.clone();
+        if let (Some(old), Some(new)) = (before.meta().generation, written.meta().generation)
+            && old != new
+        {
+            observe_own_spec_change(&mut status_to, old, new);
+        }
     }
     let status = patch_with_version(&status_from, &status_to, version);
     send(api, &name, status, Part::Status).await?;
     Ok(())
+}
+
+/// A status computed in the same reconcile as a spec change it writes has observed that
+/// change: once the spec write moved the generation from `old` to `new`, the status's
+/// `observedGeneration` and its conditions' that say `old` say `new`. Without this, every
+/// spec write of a controller (a Machine's `spec.providerID`) costs one more status write in
+/// the next reconcile, only to move `observedGeneration`.
+pub fn observe_own_spec_change(status: &mut Value, old: i64, new: i64) {
+    let Some(status) = status.get_mut("status").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let bump = |field: &mut Value| {
+        if field.as_i64() == Some(old) {
+            *field = Value::from(new);
+        }
+    };
+    if let Some(observed) = status.get_mut("observedGeneration") {
+        bump(observed);
+    }
+    if let Some(Value::Array(conditions)) = status.get_mut("conditions") {
+        for condition in conditions {
+            if let Some(observed) = condition.get_mut("observedGeneration") {
+                bump(observed);
+            }
+        }
+    }
 }

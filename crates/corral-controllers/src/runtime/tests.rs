@@ -3,7 +3,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::backoff::{Backoff, delay};
-use super::patch::{Part, is_replaced, merge_patch, object_patch, remember_replaced};
+use super::patch::{
+    Part, is_replaced, merge_patch, object_patch, observe_own_spec_change, remember_replaced,
+};
 use super::sooner;
 
 #[test]
@@ -113,4 +115,36 @@ fn another_writer_breaks_the_chain() {
     assert!(is_replaced(&copy("broken", "3")));
     assert!(!is_replaced(&copy("broken", "1")));
     assert!(!is_replaced(&copy("broken", "3")));
+}
+
+/// A status written right after its own spec write observed the new generation; what
+/// observed an older one, or nothing, stays.
+#[test]
+fn a_status_written_with_its_spec_change_observes_the_new_generation() {
+    let mut status = json!({ "status": {
+        "observedGeneration": 2,
+        "phase": "Running",
+        "conditions": [
+            { "type": "Ready", "status": "True", "observedGeneration": 2 },
+            { "type": "Paused", "status": "False", "observedGeneration": 1 },
+            { "type": "Old", "status": "False" },
+        ],
+    } });
+    observe_own_spec_change(&mut status, 2, 3);
+    assert_eq!(
+        status,
+        json!({ "status": {
+            "observedGeneration": 3,
+            "phase": "Running",
+            "conditions": [
+                { "type": "Ready", "status": "True", "observedGeneration": 3 },
+                { "type": "Paused", "status": "False", "observedGeneration": 1 },
+                { "type": "Old", "status": "False" },
+            ],
+        } })
+    );
+    // A reconcile that failed kept the older observedGeneration: it stays.
+    let mut failed = json!({ "status": { "observedGeneration": 1 } });
+    observe_own_spec_change(&mut failed, 2, 3);
+    assert_eq!(failed, json!({ "status": { "observedGeneration": 1 } }));
 }
