@@ -1,6 +1,7 @@
 //! The KubeadmConfig controller (upstream `bootstrap/kubeadm/reconcilers/kubeadmconfig/`):
-//! turns a Machine's KubeadmConfig into its bootstrap data, a cloud-config that runs
-//! `kubeadm init` on the first control plane machine and `kubeadm join` on every other machine.
+//! turns a Machine's KubeadmConfig into its bootstrap data, a cloud-config (or an Ignition
+//! config, [`ignition`]) that runs `kubeadm init` on the first control plane machine and
+//! `kubeadm join` on every other machine.
 //!
 //! A reconcile, for a KubeadmConfig owned by a Machine:
 //!
@@ -17,17 +18,19 @@
 //!    a control plane Machine also gets the certificates.
 //!
 //! The data Secret is named like the KubeadmConfig, type `cluster.x-k8s.io/secret`, keys `value`
-//! (the cloud-config) and `format`, label `cluster.x-k8s.io/cluster-name`, controlled by the
+//! (the cloud-config, or the Ignition JSON of [`ignition`] with `spec.format: ignition`) and
+//! `format` (`cloud-config` or `ignition`), label `cluster.x-k8s.io/cluster-name`, controlled by the
 //! KubeadmConfig. Status: `initialization.dataSecretCreated`, `dataSecretName`, and the
 //! conditions `Ready`, `DataSecretAvailable`, `CertificatesAvailable` and `Paused`.
 //!
 //! Corral differs from upstream in two places, both documented where they happen: generated
 //! certificate Secrets are owned by the Cluster rather than by the first KubeadmConfig (so that
 //! deleting the first control plane machine cannot delete the cluster's CAs), and
-//! `format: ignition` and `contentFormat: Template` are refused with a condition rather than
-//! rendered.
+//! `contentFormat: Template` and, with `format: ignition`, `ignition.containerLinuxConfig.additionalConfig`
+//! are refused with a condition rather than rendered.
 
 pub mod cloud_init;
+pub mod ignition;
 pub mod kubeadm_yaml;
 pub mod lock;
 mod status;
@@ -74,6 +77,12 @@ const ERROR_REQUEUE: Duration = Duration::from_secs(5);
 
 /// The key of the bootstrap data's format in its Secret.
 pub const FORMAT_KEY: &str = "format";
+
+/// The `format` of cloud-init bootstrap data.
+pub const CLOUD_CONFIG_FORMAT: &str = "cloud-config";
+
+/// The `format` of Ignition bootstrap data.
+pub const IGNITION_FORMAT: &str = "ignition";
 
 /// The key of the bootstrap data in its Secret (the bootstrap contract's).
 pub const VALUE_KEY: &str = "value";
@@ -720,7 +729,8 @@ impl Scope<'_> {
         )))
     }
 
-    /// Renders the cloud-config and writes the data Secret.
+    /// Renders the cloud-config (or, with `spec.format: ignition`, the Ignition config) and
+    /// writes the data Secret.
     async fn write_bootstrap_data(
         &mut self,
         command: KubeadmCommand,
@@ -734,10 +744,9 @@ impl Scope<'_> {
                 retry: Some(RETRY),
             }))
         };
-        if spec.format == Some(Format::Ignition) {
-            return not_available(
-                "spec.format ignition is not supported by Corral; use cloud-config".into(),
-            );
+        let is_ignition = spec.format == Some(Format::Ignition);
+        if is_ignition && let Some(message) = ignition::unsupported(spec) {
+            return not_available(message);
         }
         let mut files = match self.resolve_files().await? {
             Ok(files) => files,
@@ -756,25 +765,48 @@ impl Scope<'_> {
                 files.push(key);
             }
         }
-        files.push(kubeadm);
         let users = match self.resolve_users().await? {
             Ok(users) => users,
             Err(message) => return not_available(message),
         };
         let default = crate::api::bootstrap::KubeadmConfigSpec::default();
-        let cloud_config = CloudConfig {
-            files,
-            boot_commands: &spec.boot_commands,
-            pre_kubeadm_commands: &spec.pre_kubeadm_commands,
-            post_kubeadm_commands: &spec.post_kubeadm_commands,
-            users,
-            ntp: (spec.ntp != default.ntp).then_some(&spec.ntp),
-            disk_setup: (spec.disk_setup != default.disk_setup).then_some(&spec.disk_setup),
-            mounts: &spec.mounts,
-            verbosity: spec.verbosity,
+        let ntp = (spec.ntp != default.ntp).then_some(&spec.ntp);
+        let disk_setup = (spec.disk_setup != default.disk_setup).then_some(&spec.disk_setup);
+        let (value, format) = if is_ignition {
+            let config = ignition::IgnitionConfig {
+                files,
+                pre_kubeadm_commands: &spec.pre_kubeadm_commands,
+                post_kubeadm_commands: &spec.post_kubeadm_commands,
+                users,
+                ntp,
+                disk_setup,
+                mounts: &spec.mounts,
+                verbosity: spec.verbosity,
+                kubeadm_config: kubeadm.content,
+            };
+            match ignition::render(&config, command) {
+                Ok(value) => (value, IGNITION_FORMAT),
+                Err(message) => return not_available(format!("spec.files: {message}")),
+            }
+        } else {
+            files.push(kubeadm);
+            let cloud_config = CloudConfig {
+                files,
+                boot_commands: &spec.boot_commands,
+                pre_kubeadm_commands: &spec.pre_kubeadm_commands,
+                post_kubeadm_commands: &spec.post_kubeadm_commands,
+                users,
+                ntp,
+                disk_setup,
+                mounts: &spec.mounts,
+                verbosity: spec.verbosity,
+            };
+            (
+                cloud_init::render(&cloud_config, command),
+                CLOUD_CONFIG_FORMAT,
+            )
         };
-        let value = cloud_init::render(&cloud_config, command);
-        self.store(value).await?;
+        self.store(value, format).await?;
         let kind = match (command, certificates.is_some()) {
             (KubeadmCommand::Init, _) => "the first control plane machine (kubeadm init)",
             (KubeadmCommand::Join, true) => "a joining control plane machine (kubeadm join)",
@@ -804,13 +836,16 @@ impl Scope<'_> {
 
     /// The data Secret, created or (when a previous attempt wrote it but not the status)
     /// replaced.
-    async fn store(&self, value: String) -> Result<(), Error> {
+    async fn store(&self, value: String, format: &str) -> Result<(), Error> {
         let namespace = self.config.namespace().unwrap_or_default();
         let name = self.config.name_any();
         let secrets: Api<Secret> = Api::namespaced(self.context.client.clone(), &namespace);
         let data = BTreeMap::from([
             (VALUE_KEY.to_string(), ByteString(value.into_bytes())),
-            (FORMAT_KEY.to_string(), ByteString(b"cloud-config".to_vec())),
+            (
+                FORMAT_KEY.to_string(),
+                ByteString(format.as_bytes().to_vec()),
+            ),
         ]);
         let secret = Secret {
             metadata: ObjectMeta {

@@ -8,6 +8,7 @@ mod bootstrap;
 mod certs;
 mod control_plane;
 mod crds;
+mod ignition;
 mod kubeconfig;
 mod plane;
 mod upstream;
