@@ -4,7 +4,9 @@
 //! refuses a Machine outside the supported version skew.
 
 use corral_api::{Cluster, Machine};
+use corral_kubeadm::api::bootstrap::KubeadmConfig;
 use corral_kubeadm::api::controlplane::KubeadmControlPlane;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -126,6 +128,24 @@ async fn a_control_plane_adopts_a_standalone_machine_and_refuses_one_two_minors_
     let plane = Plane::start().await;
     let standalone = standalone_control_plane(&plane, "adopt", "v1.35.0").await;
     let skewed = standalone_control_plane(&plane, "skew", "v1.33.0").await;
+    // A Secret the first KubeadmConfig controls, as upstream's CABPK leaves the cluster
+    // certificates it generates: it moves to the control plane; the data Secret stays.
+    let config: KubeadmConfig = plane.api().get("adopt-cp-0").await.unwrap();
+    plane
+        .create(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {
+                "name": "adopt-pki",
+                "labels": { "cluster.x-k8s.io/cluster-name": "adopt" },
+                "ownerReferences": [{
+                    "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2", "kind": "KubeadmConfig",
+                    "name": "adopt-cp-0", "uid": config.uid().unwrap(), "controller": true,
+                }],
+            },
+            "type": "cluster.x-k8s.io/secret",
+            "stringData": { "tls.crt": "not checked" },
+        }))
+        .await;
 
     let kcp = hand_over(&plane, "adopt", "v1.35.0").await;
     let machines: Api<Machine> = plane.api();
@@ -165,6 +185,22 @@ async fn a_control_plane_adopts_a_standalone_machine_and_refuses_one_two_minors_
         .map(|m| m.name_any())
         .collect();
     assert_eq!(adopt_machines, vec![standalone.name_any()]);
+    let secrets: Api<Secret> = plane.api();
+    let controller_of = |secret: Secret| {
+        secret
+            .owner_references()
+            .iter()
+            .find(|owner| owner.controller == Some(true))
+            .map(|owner| (owner.kind.clone(), owner.name.clone()))
+    };
+    assert_eq!(
+        controller_of(secrets.get("adopt-pki").await.unwrap()),
+        Some(("KubeadmControlPlane".into(), kcp.name_any()))
+    );
+    assert_eq!(
+        controller_of(secrets.get("adopt-cp-0").await.unwrap()),
+        Some(("KubeadmConfig".into(), "adopt-cp-0".into()))
+    );
 
     // Two minor versions behind the control plane: not adopted, and the control plane creates
     // nothing while the Machine is there.
