@@ -57,9 +57,10 @@ pub const PAUSED_BY_MOVE: &str = "corral.dev/paused-by-move";
 /// On a source Cluster once `corral move` began deleting the source's objects.
 pub const MOVE_PHASE: &str = "corral.dev/move-phase";
 
-/// The start of the [`PAUSED_BY_MOVE`] value of a Cluster paused by `--to-directory`, followed
-/// by the directory.
-const DIRECTORY_PREFIX: &str = "directory:";
+/// The start of the [`PAUSED_BY_MOVE`] value of a Cluster paused by `--to-directory` (at the
+/// source) or `--from-directory` (at the target), followed by the directory.
+const TO_DIRECTORY_PREFIX: &str = "to-directory:";
+const FROM_DIRECTORY_PREFIX: &str = "from-directory:";
 
 /// The [`MOVE_PHASE`] value once deletion began.
 const DELETING: &str = "deleting-source";
@@ -526,25 +527,35 @@ fn check_source(
         let paused_by = object["metadata"]["annotations"][PAUSED_BY_MOVE].as_str();
         let paused = object["spec"]["paused"].as_bool() == Some(true)
             || object["metadata"]["annotations"][corral_api::annotations::PAUSED].is_string();
-        let by_directory_move = paused_by.is_some_and(|by| by.starts_with(DIRECTORY_PREFIX));
-        if by_directory_move && !to_directory {
-            return Err(Error::Invalid(format!(
-                "Cluster {name} was paused by a `corral move --to-directory` that did not finish; run it again to finish it (it unpauses the Cluster), then move"
-            )));
-        }
-        if to_directory && paused_by.is_some() && !by_directory_move {
-            return Err(Error::Invalid(format!(
-                "Cluster {name} was paused by a `corral move` to {} that did not finish; finish it with --resume or undo it with --rollback before writing it to a directory",
-                paused_by.unwrap_or_default()
-            )));
+        match paused_by {
+            Some(by) if by.starts_with(TO_DIRECTORY_PREFIX) => {
+                if !to_directory {
+                    return Err(Error::Invalid(format!(
+                        "Cluster {name} was paused by `corral move --to-directory {}` that did not finish; run it again to finish it (it unpauses the Cluster), then move",
+                        &by[TO_DIRECTORY_PREFIX.len()..]
+                    )));
+                }
+            }
+            Some(by) if by.starts_with(FROM_DIRECTORY_PREFIX) => {
+                return Err(Error::Invalid(format!(
+                    "Cluster {name} was created paused by `corral move --from-directory {}` that did not finish; run it again to finish it (it unpauses the Cluster), then move",
+                    &by[FROM_DIRECTORY_PREFIX.len()..]
+                )));
+            }
+            Some(by) if to_directory => {
+                return Err(Error::Invalid(format!(
+                    "Cluster {name} was paused by a `corral move` to {by} that did not finish; finish it with --resume or undo it with --rollback before writing it to a directory"
+                )));
+            }
+            Some(_) if !resume => {
+                return Err(Error::Invalid(format!(
+                    "Cluster {name} was paused by a `corral move` that did not finish; finish it with `{} --resume` or undo it with `{} --rollback`",
+                    options.command, options.command
+                )));
+            }
+            Some(_) | None => {}
         }
         let paused_by_move = paused_by.is_some();
-        if paused_by_move && !resume && !to_directory {
-            return Err(Error::Invalid(format!(
-                "Cluster {name} was paused by a `corral move` that did not finish; finish it with `{} --resume` or undo it with `{} --rollback`",
-                options.command, options.command
-            )));
-        }
         if paused && !paused_by_move {
             return Err(Error::Invalid(format!(
                 "Cluster {name} is paused; unpause it before moving it (upstream's checkClustersNotPaused), e.g. kubectl patch cluster {} -n {} --type merge -p '{{\"spec\":{{\"paused\":false}}}}'",

@@ -26,9 +26,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{
-    DIRECTORY_PREFIX, MoveOptions, MoveReport, ObjectGraph, PAUSED_BY_MOVE, Progress, check_source,
-    check_target_serves_kinds, count, create_at_target, discover_types, list, namespaced,
-    pause_cluster, read_graph, read_settled_graph, report_of, unpause_cluster,
+    FROM_DIRECTORY_PREFIX, MoveOptions, MoveReport, ObjectGraph, PAUSED_BY_MOVE, Progress,
+    TO_DIRECTORY_PREFIX, check_source, check_target_serves_kinds, count, create_at_target,
+    discover_types, list, namespaced, pause_cluster, read_graph, read_settled_graph, report_of,
+    unpause_cluster,
 };
 use crate::{Connection, Error};
 
@@ -65,7 +66,7 @@ pub async fn to_directory(
         return Ok(report_of(&graph));
     }
 
-    let paused_by = format!("{DIRECTORY_PREFIX}{}", directory.display());
+    let paused_by = format!("{TO_DIRECTORY_PREFIX}{}", directory.display());
     let mut paused = Vec::new();
     let written = async {
         for cluster in graph.clusters() {
@@ -207,7 +208,7 @@ pub async fn from_directory(
 
     // Whatever the files say, the target's controllers leave the Clusters alone until every
     // object exists there.
-    let paused_by = format!("{DIRECTORY_PREFIX}{}", directory.display());
+    let paused_by = format!("{FROM_DIRECTORY_PREFIX}{}", directory.display());
     for node in &mut graph.nodes {
         if node.key.kind == "Cluster" && node.key.group == corral_api::GROUP {
             node.object["spec"]["paused"] = true.into();
@@ -418,3 +419,6 @@ fn read_directory(directory: &Path) -> Result<Vec<(PathBuf, Value)>, Error> {
     }
     Ok(objects)
 }
+
+#[cfg(test)]
+mod tests;
