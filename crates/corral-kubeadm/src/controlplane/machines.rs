@@ -257,6 +257,11 @@ pub async fn create_machine(
     if let Some(remediation) = new.remediation_for {
         annotations.insert(KCP_REMEDIATION_FOR.to_string(), remediation);
     }
+    // Its etcd member is removed in this hook when it is deleted (see `pre_terminate`).
+    annotations.insert(
+        super::pre_terminate::CLEANUP_HOOK.to_string(),
+        String::new(),
+    );
     let template_spec = &kcp.spec.machine_template.spec;
     let machine = Machine {
         metadata: ObjectMeta {

@@ -12,10 +12,10 @@
 //!
 //! One operation at a time (`preflight.go`): scaling waits while a machine is being deleted,
 //! while a machine has no Node, and while a control plane component or an etcd member is
-//! unhealthy. Before a machine is deleted, etcd leadership moves off it and its member is
-//! removed (upstream does this in the `kcp-cleanup` pre-terminate hook; Corral does it just
-//! before deleting the Machine, which is the same order for etcd). The decisions themselves
-//! are pure functions in [`planner`].
+//! unhealthy. Before a machine is deleted, etcd leadership moves off it; its etcd member is
+//! removed in the `kcp-cleanup` pre-terminate hook, once the Machine controller has drained
+//! its Node and waits on the hook ([`pre_terminate`]). The decisions themselves are pure
+//! functions in [`planner`].
 //!
 //! Validation (replicas odd with stacked etcd, maxSurge 0 or 1, maxSurge 0 with at least 3
 //! replicas, no version downgrade) is in the CRD's schema (see `api/controlplane.rs`), so
@@ -29,6 +29,7 @@ mod adopt;
 pub mod etcd;
 mod machines;
 pub mod planner;
+mod pre_terminate;
 mod status;
 mod watches;
 mod workload;
@@ -46,6 +47,7 @@ use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, Cluste
 use corral_controllers::conditions;
 use corral_controllers::external::ExternalObjects;
 use corral_controllers::runtime::Queue;
+use corral_controllers::runtime::ready::CachesReady;
 use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -151,6 +153,18 @@ pub enum Error {
     Adopt(#[from] adopt::AdoptError),
     #[error(transparent)]
     Addons(#[from] addons::AddonsError),
+    #[error("cannot remove the pre-terminate hook of Machine {machine}")]
+    RemoveHook {
+        machine: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot add the pre-terminate hook to Machine {machine}")]
+    AddHook {
+        machine: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("cannot patch the KubeadmControlPlane")]
     Patch(#[source] kube::Error),
     #[error("cannot patch the status of the KubeadmControlPlane")]
@@ -171,6 +185,16 @@ struct Context {
     recorder: Recorder,
     /// The Clusters (a reflector).
     clusters: Store<Cluster>,
+    /// The Machines (a reflector), read instead of listing them per reconcile: a list decodes
+    /// every Machine of the namespace on the server, whatever the label selector, which made
+    /// each reconcile cost grow with the number of clusters. [`Context::expected`] covers
+    /// what the cache may not show yet.
+    machines: Store<Machine>,
+    /// Machines this controller created or deleted that the Machine cache may not show yet.
+    expected: Expected,
+    /// The caches above filled once: until then a control plane would look as if it had no
+    /// Machines, and get a second first machine.
+    ready: CachesReady,
     /// The KubeadmConfigs of control plane Machines (a reflector); their spec is set when they
     /// are created, so a cache a little behind is good enough to tell whether one is outdated.
     configs: Store<KubeadmConfig>,
@@ -188,6 +212,65 @@ struct Context {
 
 /// The name the controller reports Events under.
 const CONTROLLER_NAME: &str = "kubeadm-control-plane";
+
+/// A change of a Machine the controller made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    Created,
+    Deleted,
+}
+
+/// The Machine changes each control plane made that the Machine cache has not shown yet
+/// (upstream defers the next reconcile until the cache is up to date, as ReplicaSets keep
+/// expectations): a reconcile that read the cache before it showed a Machine just created
+/// would create another one, breaking "one operation at a time". Each change is expected for
+/// at most the safety requeue interval, so that a Machine deleted by someone else before the
+/// cache saw it does not block the control plane for ever.
+#[derive(Default)]
+struct Expected(Mutex<HashMap<String, Vec<(String, Change, Instant, Duration)>>>);
+
+impl Expected {
+    fn record(&self, kcp: &KubeadmControlPlane, change: Change, machine: &str, ttl: Duration) {
+        self.0
+            .lock()
+            .expect("expected lock")
+            .entry(kcp.uid().unwrap_or_default())
+            .or_default()
+            .push((machine.to_string(), change, Instant::now(), ttl));
+    }
+
+    /// Whether the cached Machines of the control plane show every change it made; the
+    /// changes they show are forgotten.
+    fn satisfied(&self, kcp: &KubeadmControlPlane, cached: &[Machine]) -> bool {
+        let mut expected = self.0.lock().expect("expected lock");
+        let uid = kcp.uid().unwrap_or_default();
+        let Some(changes) = expected.get_mut(&uid) else {
+            return true;
+        };
+        changes.retain(|(name, change, since, ttl)| {
+            let machine = cached
+                .iter()
+                .find(|m| m.metadata.name.as_deref() == Some(name.as_str()));
+            let shown = match change {
+                Change::Created => machine.is_some(),
+                Change::Deleted => machine.is_none_or(|m| m.metadata.deletion_timestamp.is_some()),
+            };
+            !shown && since.elapsed() < *ttl
+        });
+        let satisfied = changes.is_empty();
+        if satisfied {
+            expected.remove(&uid);
+        }
+        satisfied
+    }
+
+    fn forget(&self, kcp: &KubeadmControlPlane) {
+        self.0
+            .lock()
+            .expect("expected lock")
+            .remove(&kcp.uid().unwrap_or_default());
+    }
+}
 
 impl Context {
     /// Publishes an Event about the KubeadmControlPlane; a failure to publish is only logged.
@@ -210,6 +293,8 @@ impl Context {
         let kcp = new.kcp;
         match machines::create_machine(&self.client, &self.external, new).await {
             Ok(name) => {
+                self.expected
+                    .record(kcp, Change::Created, &name, self.config.poll_interval);
                 self.event(
                     kcp,
                     EventType::Normal,
@@ -257,9 +342,18 @@ pub async fn run(
     });
     let (cluster_store, cluster_writer) = reflector::store();
     let (config_store, config_writer) = reflector::store();
+    let (machine_store, machine_writer) = reflector::store();
+    let ready = CachesReady::new(vec![
+        CachesReady::store(&cluster_store),
+        CachesReady::store(&config_store),
+        CachesReady::store(&machine_store),
+    ]);
     let context = Arc::new(Context {
         clusters: cluster_store,
         configs: config_store,
+        machines: machine_store,
+        expected: Expected::default(),
+        ready,
         watches,
         certificates_checked: Default::default(),
         infrastructure_cloned_from: Default::default(),
@@ -281,9 +375,11 @@ pub async fn run(
         .default_backoff(),
     )
     .applied_objects();
-    let machine_events = watcher(Api::<Machine>::all(client.clone()), watch_config.clone())
-        .default_backoff()
-        .touched_objects();
+    let machine_events = reflector::reflector(
+        machine_writer,
+        watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
+    )
+    .touched_objects();
     let cluster_events = reflector::reflector(
         cluster_writer,
         watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
@@ -512,10 +608,16 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         .get(&ObjectRef::new(&cluster_name).within(&namespace))
         .map(|cluster| cluster.as_ref().clone());
     let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &namespace);
-    let machines = list_machines(&context, &kcp, &namespace, &cluster_name).await?;
-
     if kcp.metadata.deletion_timestamp.is_some() {
+        let machines = list_machines(&context, &kcp, &namespace, &cluster_name).await?;
         return reconcile_delete(&context, &kcp, &cluster_name, machines).await;
+    }
+    context.ready.wait().await;
+    let machines = cached_machines(&context, &kcp, &namespace, &cluster_name);
+    if !context.expected.satisfied(&kcp, &machines) {
+        // The Machine's watch event reconciles again once the cache shows it.
+        tracing::debug!("Waiting for the Machine cache to show the last Machine change");
+        return Ok(Action::requeue(context.config.poll_interval));
     }
     let Some(cluster) = cluster else {
         return Ok(Action::requeue(context.config.poll_interval));
@@ -740,6 +842,45 @@ async fn patch_status(
     .map_err(Error::PatchStatus)
 }
 
+/// The control plane's Machines from the cache, oldest first (see [`list_machines`]).
+fn cached_machines(
+    context: &Context,
+    kcp: &KubeadmControlPlane,
+    namespace: &str,
+    cluster: &str,
+) -> Vec<Machine> {
+    let uid = kcp.uid().unwrap_or_default();
+    let mut owned: Vec<Machine> = context
+        .machines
+        .state()
+        .into_iter()
+        .filter(|m| {
+            m.metadata.namespace.as_deref() == Some(namespace)
+                && m.labels().get(CLUSTER_NAME).map(String::as_str) == Some(cluster)
+                && m.labels().contains_key(CONTROL_PLANE)
+                && m.owner_references().iter().any(|o| o.uid == uid)
+        })
+        .map(|m| m.as_ref().clone())
+        .collect();
+    sort_oldest_first(&mut owned);
+    owned
+}
+
+fn sort_oldest_first(machines: &mut [Machine]) {
+    machines.sort_by(|a, b| {
+        (
+            a.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            a.name_any(),
+        )
+            .cmp(&(
+                b.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                b.name_any(),
+            ))
+    });
+}
+
+/// The control plane's Machines, listed (the deletion path: rare, and it must not wait on
+/// the cache), oldest first.
 async fn list_machines(
     context: &Context,
     kcp: &KubeadmControlPlane,
@@ -756,16 +897,7 @@ async fn list_machines(
         .into_iter()
         .filter(|m| m.owner_references().iter().any(|o| o.uid == uid))
         .collect();
-    owned.sort_by(|a, b| {
-        (
-            a.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            a.name_any(),
-        )
-            .cmp(&(
-                b.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                b.name_any(),
-            ))
-    });
+    sort_oldest_first(&mut owned);
     Ok(owned)
 }
 
@@ -922,6 +1054,9 @@ async fn reconcile_machines(
     let kcp = &scope.kcp;
     let current = scope.machines.len();
     let desired = scope.desired();
+    for machine in &scope.machines {
+        pre_terminate::ensure_hook(context, machine).await?;
+    }
 
     // The first machine runs kubeadm init.
     if current == 0 {
@@ -968,6 +1103,11 @@ async fn reconcile_machines(
         if outcome.waiting {
             return Ok(());
         }
+    }
+
+    // A deleting Machine waiting on the pre-terminate hook: its etcd member goes, then it.
+    if pre_terminate::reconcile_pre_terminate_hook(context, scope, outcome).await? {
+        return Ok(());
     }
 
     // Remediation.
@@ -1049,39 +1189,22 @@ async fn scale_down(context: &Context, scope: &Scope, outcome: &mut Outcome) -> 
     remove_machine(context, scope, &victim.name).await
 }
 
-/// Moves etcd leadership off the machine, removes its etcd member, and deletes it.
+/// Moves etcd leadership off the machine (upstream `forwardEtcdLeadership`) and deletes it;
+/// its etcd member is removed in the pre-terminate hook ([`pre_terminate`]).
 async fn remove_machine(context: &Context, scope: &Scope, name: &str) -> Result<(), Error> {
     let machine = scope.machine(name).expect("the machine is in scope");
     if let (Some(node), Some(workload), Some(etcd)) =
         (machine_node(machine), &scope.workload, &scope.etcd)
         && let Some(member) = workload.member(&node)
+        && member.leader
+        && let Ok(members) = &workload.members
+        && let Some(next) = pre_terminate::leadership_candidate(scope, members, name)
     {
-        if member.leader {
-            // The newest other machine's healthy member leads next (upstream
-            // `forwardEtcdLeadership`).
-            let next = scope
-                .machines
-                .iter()
-                .rev()
-                .filter(|m| m.name_any() != name)
-                .filter_map(machine_node)
-                .find_map(|node| workload.member(&node).filter(|m| m.healthy));
-            if let Some(next) = next {
-                tracing::info!(from = %member.name, to = %next.name, "Moving etcd leadership");
-                etcd.move_leader(next.id)
-                    .await
-                    .map_err(|source| Error::Etcd {
-                        operation: "move leadership",
-                        member: member.name.clone(),
-                        source,
-                    })?;
-            }
-        }
-        tracing::info!(member = %member.name, "Removing etcd member");
-        etcd.remove_member(member.id)
+        tracing::info!(from = %member.name, to = %next.name, "Moving etcd leadership");
+        etcd.move_leader(next.id)
             .await
             .map_err(|source| Error::Etcd {
-                operation: "remove",
+                operation: "move leadership",
                 member: member.name.clone(),
                 source,
             })?;
@@ -1090,6 +1213,12 @@ async fn remove_machine(context: &Context, scope: &Scope, name: &str) -> Result<
     let machines: Api<Machine> = Api::namespaced(context.client.clone(), &scope.namespace);
     match machines.delete(name, &DeleteParams::background()).await {
         Ok(_) => {
+            context.expected.record(
+                &scope.kcp,
+                Change::Deleted,
+                name,
+                context.config.poll_interval,
+            );
             context
                 .event(
                     &scope.kcp,
@@ -1338,6 +1467,7 @@ async fn reconcile_delete(
         .map_err(Error::Patch)?;
         let key = ClusterKey::new(&namespace, cluster);
         context.watches.forget(&key);
+        context.expected.forget(kcp);
         context
             .certificates_checked
             .lock()
@@ -1347,10 +1477,13 @@ async fn reconcile_delete(
         context.cache.forget(&key);
         return Ok(Action::await_change());
     }
-    for machine in machines
-        .iter()
-        .filter(|m| m.metadata.deletion_timestamp.is_none())
-    {
+    for machine in &machines {
+        // Deleting the whole control plane, etcd goes with it: no member is removed, so no
+        // Machine waits on the hook (upstream).
+        pre_terminate::remove_hook(context, machine).await?;
+        if machine.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
         let name = machine.name_any();
         tracing::info!(machine = %name, "Deleting control plane Machine");
         match all.delete(&name, &DeleteParams::background()).await {

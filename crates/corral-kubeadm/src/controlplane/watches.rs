@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_controllers::cluster_cache::ClusterKey;
+use corral_controllers::runtime::ready::CachesReady;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -46,6 +47,10 @@ impl Drop for AbortOnDrop {
 struct Watched {
     pods: Store<Pod>,
     config_maps: Store<ConfigMap>,
+    /// Both caches filled once. Every reconcile waits on this shared future rather than on
+    /// `Store::wait_until_ready`, which wakes only the last of concurrent waiters (see
+    /// [`CachesReady`]).
+    ready: CachesReady,
     _tasks: [AbortOnDrop; 2],
 }
 
@@ -137,17 +142,13 @@ impl WorkloadWatches {
     ) -> Result<WorkloadState, String> {
         let watched = self.watched(cluster, client);
         let timeout = self.inner.ready_timeout;
-        let ready = async {
-            watched.pods.wait_until_ready().await?;
-            watched.config_maps.wait_until_ready().await
-        };
-        match tokio::time::timeout(timeout, ready).await {
-            Ok(Ok(())) => {}
-            _ => {
-                return Err(format!(
-                    "the control plane Pods of workload cluster {cluster} could not be listed within {timeout:?}"
-                ));
-            }
+        if tokio::time::timeout(timeout, watched.ready.wait())
+            .await
+            .is_err()
+        {
+            return Err(format!(
+                "the control plane Pods of workload cluster {cluster} could not be listed within {timeout:?}"
+            ));
         }
         let kubeadm_config = watched
             .config_maps
@@ -189,9 +190,14 @@ impl WorkloadWatches {
         );
         let (config_map_store, config_map_task) =
             self.watch(cluster, config_maps, watcher::Config::default(), kcp);
+        let ready = CachesReady::new(vec![
+            CachesReady::store(&pod_store),
+            CachesReady::store(&config_map_store),
+        ]);
         let new = Arc::new(Watched {
             pods: pod_store,
             config_maps: config_map_store,
+            ready,
             _tasks: [pod_task, config_map_task],
         });
         watched.insert(cluster.clone(), new.clone());
