@@ -3,7 +3,14 @@
 //! A `Cacher` is created the first time a resource is watched. It opens one store watch on the
 //! resource's key prefix, decodes each change once, keeps a bounded history of recent events
 //! (so that clients can resume from a recent resourceVersion) and hands every event to every
-//! registered watcher through a bounded channel. A watcher whose channel is full is dropped —
+//! registered watcher through a bounded channel.
+//!
+//! The history is bounded by bytes as well as by events, and keeps each change in its stored
+//! form (the object's and its previous state's stored bytes), not decoded: a decoded object is
+//! several times the size of its JSON, and a busy resource's history of 10,000 decoded events
+//! held hundreds of MB. A watcher that resumes from the history gets its backlog decoded again
+//! when it registers; live events are decoded once and shared. A watch that resumes from a
+//! revision the history no longer holds gets 410 Expired, as after a compaction, and relists. A watcher whose channel is full is dropped —
 //! its HTTP stream ends and the client resumes from its last resourceVersion — so one slow
 //! client never holds up the others.
 //!
@@ -42,17 +49,44 @@ pub struct CachedEvent {
 /// Tuning of the watch caches.
 #[derive(Clone, Debug)]
 pub struct WatchCacheConfig {
-    /// Events kept per resource for watches that resume from an older resourceVersion.
+    /// At most this many events kept per resource for watches that resume from an older
+    /// resourceVersion.
     pub history_events: usize,
+    /// At most about this many bytes of history per resource: the stored size of each event's
+    /// object and previous state, and its keys, plus a fixed overhead per event
+    /// ([`HISTORY_EVENT_OVERHEAD`]). Whichever bound is reached first evicts the oldest events.
+    pub history_bytes: usize,
     /// Events a watcher may have queued before it is dropped as too slow.
     pub watcher_buffer: usize,
 }
 
+/// What one history event costs besides its keys and values: the queue slot, the event's
+/// fields and the allocations' headers, rounded up.
+pub const HISTORY_EVENT_OVERHEAD: usize = 160;
+
 impl Default for WatchCacheConfig {
+    /// A management server's: 10,000 events or 8 MiB per resource, whichever is less. 8 MiB
+    /// holds about 500 changes of a Machine with its managedFields (8 KB stored, twice for its
+    /// previous state), several seconds of a busy resource at a thousand clusters; a watch that
+    /// resumes from further back relists.
     fn default() -> Self {
         WatchCacheConfig {
             history_events: 10_000,
+            history_bytes: 8 << 20,
             watcher_buffer: 4_096,
+        }
+    }
+}
+
+impl WatchCacheConfig {
+    /// A simulated workload cluster's: it holds a handful of Nodes and Pods that change a
+    /// few times, and its watchers (the management plane's caches of it) stay connected, so
+    /// 256 KiB per resource is plenty, and a thousand such servers stay small.
+    pub fn small() -> Self {
+        WatchCacheConfig {
+            history_events: 1_000,
+            history_bytes: 256 << 10,
+            watcher_buffer: 1_024,
         }
     }
 }
@@ -69,8 +103,30 @@ struct Watcher {
     sender: mpsc::Sender<Arc<CachedEvent>>,
 }
 
+/// A change as the store reported it, kept for watches that resume from its revision.
+struct HistoryEvent {
+    event: corral_store::Event,
+    /// What it counts against [`WatchCacheConfig::history_bytes`].
+    bytes: usize,
+}
+
+impl HistoryEvent {
+    fn new(event: corral_store::Event) -> HistoryEvent {
+        let kv_bytes = |kv: &corral_store::KeyValue| kv.key.len() + kv.value.len();
+        let bytes =
+            HISTORY_EVENT_OVERHEAD + kv_bytes(&event.kv) + event.prev.as_ref().map_or(0, kv_bytes);
+        HistoryEvent { event, bytes }
+    }
+
+    fn revision(&self) -> Revision {
+        self.event.revision()
+    }
+}
+
 struct CacherState {
-    history: VecDeque<Arc<CachedEvent>>,
+    history: VecDeque<HistoryEvent>,
+    /// The sum of the history's [`HistoryEvent::bytes`].
+    history_bytes: usize,
     /// Watches that resume after this revision or later can be served.
     oldest: Revision,
     /// The latest revision known to be complete for this resource.
@@ -107,6 +163,7 @@ impl Cacher {
         Arc::new(Cacher {
             state: Mutex::new(CacherState {
                 history: VecDeque::new(),
+                history_bytes: 0,
                 oldest: start_after,
                 latest: start_after,
                 watchers: Vec::new(),
@@ -118,25 +175,41 @@ impl Cacher {
     }
 
     /// Registers a watcher for every event after `after`.
+    ///
+    /// The backlog is decoded from the history after the lock is released: the watcher is
+    /// registered under the lock, so its live events are exactly those after the backlog's.
     pub fn subscribe(&self, after: Revision) -> Result<Subscription, TooOld> {
-        let mut state = self.state.lock().unwrap();
-        if after < state.oldest {
-            return Err(TooOld {
-                requested: after,
-                oldest: state.oldest,
-            });
-        }
-        let start = state.history.partition_point(|e| e.revision <= after);
-        let backlog = state.history.range(start..).cloned().collect();
-        let (sender, receiver) = mpsc::channel(self.config.watcher_buffer);
-        let id = state.next_id;
-        state.next_id += 1;
-        state.watchers.push(Watcher { id, sender });
-        let _ = id;
+        let (stored, receiver, latest) = {
+            let mut state = self.state.lock().unwrap();
+            if after < state.oldest {
+                return Err(TooOld {
+                    requested: after,
+                    oldest: state.oldest,
+                });
+            }
+            let start = state.history.partition_point(|e| e.revision() <= after);
+            let stored: Vec<corral_store::Event> = state
+                .history
+                .range(start..)
+                .map(|e| e.event.clone())
+                .collect();
+            let (sender, receiver) = mpsc::channel(self.config.watcher_buffer);
+            let id = state.next_id;
+            state.next_id += 1;
+            state.watchers.push(Watcher { id, sender });
+            (stored, receiver, state.latest)
+        };
+        // Only events that decoded when they were published are in the history, and decoding
+        // is deterministic, so none is skipped here.
+        let backlog = stored
+            .iter()
+            .filter_map(|event| decode_event(event).ok())
+            .map(Arc::new)
+            .collect();
         Ok(Subscription {
             backlog,
             receiver,
-            latest: state.latest,
+            latest,
         })
     }
 
@@ -145,15 +218,23 @@ impl Cacher {
         self.state.lock().unwrap().latest
     }
 
-    fn publish(&self, event: CachedEvent) {
+    /// Hands `event`, decoded from `stored`, to every watcher and keeps `stored` in the
+    /// history, evicting the oldest events beyond the history's bounds.
+    fn publish(&self, event: CachedEvent, stored: corral_store::Event) {
         let event = Arc::new(event);
+        let stored = HistoryEvent::new(stored);
         let mut state = self.state.lock().unwrap();
         state.latest = event.revision;
-        state.history.push_back(event.clone());
-        while state.history.len() > self.config.history_events {
-            if let Some(dropped) = state.history.pop_front() {
-                state.oldest = dropped.revision;
-            }
+        state.history_bytes += stored.bytes;
+        state.history.push_back(stored);
+        while state.history.len() > self.config.history_events
+            || state.history_bytes > self.config.history_bytes
+        {
+            let Some(dropped) = state.history.pop_front() else {
+                break;
+            };
+            state.history_bytes -= dropped.bytes;
+            state.oldest = dropped.revision();
         }
         state
             .watchers
@@ -174,7 +255,8 @@ impl Cacher {
     /// clients that resume from an older resourceVersion get 410 Expired and relist.
     fn expire(&self, revision: Revision) {
         let mut state = self.state.lock().unwrap();
-        state.history.retain(|e| e.revision > revision);
+        state.history.retain(|e| e.revision() > revision);
+        state.history_bytes = state.history.iter().map(|e| e.bytes).sum();
         state.oldest = state.oldest.max(revision);
         state.latest = state.latest.max(revision);
         state.watchers.clear();
@@ -292,7 +374,7 @@ async fn feed(
                 Ok(event) => {
                     after = event.revision();
                     match decode_event(&event) {
-                        Ok(cached) => cacher.publish(cached),
+                        Ok(cached) => cacher.publish(cached, event),
                         Err(error) => {
                             tracing::error!(key = event.kv.key, %error, "Skipping an undecodable stored object")
                         }

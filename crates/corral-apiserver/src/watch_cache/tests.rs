@@ -1,26 +1,48 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use corral_store::EventKind;
+use corral_store::{Event, EventKind, KeyValue};
 use serde_json::json;
 
-use super::{CachedEvent, Cacher, WatchCacheConfig};
+use super::{Cacher, HISTORY_EVENT_OVERHEAD, WatchCacheConfig, decode_event};
 
-fn event(revision: i64) -> CachedEvent {
-    let object = json!({"metadata": {"name": format!("o{revision}"), "resourceVersion": revision.to_string()}});
-    CachedEvent {
-        revision,
+const KEY_PREFIX: &str = "/registry/core/configmaps/default/";
+
+/// The store's event for a write of `o<revision>` at `revision`, its stored value padded to
+/// `padding` bytes of data; an update of the same name has the previous value.
+fn stored(revision: i64, name: &str, padding: usize, prev: Option<&KeyValue>) -> Event {
+    let object = json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {"padding": "x".repeat(padding)},
+    });
+    let kv = KeyValue {
+        key: format!("{KEY_PREFIX}{name}"),
+        value: Bytes::from(serde_json::to_vec(&object).unwrap()),
+        create_revision: prev.map_or(revision, |prev| prev.create_revision),
+        mod_revision: revision,
+    };
+    Event {
         kind: EventKind::Put,
-        object_json: Bytes::from(serde_json::to_vec(&object).unwrap()),
-        object,
-        prev: None,
+        kv,
+        prev: prev.cloned(),
     }
+}
+
+/// Publishes the event as the store feed does: decoded once, kept in its stored form.
+fn publish(cacher: &Cacher, event: Event) {
+    let cached = decode_event(&event).unwrap();
+    cacher.publish(cached, event);
+}
+
+fn publish_create(cacher: &Cacher, revision: i64) {
+    publish(cacher, stored(revision, &format!("o{revision}"), 0, None));
 }
 
 fn cacher(history_events: usize, watcher_buffer: usize) -> Arc<Cacher> {
     Cacher::new(
         WatchCacheConfig {
             history_events,
+            history_bytes: usize::MAX,
             watcher_buffer,
         },
         10,
@@ -31,21 +53,47 @@ fn cacher(history_events: usize, watcher_buffer: usize) -> Arc<Cacher> {
 fn a_watcher_gets_history_after_its_revision_then_live_events() {
     let cacher = cacher(100, 100);
     for revision in 11..=15 {
-        cacher.publish(event(revision));
+        publish_create(&cacher, revision);
     }
     let mut subscription = cacher.subscribe(12).unwrap();
     let backlog: Vec<i64> = subscription.backlog.iter().map(|e| e.revision).collect();
     assert_eq!(backlog, [13, 14, 15]);
     assert_eq!(subscription.latest, 15);
-    cacher.publish(event(16));
+    publish_create(&cacher, 16);
     assert_eq!(subscription.receiver.try_recv().unwrap().revision, 16);
+}
+
+#[test]
+fn the_backlog_is_decoded_as_the_live_events_were() {
+    let cacher = cacher(100, 100);
+    let mut live = cacher.subscribe(10).unwrap();
+    let created = stored(11, "a", 3, None);
+    publish(&cacher, created.clone());
+    publish(&cacher, stored(12, "a", 5, Some(&created.kv)));
+    let resumed = cacher.subscribe(10).unwrap();
+    for replayed in &resumed.backlog {
+        let sent = live.receiver.try_recv().unwrap();
+        assert_eq!(replayed.revision, sent.revision);
+        assert_eq!(replayed.kind, sent.kind);
+        assert_eq!(replayed.object, sent.object);
+        assert_eq!(replayed.object_json, sent.object_json);
+        assert_eq!(replayed.prev, sent.prev);
+    }
+    let update = &resumed.backlog[1];
+    assert_eq!(update.object["metadata"]["resourceVersion"], "12");
+    let prev = update
+        .prev
+        .as_ref()
+        .expect("an update has its previous state");
+    assert_eq!(prev["data"]["padding"], "xxx");
+    assert_eq!(prev["metadata"]["resourceVersion"], "12");
 }
 
 #[test]
 fn a_revision_older_than_the_history_is_too_old() {
     let cacher = cacher(3, 100);
     for revision in 11..=20 {
-        cacher.publish(event(revision));
+        publish_create(&cacher, revision);
     }
     // History holds 18..=20, so watches can resume after 17 or later.
     assert!(cacher.subscribe(17).is_ok());
@@ -54,12 +102,84 @@ fn a_revision_older_than_the_history_is_too_old() {
 }
 
 #[test]
+fn the_history_is_bounded_by_bytes() {
+    // Each event: its key ("/registry/core/configmaps/default/oNN", 37 bytes), its value
+    // (1,000 bytes of padding and the JSON around them) and the fixed overhead.
+    let one = {
+        let event = stored(11, "o11", 1_000, None);
+        HISTORY_EVENT_OVERHEAD + event.kv.key.len() + event.kv.value.len()
+    };
+    let cacher = Cacher::new(
+        WatchCacheConfig {
+            history_events: 10_000,
+            history_bytes: 3 * one + one / 2,
+            watcher_buffer: 100,
+        },
+        10,
+    );
+    for revision in 11..=20 {
+        publish(
+            &cacher,
+            stored(revision, &format!("o{revision}"), 1_000, None),
+        );
+    }
+    // Three events fit: 18..=20.
+    let resumed = cacher.subscribe(17).unwrap();
+    let backlog: Vec<i64> = resumed.backlog.iter().map(|e| e.revision).collect();
+    assert_eq!(backlog, [18, 19, 20]);
+    let too_old = cacher.subscribe(16).err().expect("17 was evicted");
+    assert_eq!((too_old.requested, too_old.oldest), (16, 17));
+    assert_eq!(cacher.state.lock().unwrap().history_bytes, 3 * one);
+}
+
+#[test]
+fn an_update_counts_its_previous_state_too() {
+    let created = stored(11, "a", 1_000, None);
+    let one = HISTORY_EVENT_OVERHEAD + created.kv.key.len() + created.kv.value.len();
+    let cacher = Cacher::new(
+        WatchCacheConfig {
+            history_events: 10_000,
+            history_bytes: 2 * one,
+            watcher_buffer: 100,
+        },
+        10,
+    );
+    publish(&cacher, created.clone());
+    // The update weighs its object and its previous state: with the create, over the bound.
+    publish(&cacher, stored(12, "a", 1_000, Some(&created.kv)));
+    assert!(cacher.subscribe(10).is_err(), "the create was evicted");
+    let resumed = cacher.subscribe(11).unwrap();
+    assert_eq!(resumed.backlog.len(), 1);
+    assert_eq!(resumed.backlog[0].revision, 12);
+}
+
+#[test]
+fn an_event_larger_than_the_whole_history_is_not_kept() {
+    let cacher = Cacher::new(
+        WatchCacheConfig {
+            history_events: 10_000,
+            history_bytes: 100,
+            watcher_buffer: 100,
+        },
+        10,
+    );
+    let mut live = cacher.subscribe(10).unwrap();
+    publish(&cacher, stored(11, "big", 1_000, None));
+    // Live watchers still get it; only resuming before it is too old.
+    assert_eq!(live.receiver.try_recv().unwrap().revision, 11);
+    assert!(cacher.subscribe(10).is_err());
+    let resumed = cacher.subscribe(11).unwrap();
+    assert!(resumed.backlog.is_empty());
+    assert_eq!(resumed.latest, 11);
+}
+
+#[test]
 fn a_slow_watcher_is_dropped_and_others_keep_going() {
     let cacher = cacher(100, 2);
     let mut slow = cacher.subscribe(10).unwrap();
     let mut fast = cacher.subscribe(10).unwrap();
     for revision in 11..=14 {
-        cacher.publish(event(revision));
+        publish_create(&cacher, revision);
         assert_eq!(fast.receiver.try_recv().unwrap().revision, revision);
     }
     // The slow one got what fit in its buffer, then its channel was closed.
@@ -75,7 +195,7 @@ fn a_slow_watcher_is_dropped_and_others_keep_going() {
 fn expiring_ends_watches_and_moves_the_oldest_revision() {
     let cacher = cacher(100, 100);
     for revision in 11..=15 {
-        cacher.publish(event(revision));
+        publish_create(&cacher, revision);
     }
     let mut watcher = cacher.subscribe(15).unwrap();
     cacher.expire(20);
@@ -85,4 +205,5 @@ fn expiring_ends_watches_and_moves_the_oldest_revision() {
     ));
     assert!(cacher.subscribe(19).is_err());
     assert!(cacher.subscribe(20).is_ok());
+    assert_eq!(cacher.state.lock().unwrap().history_bytes, 0);
 }

@@ -252,3 +252,88 @@ backend_tests!(
     timeout_ends_the_watch_with_bookmarks_enabled,
     many_watchers_see_every_event_in_order,
 );
+
+/// The watch history is bounded by bytes: a watch that resumes from an event it no longer holds
+/// gets 410 (never a silent gap); one that resumes from an event it still holds gets every
+/// later event, decoded from the stored form as live events are (their resourceVersions, and an
+/// object that stopped matching the selector as DELETED with its previous state).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resuming_before_the_history_bounded_by_bytes_is_410() {
+    let mut config = corral_apiserver::ServerConfig::default();
+    config.watch_cache.history_bytes = 16 * 1024;
+    let server = crate::support::start(corral_store::testing::sqlite().await, config).await;
+    let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
+    let padded = |name: &str, app: &str| {
+        let mut config_map = config_map(name, app);
+        config_map.data = Some([("padding".to_string(), "x".repeat(1024))].into());
+        config_map
+    };
+    let rv = |config_map: ConfigMap| config_map.metadata.resource_version.unwrap();
+    let first = rv(api
+        .create(&PostParams::default(), &padded("first", "x"))
+        .await
+        .unwrap());
+    let mut last_filler = String::new();
+    for i in 0..40 {
+        let filler = padded(&format!("filler-{i}"), "y");
+        last_filler = rv(api.create(&PostParams::default(), &filler).await.unwrap());
+    }
+
+    // Over 40 KiB of events came after `first`: the 16 KiB history no longer holds it.
+    let raw = server
+        .raw(
+            "GET",
+            &format!("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=2&resourceVersion={first}"),
+            None,
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(raw.status, 200, "never an HTTP 410 at watch start");
+    let line: serde_json::Value =
+        serde_json::from_slice(raw.body.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["type"], "ERROR");
+    assert_eq!(line["object"]["code"], 410);
+    assert_eq!(line["object"]["reason"], "Expired");
+
+    // The recent past is still served.
+    let relabelled = rv(api
+        .patch(
+            "first",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"app": "y"}}})),
+        )
+        .await
+        .unwrap());
+    let last = rv(api
+        .create(&PostParams::default(), &padded("last", "x"))
+        .await
+        .unwrap());
+    let stream = api
+        .watch(
+            &WatchParams::default().labels("app=x").timeout(5),
+            &last_filler,
+        )
+        .await
+        .unwrap();
+    let events: Vec<(String, String)> = stream
+        .take(2)
+        .map_ok(|event| {
+            let resource_version = match &event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                    o.metadata.resource_version.clone().unwrap_or_default()
+                }
+                _ => String::new(),
+            };
+            (describe(&event), resource_version)
+        })
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(
+        events,
+        [
+            ("DELETED first".to_string(), relabelled),
+            ("ADDED last".to_string(), last)
+        ]
+    );
+}

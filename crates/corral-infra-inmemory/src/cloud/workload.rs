@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use corral_apiserver::registry::{ResourceInfo, builtins};
-use corral_apiserver::{Server, ServerConfig};
+use corral_apiserver::{Server, ServerConfig, WatchCacheConfig};
 use corral_store::memory::MemoryStore;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
@@ -28,6 +28,23 @@ const HOST: &str = "127.0.0.1";
 /// backend copies).
 const CONTROL_PLANE_ROLE: &str = "node-role.kubernetes.io/control-plane";
 
+/// The HTTP client of the simulation's writes to its workload clusters, shared by all of them:
+/// one connection pool, and none of the TLS setup (root certificates, about 75 KB) that a
+/// `kube::Client` built from a `kube::Config` makes for each client even for a plain-HTTP URL.
+pub(super) type HttpClient = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    kube::client::Body,
+>;
+
+/// A new [`HttpClient`].
+pub(super) fn http_client() -> HttpClient {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    // Small requests would otherwise wait behind the server's delayed ACK.
+    connector.set_nodelay(true);
+    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector)
+}
+
 /// A running workload cluster.
 pub(super) struct WorkloadCluster {
     pub key: ClusterKey,
@@ -40,8 +57,13 @@ pub(super) struct WorkloadCluster {
 }
 
 impl WorkloadCluster {
-    /// Starts the cluster's API server on `port`, or on a free port.
-    pub async fn start(key: ClusterKey, port: Option<u16>) -> Result<WorkloadCluster, CloudError> {
+    /// Starts the cluster's API server on `port`, or on a free port; the simulation writes to
+    /// it through `http`.
+    pub async fn start(
+        key: ClusterKey,
+        port: Option<u16>,
+        http: &HttpClient,
+    ) -> Result<WorkloadCluster, CloudError> {
         let address = format!("{HOST}:{}", port.unwrap_or(0));
         let listener = tokio::net::TcpListener::bind(&address)
             .await
@@ -51,7 +73,7 @@ impl WorkloadCluster {
                 source,
             })?;
         let store: corral_store::DynStore = Arc::new(MemoryStore::new());
-        let server = Server::start(listener, store, ServerConfig::default())
+        let server = Server::start(listener, store, server_config())
             .await
             .map_err(|error| CloudError::StartApiServer {
                 cluster: key.clone(),
@@ -67,13 +89,9 @@ impl WorkloadCluster {
             kubeconfig: kubeconfig(&key.name, &format!("http://{HOST}:{port}")),
         };
         let url = endpoint.url().parse().expect("a loopback URL parses");
-        let client = kube::Client::try_from(kube::Config::new(url)).map_err(|source| {
-            CloudError::Workload {
-                cluster: key.clone(),
-                operation: "build a client".into(),
-                source,
-            }
-        })?;
+        let client = kube::client::ClientBuilder::new(http.clone(), "default")
+            .with_layer(&kube::client::middleware::BaseUriLayer::new(url))
+            .build();
         Ok(WorkloadCluster {
             key,
             endpoint,
@@ -263,6 +281,16 @@ fn ignore_not_found<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error),
+    }
+}
+
+/// The settings of a workload cluster's API server: small watch caches (it holds a handful of
+/// objects that change a few times; see [`WatchCacheConfig::small`]), as a management plane
+/// may run a thousand of them.
+fn server_config() -> ServerConfig {
+    ServerConfig {
+        watch_cache: WatchCacheConfig::small(),
+        ..ServerConfig::default()
     }
 }
 
