@@ -88,12 +88,21 @@ struct PlaneOptions {
     /// (default: the server's default).
     #[arg(long)]
     watch_history: Option<usize>,
+    /// MiB of history each watch cache of the management API server keeps at most (default:
+    /// the server's default, 8).
+    #[arg(long)]
+    watch_history_mib: Option<f64>,
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
 }
 
 impl PlaneOptions {
+    fn watch_history_bytes(&self) -> Option<usize> {
+        self.watch_history_mib
+            .map(|mib| (mib.max(0.0) * 1024.0 * 1024.0) as usize)
+    }
+
     fn controllers(&self) -> corral_controllers::Config {
         let mut config = corral_controllers::Config::default();
         if let Some(concurrency) = self.concurrency {
@@ -249,6 +258,7 @@ fn scale(options: ScaleOptions) -> anyhow::Result<()> {
     config.data_root = options.common.data_dir.clone();
     config.controllers = options.common.controllers();
     config.watch_history = options.common.watch_history;
+    config.watch_history_bytes = options.common.watch_history_bytes();
     config.progress = !options.common.quiet;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -272,6 +282,7 @@ fn rollout(options: RolloutOptions) -> anyhow::Result<()> {
         data_root: options.common.data_dir.clone(),
         controllers: options.common.controllers(),
         watch_history: options.common.watch_history,
+        watch_history_bytes: options.common.watch_history_bytes(),
         progress: !options.common.quiet,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

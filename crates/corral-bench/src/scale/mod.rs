@@ -56,6 +56,9 @@ pub struct ScaleConfig {
     /// Events each of the management API server's watch caches keeps (`None`: the server's
     /// default).
     pub watch_history: Option<usize>,
+    /// Bytes of history each of the management API server's watch caches keeps (`None`: the
+    /// server's default).
+    pub watch_history_bytes: Option<usize>,
     /// Progress lines on stderr.
     pub progress: bool,
 }
@@ -73,6 +76,7 @@ impl ScaleConfig {
             data_root: None,
             controllers: corral_controllers::Config::default(),
             watch_history: None,
+            watch_history_bytes: None,
             progress: true,
         }
     }
@@ -102,7 +106,7 @@ pub async fn run_scale(config: &ScaleConfig) -> anyhow::Result<ScaleReport> {
     let plane = ManagementPlane::start(
         dir.path(),
         config.controllers.clone(),
-        server_config(config.watch_history),
+        server_config(config.watch_history, config.watch_history_bytes),
     )
     .await?;
     let mut report = ScaleReport::new(config.clone(), crate::env::describe_dir(dir.path()));
@@ -179,6 +183,8 @@ pub struct RolloutConfig {
     pub controllers: corral_controllers::Config,
     /// As [`ScaleConfig::watch_history`].
     pub watch_history: Option<usize>,
+    /// As [`ScaleConfig::watch_history_bytes`].
+    pub watch_history_bytes: Option<usize>,
     pub progress: bool,
 }
 
@@ -188,7 +194,7 @@ pub async fn run_rollout(config: &RolloutConfig) -> anyhow::Result<RolloutReport
     let plane = ManagementPlane::start(
         dir.path(),
         config.controllers.clone(),
-        server_config(config.watch_history),
+        server_config(config.watch_history, config.watch_history_bytes),
     )
     .await?;
     let mut report = RolloutReport::new(config.clone(), crate::env::describe_dir(dir.path()));
@@ -222,6 +228,7 @@ async fn rollout_phases(
         timeout: config.timeout,
         progress: config.progress,
         watch_history: config.watch_history,
+        watch_history_bytes: config.watch_history_bytes,
         ..ScaleConfig::new(1, 1, config.replicas)
     };
     let tracker = Tracker::start(client.clone());
@@ -302,12 +309,18 @@ async fn rollout_phases(
     rolled
 }
 
-/// The management API server's settings: its defaults, with `watch_history` events kept per
-/// watch cache when given.
-fn server_config(watch_history: Option<usize>) -> corral_apiserver::ServerConfig {
+/// The management API server's settings: its defaults, with at most `watch_history` events
+/// and `watch_history_bytes` bytes kept per watch cache when given.
+fn server_config(
+    watch_history: Option<usize>,
+    watch_history_bytes: Option<usize>,
+) -> corral_apiserver::ServerConfig {
     let mut config = corral_apiserver::ServerConfig::default();
     if let Some(events) = watch_history {
         config.watch_cache.history_events = events.max(1);
+    }
+    if let Some(bytes) = watch_history_bytes {
+        config.watch_cache.history_bytes = bytes;
     }
     config
 }

@@ -65,6 +65,7 @@ async fn a_rollout_stays_within_max_surge() {
         data_root: Some(dir.path().to_path_buf()),
         controllers: corral_controllers::Config::default(),
         watch_history: None,
+        watch_history_bytes: None,
         progress: false,
     };
     let report = run_rollout(&config).await.unwrap();
