@@ -89,3 +89,13 @@ pub(crate) fn summary(conditions: &[Condition], types: &[&str]) -> Desired {
         Desired::new(READY, false, reasons::NOT_READY).with_message(not_ready.join("; "))
     }
 }
+
+/// Records `generation` as observed by every condition: a write of the status reports what the
+/// controller saw of the generation it wrote against (upstream's patch helper does the same),
+/// so that a spec write earlier in the same reconcile does not leave the conditions one
+/// generation behind, which the next reconcile would write again.
+pub(crate) fn observe(conditions: &mut [Condition], generation: Option<i64>) {
+    for condition in conditions {
+        condition.observed_generation = generation;
+    }
+}

@@ -13,6 +13,7 @@
 mod conditions;
 mod dev_cluster;
 mod dev_machine;
+mod own_writes;
 #[cfg(test)]
 mod tests;
 
@@ -173,6 +174,7 @@ pub async fn run(
         client: client.clone(),
         cloud,
         recorder: Recorder::new(client, Reporter::from(CONTROLLER_NAME)),
+        own_writes: own_writes::OwnWrites::default(),
     });
     let shutdown = shutdown.shared();
     futures::join!(
@@ -186,6 +188,7 @@ pub(crate) struct Context {
     pub client: kube::Client,
     pub cloud: Arc<dyn Cloud>,
     pub recorder: Recorder,
+    pub own_writes: own_writes::OwnWrites,
 }
 
 impl Context {
@@ -299,8 +302,10 @@ async fn drain<T: std::fmt::Debug, E: std::fmt::Display>(
 
 /// Adds or removes `finalizer` with a merge patch conditional on the object's resourceVersion,
 /// so that a concurrent change of the finalizers is not lost (the patch then fails and the
-/// reconcile runs again).
+/// reconcile runs again). An added finalizer is remembered as an own write; removing it lets
+/// the object go, and the object is forgotten.
 async fn set_finalizer<K>(
+    context: &Context,
     api: &Api<K>,
     object: &K,
     finalizer: &str,
@@ -325,18 +330,103 @@ where
             "resourceVersion": object.resource_version(),
         }
     });
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|source| Error::Patch {
-        kind: K::kind(&()).to_string(),
-        name: object.name_any(),
-        source,
-    })
+    let written = api
+        .patch(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|source| Error::Patch {
+            kind: K::kind(&()).to_string(),
+            name: object.name_any(),
+            source,
+        })?;
+    if present {
+        context
+            .own_writes
+            .remember(&written, object.resource_version().as_deref());
+    } else {
+        context.own_writes.forget(object);
+    }
+    Ok(())
+}
+
+/// Writes `status` as the object's status when it differs from `current`, the status of the
+/// copy `object` the reconcile started from, as a JSON merge patch of the difference. `base` is
+/// the version the write replaces: the copy's, or the one an earlier write of the same
+/// reconcile produced. Returns whether it wrote.
+async fn write_status<K, S>(
+    context: &Context,
+    api: &Api<K>,
+    object: &K,
+    current: Option<&S>,
+    status: &S,
+    base: Option<&str>,
+) -> Result<bool, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    S: serde::Serialize + PartialEq,
+{
+    if current == Some(status) {
+        return Ok(false);
+    }
+    let old = serde_json::to_value(current).expect("a status serializes");
+    let new = serde_json::to_value(status).expect("a status serializes");
+    let patch = json!({ "status": merge_patch(&old, &new) });
+    let written = api
+        .patch_status(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|source| Error::Patch {
+            kind: K::kind(&()).to_string(),
+            name: object.name_any(),
+            source,
+        })?;
+    context.own_writes.remember(&written, base);
+    Ok(true)
+}
+
+/// Writes `patch` (a JSON merge patch of the spec or metadata) to the object, and returns what
+/// the API server stored, remembered as an own write.
+async fn write_spec<K>(
+    context: &Context,
+    api: &Api<K>,
+    object: &K,
+    patch: serde_json::Value,
+) -> Result<K, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let written = api
+        .patch(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|source| Error::Patch {
+            kind: K::kind(&()).to_string(),
+            name: object.name_any(),
+            source,
+        })?;
+    context
+        .own_writes
+        .remember(&written, object.resource_version().as_deref());
+    Ok(written)
+}
+
+/// Whether a reconcile of `object` is to be skipped: a copy an own write replaced (see
+/// [`own_writes`]); the write's watch event brings the next reconcile.
+fn replaced_by_own_write<K: Resource>(context: &Context, object: &K) -> bool {
+    let replaced = context.own_writes.is_replaced(object);
+    if replaced {
+        tracing::debug!("Skipping a copy that an own write replaced");
+    }
+    replaced
 }
 
 /// Whether reconciliation is paused, by the Cluster's `spec.paused` or the object's

@@ -954,9 +954,251 @@ async fn after_a_restart_endpoints_come_back_where_they_were_and_vms_boot_again(
     assert_eq!(after, endpoint);
     let all = nodes.list(&ListParams::default()).await.unwrap().items;
     assert_eq!(all.len(), 1);
-    let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+    // The status is written once the boot has settled, the Node included: it may land just
+    // after the Node.
+    eventually("the DevMachine to be provisioned", || async {
+        let dev_machine = plane.dev_machines().get("worker-0").await.unwrap();
+        (dev_machine.status?.initialization.provisioned == Some(true)).then_some(())
+    })
+    .await;
+}
+
+/// Every version of the DevMachine `name` the API server stores from the moment of the call,
+/// as its watch delivers them: one per write.
+struct Versions {
+    name: String,
+    stream: futures::stream::BoxStream<'static, kube::Result<kube::api::WatchEvent<DevMachine>>>,
+    seen: Vec<DevMachine>,
+}
+
+impl Versions {
+    async fn watch(plane: &Plane, name: &str) -> Versions {
+        use futures::StreamExt;
+        let api = plane.dev_machines();
+        let version = api
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+        let stream = api
+            .watch(&kube::api::WatchParams::default(), &version)
+            .await
+            .unwrap()
+            .boxed();
+        Versions {
+            name: name.into(),
+            stream,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a version for which `done` holds, and returns it.
+    async fn until(&mut self, what: &str, done: impl Fn(&DevMachine) -> bool) -> DevMachine {
+        use futures::StreamExt;
+        use kube::api::WatchEvent;
+        let wait = async {
+            while let Some(event) = self.stream.next().await {
+                let dev_machine = match event.unwrap() {
+                    WatchEvent::Added(object) | WatchEvent::Modified(object) => object,
+                    WatchEvent::Deleted(_) | WatchEvent::Bookmark(_) => continue,
+                    WatchEvent::Error(error) => panic!("watching DevMachines: {error}"),
+                };
+                if dev_machine.metadata.name.as_deref() != Some(self.name.as_str()) {
+                    continue;
+                }
+                self.seen.push(dev_machine.clone());
+                if done(&dev_machine) {
+                    return dev_machine;
+                }
+            }
+            panic!("the DevMachine watch ended while waiting for {what}");
+        };
+        tokio::time::timeout(super::PATIENCE, wait)
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "timed out waiting for {what}; versions: {}",
+                    self.describe()
+                )
+            })
+    }
+
+    /// The versions seen after the first (the test's create): the provider's writes.
+    fn writes(&self) -> usize {
+        self.seen.len().saturating_sub(1)
+    }
+
+    /// One line per version seen: what changed, for failure messages.
+    fn describe(&self) -> String {
+        self.seen
+            .iter()
+            .map(|dev_machine| {
+                let status = dev_machine.status.clone().unwrap_or_default();
+                let conditions: Vec<String> = status
+                    .conditions
+                    .iter()
+                    .map(|c| format!("{}={}/{}@{:?}", c.type_, c.status, c.reason, c.observed_generation))
+                    .collect();
+                format!(
+                    "\n  generation {:?} finalizers {:?} providerID {:?} provisioned {:?} addresses {} [{}]",
+                    dev_machine.metadata.generation,
+                    dev_machine.metadata.finalizers,
+                    dev_machine.spec.provider_id,
+                    status.initialization.provisioned,
+                    status.addresses.len(),
+                    conditions.join(" "),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Whether a DevMachine's status is complete: provisioned with its providerID and addresses,
+/// Ready, and every condition observed at the current generation (so a reconcile of this
+/// version has nothing left to write).
+fn complete(dev_machine: &DevMachine) -> bool {
+    let Some(status) = dev_machine.status.as_ref() else {
+        return false;
+    };
+    status.initialization.provisioned == Some(true)
+        && dev_machine.spec.provider_id.is_some()
+        && !status.addresses.is_empty()
+        && machine_condition(dev_machine, "Ready") == is("True", "Ready")
+        && status
+            .conditions
+            .iter()
+            .all(|c| c.observed_generation == dev_machine.metadata.generation)
+}
+
+#[tokio::test]
+async fn at_zero_delay_a_worker_dev_machine_is_provisioned_in_three_writes() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    let mut versions = Versions::watch(&plane, "worker-0").await;
+    plane
+        .machine(
+            "dev",
+            "worker-0",
+            MachineOptions {
+                failure_domain: Some("zone-a".into()),
+                ..Default::default()
+            },
+        )
+        .await;
+    let done = versions.until("a complete status", complete).await;
+    eprintln!("{} writes:{}", versions.writes(), versions.describe());
+
+    // The finalizer; the providerID; one status write with everything already true.
+    assert!(
+        versions.writes() <= 3,
+        "{} writes:{}",
+        versions.writes(),
+        versions.describe()
+    );
+    let status = done.status.as_ref().unwrap();
     assert_eq!(
-        dev_machine.status.unwrap().initialization.provisioned,
-        Some(true)
+        done.spec.provider_id.as_deref(),
+        Some("in-memory://worker-0")
+    );
+    assert_eq!(status.failure_domain.as_deref(), Some("zone-a"));
+    assert_eq!(status.addresses.len(), 2);
+    assert_eq!(machine_condition(&done, "Paused"), is("False", "NotPaused"));
+    assert_eq!(
+        machine_condition(&done, "VMProvisioned"),
+        is("True", "Provisioned")
+    );
+    assert_eq!(
+        machine_condition(&done, "NodeProvisioned"),
+        is("True", "Provisioned")
+    );
+    assert_eq!(machine_condition(&done, "EtcdProvisioned"), None);
+    let nodes: Api<Node> = Api::all(plane.workload_client("dev").await);
+    let node = nodes.get("worker-0").await.unwrap();
+    assert_eq!(node_ready(&node).as_deref(), Some("True"));
+}
+
+#[tokio::test]
+async fn at_zero_delay_a_control_plane_dev_machine_is_provisioned_in_three_writes() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    let mut versions = Versions::watch(&plane, "cp-0").await;
+    plane
+        .machine(
+            "dev",
+            "cp-0",
+            MachineOptions {
+                control_plane: true,
+                ..Default::default()
+            },
+        )
+        .await;
+    let done = versions.until("a complete status", complete).await;
+    eprintln!("{} writes:{}", versions.writes(), versions.describe());
+
+    assert!(
+        versions.writes() <= 3,
+        "{} writes:{}",
+        versions.writes(),
+        versions.describe()
+    );
+    for step in [
+        "VMProvisioned",
+        "NodeProvisioned",
+        "EtcdProvisioned",
+        "APIServerProvisioned",
+    ] {
+        assert_eq!(
+            machine_condition(&done, step),
+            is("True", "Provisioned"),
+            "{step}"
+        );
+    }
+    let pods: Api<Pod> = Api::namespaced(plane.workload_client("dev").await, "kube-system");
+    assert!(pods.get_opt("kube-apiserver-cp-0").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn with_startup_durations_each_step_a_user_can_observe_is_one_write() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    let mut versions = Versions::watch(&plane, "worker-0").await;
+    let step = json!({ "provisioning": { "startupDuration": "300ms" } });
+    plane
+        .machine(
+            "dev",
+            "worker-0",
+            MachineOptions {
+                in_memory: json!({ "vm": step, "node": step }),
+                ..Default::default()
+            },
+        )
+        .await;
+    // The VM boots: the status says so before it is up, without a providerID yet.
+    let booting = versions
+        .until("the VM to boot", |dev_machine| {
+            machine_condition(dev_machine, "VMProvisioned")
+                == is("False", "WaitingForStartupTimeout")
+        })
+        .await;
+    assert_eq!(booting.spec.provider_id, None);
+    assert_eq!(
+        machine_condition(&booting, "NodeProvisioned"),
+        is("False", "WaitingForVMProvisioned")
+    );
+    versions.until("a complete status", complete).await;
+    eprintln!("{} writes:{}", versions.writes(), versions.describe());
+
+    // Finalizer; VM booting; providerID and VM up with the Node starting; Node up. A reconcile
+    // that comes late sees two steps at once and writes less.
+    assert!(
+        versions.writes() <= 5,
+        "{} writes:{}",
+        versions.writes(),
+        versions.describe()
     );
 }

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::{Action, trigger_self, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -24,7 +24,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use super::conditions::{self, Desired};
-use super::{Context, Error, Signatures, get_opt, owner_named, paused, set_finalizer};
+use super::{
+    Context, Error, Signatures, get_opt, owner_named, paused, replaced_by_own_write, set_finalizer,
+    write_spec, write_status,
+};
 use crate::api::conditions::{PAUSED, READY, reasons};
 use crate::api::{DevCluster, DevClusterStatus, GROUP, finalizers};
 use crate::cloud::ClusterKey;
@@ -140,6 +143,9 @@ async fn reconcile(
     context: Arc<Context>,
     clusters_cache: Store<Cluster>,
 ) -> Result<Action, Error> {
+    if replaced_by_own_write(&context, dev_cluster.as_ref()) {
+        return Ok(Action::await_change());
+    }
     let namespace = dev_cluster.namespace().unwrap_or_default();
     let api: Api<DevCluster> = Api::namespaced(context.client.clone(), &namespace);
     let deleting = dev_cluster.metadata.deletion_timestamp.is_some();
@@ -152,14 +158,14 @@ async fn reconcile(
             .iter()
             .any(|f| f == finalizers::DEV_CLUSTER)
     {
-        set_finalizer(&api, &dev_cluster, finalizers::DEV_CLUSTER, true).await?;
+        set_finalizer(&context, &api, &dev_cluster, finalizers::DEV_CLUSTER, true).await?;
         return Ok(Action::await_change());
     }
 
     let Some(cluster_name) = owner_named(dev_cluster.as_ref(), "Cluster") else {
         if deleting {
             // Nothing was created without an owner.
-            set_finalizer(&api, &dev_cluster, finalizers::DEV_CLUSTER, false).await?;
+            set_finalizer(&context, &api, &dev_cluster, finalizers::DEV_CLUSTER, false).await?;
         } else {
             tracing::info!("Waiting for the Cluster controller to set the owner reference");
         }
@@ -188,7 +194,7 @@ async fn reconcile(
             &Desired::new(PAUSED, true, reasons::PAUSED).with_message(message),
             generation,
         );
-        patch_status(&api, &dev_cluster, &status).await?;
+        patch_status(&context, &api, &dev_cluster, &status).await?;
         return Ok(Action::await_change());
     }
     conditions::set(
@@ -204,7 +210,7 @@ async fn reconcile(
             .delete_cluster(&key)
             .await
             .map_err(Error::Cloud)?;
-        set_finalizer(&api, &dev_cluster, finalizers::DEV_CLUSTER, false).await?;
+        set_finalizer(&context, &api, &dev_cluster, finalizers::DEV_CLUSTER, false).await?;
         return Ok(Action::await_change());
     }
     let Some(cluster) = cluster else {
@@ -221,7 +227,7 @@ async fn reconcile(
             ),
             generation,
         );
-        patch_status(&api, &dev_cluster, &status).await?;
+        patch_status(&context, &api, &dev_cluster, &status).await?;
         return Ok(Action::await_change());
     }
 
@@ -240,7 +246,7 @@ async fn reconcile(
                 &Desired::new(READY, false, reasons::CLOUD_ERROR).with_message(message.clone()),
                 generation,
             );
-            patch_status(&api, &dev_cluster, &status).await?;
+            patch_status(&context, &api, &dev_cluster, &status).await?;
             context
                 .event(
                     dev_cluster.as_ref(),
@@ -253,22 +259,18 @@ async fn reconcile(
         }
     };
 
+    // The endpoint is in the spec, the rest in the status: two writes, the status one
+    // against the generation the first produced.
+    let mut base = dev_cluster.resource_version();
+    let mut generation = generation;
     if !recorded.is_valid() {
         tracing::info!(host = %endpoint.host, port = endpoint.port, "Setting the control plane endpoint");
         let patch = json!({
             "spec": { "controlPlaneEndpoint": { "host": endpoint.host, "port": endpoint.port } }
         });
-        api.patch(
-            &dev_cluster.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(|source| Error::Patch {
-            kind: "DevCluster".into(),
-            name: dev_cluster.name_any(),
-            source,
-        })?;
+        let written = write_spec(&context, &api, dev_cluster.as_ref(), patch).await?;
+        generation = written.metadata.generation;
+        base = written.resource_version();
     }
 
     kubeconfig::ensure(&context, &cluster, &endpoint).await?;
@@ -287,7 +289,16 @@ async fn reconcile(
         &Desired::new(READY, true, reasons::READY),
         generation,
     );
-    patch_status(&api, &dev_cluster, &status).await?;
+    conditions::observe(&mut status.conditions, generation);
+    write_status(
+        &context,
+        &api,
+        dev_cluster.as_ref(),
+        dev_cluster.status.as_ref(),
+        &status,
+        base.as_deref(),
+    )
+    .await?;
     if first_time {
         context
             .event(
@@ -306,26 +317,19 @@ async fn reconcile(
 
 /// Writes the status when it changed.
 async fn patch_status(
+    context: &Context,
     api: &Api<DevCluster>,
     dev_cluster: &DevCluster,
     status: &DevClusterStatus,
 ) -> Result<(), Error> {
-    if dev_cluster.status.as_ref() == Some(status) {
-        return Ok(());
-    }
-    let old = serde_json::to_value(&dev_cluster.status).expect("a status serializes");
-    let new = serde_json::to_value(status).expect("a status serializes");
-    let patch = json!({ "status": super::merge_patch(&old, &new) });
-    api.patch_status(
-        &dev_cluster.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
+    write_status(
+        context,
+        api,
+        dev_cluster,
+        dev_cluster.status.as_ref(),
+        status,
+        dev_cluster.resource_version().as_deref(),
     )
     .await
     .map(|_| ())
-    .map_err(|source| Error::Patch {
-        kind: "DevCluster".into(),
-        name: dev_cluster.name_any(),
-        source,
-    })
 }

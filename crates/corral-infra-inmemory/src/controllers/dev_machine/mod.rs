@@ -18,7 +18,7 @@ use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::{Action, trigger_self, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -27,7 +27,10 @@ use serde_json::json;
 
 use self::status::Wait;
 use super::conditions::{self, Desired};
-use super::{Context, Error, Signatures, get_opt, owner_named, paused, set_finalizer};
+use super::{
+    Context, Error, Signatures, get_opt, owner_named, paused, replaced_by_own_write, set_finalizer,
+    write_spec, write_status,
+};
 use crate::api::annotations::{FAIL_BOOT, NODE_NOT_READY};
 use crate::api::conditions::{
     API_SERVER_PROVISIONED, ETCD_PROVISIONED, NODE_PROVISIONED, PAUSED, READY, VM_PROVISIONED,
@@ -43,6 +46,7 @@ use crate::cloud::{ClusterKey, Faults, StepTiming, StepTimings, VmKey, VmSpec};
 pub(super) struct Caches {
     machines: Store<Machine>,
     clusters: Store<Cluster>,
+    dev_clusters: Store<DevCluster>,
 }
 
 pub(super) async fn run(
@@ -66,7 +70,13 @@ pub(super) async fn run(
     let (cluster_store, writer) = reflector::store();
     let clusters = reflector::reflector(
         writer,
-        watcher(Api::<Cluster>::all(client), config).default_backoff(),
+        watcher(Api::<Cluster>::all(client.clone()), config.clone()).default_backoff(),
+    )
+    .applied_objects();
+    let (dev_cluster_store, writer) = reflector::store();
+    let dev_clusters = reflector::reflector(
+        writer,
+        watcher(Api::<DevCluster>::all(client), config).default_backoff(),
     )
     .applied_objects();
 
@@ -101,9 +111,13 @@ pub(super) async fn run(
         })
         .boxed(),
     );
+    // The DevCluster watch only fills its cache (a reconcile checks that the DevCluster
+    // exists); the Cluster's infrastructure becoming provisioned is what starts a DevMachine.
+    queue.push(trigger_with(dev_clusters, |_| Vec::<ObjectRef<DevMachine>>::new()).boxed());
     let caches = Arc::new(Caches {
         machines: machine_store,
         clusters: cluster_store,
+        dev_clusters: dev_cluster_store,
     });
     super::run_applier(
         dev_machine_store,
@@ -169,6 +183,9 @@ async fn reconcile(
     context: Arc<Context>,
     caches: Arc<Caches>,
 ) -> Result<Action, Error> {
+    if replaced_by_own_write(&context, dev_machine.as_ref()) {
+        return Ok(Action::await_change());
+    }
     let namespace = dev_machine.namespace().unwrap_or_default();
     let name = dev_machine.name_any();
     let api: Api<DevMachine> = Api::namespaced(context.client.clone(), &namespace);
@@ -226,7 +243,7 @@ async fn reconcile(
                     delete_vm(&context, key).await?;
                 }
             }
-            set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
+            set_finalizer(&context, &api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
         } else {
             tracing::info!("Waiting for the Machine controller to set the owner reference");
         }
@@ -248,7 +265,7 @@ async fn reconcile(
             .iter()
             .any(|f| f == finalizers::DEV_MACHINE)
     {
-        set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, true).await?;
+        set_finalizer(&context, &api, &dev_machine, finalizers::DEV_MACHINE, true).await?;
         return Ok(Action::await_change());
     }
 
@@ -260,7 +277,7 @@ async fn reconcile(
             &Desired::new(PAUSED, true, reasons::PAUSED).with_message(message),
             generation,
         );
-        patch_status(&api, &dev_machine, &status).await?;
+        patch_status(&context, &api, &dev_machine, &status).await?;
         return Ok(Action::await_change());
     }
     conditions::set(
@@ -273,7 +290,7 @@ async fn reconcile(
         if !moving {
             delete_vm(&context, &key).await?;
         }
-        set_finalizer(&api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
+        set_finalizer(&context, &api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
         return Ok(Action::await_change());
     }
 
@@ -286,7 +303,7 @@ async fn reconcile(
         return Ok(Action::await_change());
     };
     let dev_clusters: Api<DevCluster> = Api::namespaced(context.client.clone(), &namespace);
-    if get_opt(&dev_clusters, &infrastructure.name)
+    if cached_or_get(&caches.dev_clusters, &dev_clusters, &infrastructure.name)
         .await?
         .is_none()
     {
@@ -303,7 +320,7 @@ async fn reconcile(
             "spec.backend.inMemory is not set; Corral's in-memory provider supports no other backend",
         );
         conditions::set(&mut status.conditions, &ready, generation);
-        patch_status(&api, &dev_machine, &status).await?;
+        patch_status(&context, &api, &dev_machine, &status).await?;
         return Ok(Action::await_change());
     };
     let timings = match compute_timings(in_memory) {
@@ -312,7 +329,7 @@ async fn reconcile(
             let invalid = Desired::new(VM_PROVISIONED, false, reasons::INVALID_PROVISIONING)
                 .with_message(message.clone());
             set_step_conditions(&mut status, &[invalid], generation);
-            patch_status(&api, &dev_machine, &status).await?;
+            patch_status(&context, &api, &dev_machine, &status).await?;
             context
                 .event(
                     dev_machine.as_ref(),
@@ -346,7 +363,7 @@ async fn reconcile(
         tracing::info!(?wait, "Waiting before creating the VM");
         let waiting = status::compute_waiting_conditions(wait, control_plane);
         set_step_conditions(&mut status, &waiting, generation);
-        patch_status(&api, &dev_machine, &status).await?;
+        patch_status(&context, &api, &dev_machine, &status).await?;
         return Ok(Action::await_change());
     }
 
@@ -366,7 +383,7 @@ async fn reconcile(
             let failed = Desired::new(VM_PROVISIONED, false, reasons::CLOUD_ERROR)
                 .with_message(message.clone());
             set_step_conditions(&mut status, &[failed], generation);
-            patch_status(&api, &dev_machine, &status).await?;
+            patch_status(&context, &api, &dev_machine, &status).await?;
             context
                 .event(
                     dev_machine.as_ref(),
@@ -379,6 +396,13 @@ async fn reconcile(
         }
     };
 
+    // A step whose time has come is completing its effect in the cloud (registering the Node,
+    // starting etcd) and normally done moments later: look again then rather than write a
+    // state that is about to change. At zero delay every step lands in one write.
+    let now = k8s_openapi::jiff::Timestamp::now();
+    if let Some(after) = status::settling(&vm, now) {
+        return Ok(Action::requeue(after));
+    }
     let steps = status::compute_step_conditions(&vm);
     let boot_failed_before = has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED);
     set_step_conditions(&mut status, &steps, generation);
@@ -393,45 +417,55 @@ async fn reconcile(
             .await;
     }
 
+    // The contract: providerID, then provisioned, which never goes back to false. The
+    // providerID is in the spec, the rest in the status: two writes, the status one against
+    // the generation the first produced.
+    let mut base = dev_machine.resource_version();
+    let mut provisioned_now = false;
     if vm.vm.is_done() {
-        // The contract: providerID, then provisioned, which never goes back to false.
         let provider_id = provider_id(&name);
         if dev_machine.spec.provider_id.as_deref() != Some(provider_id.as_str()) {
             tracing::info!(%provider_id, "Setting the providerID");
             let patch = json!({ "spec": { "providerID": provider_id } });
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|source| Error::Patch {
-                    kind: "DevMachine".into(),
-                    name: name.clone(),
-                    source,
-                })?;
+            let written = write_spec(&context, &api, dev_machine.as_ref(), patch).await?;
+            conditions::observe(&mut status.conditions, written.metadata.generation);
+            base = written.resource_version();
         }
         status.addresses = vm.addresses.clone();
         status.failure_domain = machine.spec.failure_domain.clone();
-        if status.initialization.provisioned != Some(true) {
-            status.initialization.provisioned = Some(true);
-            context
-                .event(
-                    dev_machine.as_ref(),
-                    EventType::Normal,
-                    reasons::PROVISIONED,
-                    format!(
-                        "Simulated VM {name} is up in workload cluster {}",
-                        key.cluster
-                    ),
-                )
-                .await;
-        }
+        provisioned_now = status.initialization.provisioned != Some(true);
+        status.initialization.provisioned = Some(true);
     }
-    patch_status(&api, &dev_machine, &status).await?;
-
-    Ok(
-        match status::compute_requeue(&vm, k8s_openapi::jiff::Timestamp::now()) {
-            Some(after) => Action::requeue(after),
-            None => Action::await_change(),
-        },
+    write_status(
+        &context,
+        &api,
+        dev_machine.as_ref(),
+        dev_machine.status.as_ref(),
+        &status,
+        base.as_deref(),
     )
+    .await?;
+    if provisioned_now {
+        // The one Normal Event of a DevMachine's life: the milestone a person looks for in
+        // `kubectl describe`. Upstream's provider records none; the boot steps are in the
+        // conditions, and an Event per step would double the writes of a boot.
+        context
+            .event(
+                dev_machine.as_ref(),
+                EventType::Normal,
+                reasons::PROVISIONED,
+                format!(
+                    "Simulated VM {name} is up in workload cluster {}",
+                    key.cluster
+                ),
+            )
+            .await;
+    }
+
+    Ok(match status::compute_requeue(&vm, now) {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
 }
 
 /// An object from a watch cache, or from the API server when the cache does not have it (yet):
@@ -525,26 +559,19 @@ fn set_step_conditions(status: &mut DevMachineStatus, steps: &[Desired], generat
 
 /// Writes the status when it changed.
 async fn patch_status(
+    context: &Context,
     api: &Api<DevMachine>,
     dev_machine: &DevMachine,
     status: &DevMachineStatus,
 ) -> Result<(), Error> {
-    if dev_machine.status.as_ref() == Some(status) {
-        return Ok(());
-    }
-    let old = serde_json::to_value(&dev_machine.status).expect("a status serializes");
-    let new = serde_json::to_value(status).expect("a status serializes");
-    let patch = json!({ "status": super::merge_patch(&old, &new) });
-    api.patch_status(
-        &dev_machine.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
+    write_status(
+        context,
+        api,
+        dev_machine,
+        dev_machine.status.as_ref(),
+        status,
+        dev_machine.resource_version().as_deref(),
     )
     .await
     .map(|_| ())
-    .map_err(|source| Error::Patch {
-        kind: "DevMachine".into(),
-        name: dev_machine.name_any(),
-        source,
-    })
 }

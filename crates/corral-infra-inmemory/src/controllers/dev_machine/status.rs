@@ -103,6 +103,28 @@ pub(super) fn compute_step_conditions(vm: &Vm) -> Vec<Desired> {
 /// completing its effect (registering the Node) and is looked at again soon after.
 const MIN_REQUEUE: Duration = Duration::from_millis(100);
 
+/// How long a due step may take to complete its effect before the status says that it is
+/// under way. Registering a Node takes milliseconds; a workload cluster that does not answer
+/// makes it retry, and the status must not wait for that.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// The first wait for a due step to complete; the waits double with the time it has been due,
+/// up to [`MIN_REQUEUE`].
+const SETTLE_POLL: Duration = Duration::from_millis(20);
+
+/// When a step of the VM is due (its startup time has passed) but not done, since less than
+/// [`SETTLE`]: the cloud is completing it, and the status is better written once it has. Returns
+/// how long to wait before looking again, or `None` when the status is to be written now.
+pub(super) fn settling(vm: &Vm, now: Timestamp) -> Option<Duration> {
+    let due = vm.next_change()?;
+    // Not due yet: the duration is negative.
+    let late = Duration::try_from(now.duration_since(due)).ok()?;
+    if late >= SETTLE {
+        return None;
+    }
+    Some(late.clamp(SETTLE_POLL, MIN_REQUEUE))
+}
+
 /// When to look at the VM again: when its next step is due, or never (a change of the
 /// DevMachine or its owners triggers the next reconcile) when no step is under way.
 pub(super) fn compute_requeue(vm: &Vm, now: Timestamp) -> Option<Duration> {

@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use super::{Wait, compute_requeue, compute_step_conditions, compute_waiting_conditions};
+use super::{Wait, compute_requeue, compute_step_conditions, compute_waiting_conditions, settling};
 use crate::cloud::{ClusterKey, StepStatus, Vm, VmKey};
 use crate::controllers::conditions::{Desired, set, summary};
 
@@ -166,4 +166,30 @@ fn requeue_when_the_next_step_is_due() {
         compute_requeue(&vm(done(), done(), None), Timestamp::UNIX_EPOCH),
         None
     );
+}
+
+#[test]
+fn a_due_step_is_given_a_moment_to_complete_before_the_status_is_written() {
+    let at = |millis: i64| Timestamp::from_millisecond(millis).unwrap();
+    // The Node is due at 10 s (the VM is up): it registers in the cloud right now.
+    let registering = vm(done(), until(10), None);
+    assert_eq!(
+        settling(&registering, at(10_000)),
+        Some(Duration::from_millis(20))
+    );
+    // The longer it takes, the less often it is looked at.
+    assert_eq!(
+        settling(&registering, at(10_050)),
+        Some(Duration::from_millis(50))
+    );
+    assert_eq!(
+        settling(&registering, at(11_000)),
+        Some(Duration::from_millis(100))
+    );
+    // Not due yet: the status says the step is under way, and is written.
+    assert_eq!(settling(&registering, at(9_000)), None);
+    // Due too long: the status says so, and is written.
+    assert_eq!(settling(&registering, at(12_000)), None);
+    // Nothing under way.
+    assert_eq!(settling(&vm(done(), done(), None), at(10_000)), None);
 }
