@@ -117,18 +117,18 @@ impl Command {
         )
     }
 
-    /// Whether the command talks to a management plane through a kubeconfig, so that
-    /// `--kubeconfig` given before it means something.
-    fn takes_kubeconfig(&self) -> bool {
-        !matches!(
-            self,
-            Command::Up(_)
-                | Command::Apiserver(_)
-                | Command::Cloud(_)
-                | Command::Generate(_)
-                | Command::Version
-                | Command::Completion(_)
-        )
+    /// The name of a command that does not talk to a management plane through a kubeconfig,
+    /// for which `--kubeconfig` given before it means nothing.
+    fn without_kubeconfig(&self) -> Option<&'static str> {
+        match self {
+            Command::Up(_) => Some("up"),
+            Command::Apiserver(_) => Some("apiserver"),
+            Command::Cloud(_) => Some("cloud"),
+            Command::Generate(_) => Some("generate"),
+            Command::Version => Some("version"),
+            Command::Completion(_) => Some("completion"),
+            _ => None,
+        }
     }
 }
 
@@ -148,11 +148,11 @@ fn default_log_filter(command: &Command, verbosity: u8) -> &'static str {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if (cli.global.kubeconfig.is_some() || cli.global.kubeconfig_context.is_some())
-        && !cli.command.takes_kubeconfig()
+    if let Some(name) = cli.command.without_kubeconfig()
+        && (cli.global.kubeconfig.is_some() || cli.global.kubeconfig_context.is_some())
     {
         eprintln!(
-            "error: this command does not talk to a management plane through a kubeconfig; drop --kubeconfig and --kubeconfig-context"
+            "error: `corral {name}` uses no kubeconfig; drop --kubeconfig and --kubeconfig-context"
         );
         return ExitCode::from(2);
     }

@@ -472,6 +472,68 @@ async fn mistakes_get_one_line_saying_what_to_do() {
         corral_fails(&nowhere, args, 1, "cannot reach the API server");
     }
 
+    // The global flags go before commands that use a kubeconfig only; move's destinations
+    // exclude one another, and a restore has no source.
+    corral_fails(
+        &nowhere,
+        &["--kubeconfig", "x", "up"],
+        2,
+        "`corral up` uses no kubeconfig",
+    );
+    corral_fails(
+        &nowhere,
+        &["--kubeconfig", "x", "version"],
+        2,
+        "`corral version` uses no kubeconfig",
+    );
+    corral_fails(
+        &nowhere,
+        &["move", "--to-directory", "d", "--to-kubeconfig", "k"],
+        2,
+        "cannot be used with",
+    );
+    corral_fails(
+        &nowhere,
+        &["move", "--from-directory", "d", "--resume"],
+        2,
+        "cannot be used with",
+    );
+    corral_fails(
+        &nowhere,
+        &["--kubeconfig", "x", "move", "--from-directory", "d"],
+        2,
+        "--from-directory restores into --to-kubeconfig FILE",
+    );
+    corral_fails(&nowhere, &["move"], 2, "--to-kubeconfig <FILE>");
+    // A missing backup directory is found before the server is asked anything.
+    let global_kubeconfig = nowhere.to_str().unwrap();
+    corral_fails(
+        &nowhere,
+        &[
+            "--kubeconfig",
+            global_kubeconfig,
+            "move",
+            "--to-directory",
+            "missing",
+        ],
+        1,
+        "the directory missing does not exist; create it (mkdir -p missing)",
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    corral_fails(
+        &nowhere,
+        &[
+            "--kubeconfig",
+            global_kubeconfig,
+            "move",
+            "--to-directory",
+            empty.to_str().unwrap(),
+        ],
+        1,
+        "cannot reach the API server",
+    );
+
     // No kubeconfig anywhere.
     let output = Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["get", "clusters"])

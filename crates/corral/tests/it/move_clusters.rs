@@ -626,6 +626,23 @@ async fn a_cluster_written_to_a_directory_is_restored_into_another_management_pl
     let backup = dir.path().join("backup");
     std::fs::create_dir(&backup).unwrap();
 
+    // A dry run names the files and writes none.
+    let dry_run = run_corral(&[
+        OsStr::new("move"),
+        OsStr::new("--kubeconfig"),
+        source_kubeconfig.as_os_str(),
+        OsStr::new("--to-directory"),
+        backup.as_os_str(),
+        OsStr::new("--dry-run"),
+    ]);
+    let stdout = text(&dry_run.stdout);
+    assert!(dry_run.status.success(), "{}", text(&dry_run.stderr));
+    assert!(
+        stdout.contains(&format!("Cluster_{NAMESPACE}_{CLUSTER}.yaml")),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_dir(&backup).unwrap().count(), 0);
+
     // The backup: a file per object, the Cluster paused in it, the source unpaused again
     // and still in charge.
     let written = to_directory(&backup);
@@ -695,7 +712,27 @@ async fn a_cluster_written_to_a_directory_is_restored_into_another_management_pl
     assert_eq!(cluster_paused(&target).await, None);
 
     // The source management plane is lost; the backup brings the cluster back at the target.
+    // A restore the target refuses midway leaves its Clusters paused and says so, and running
+    // it again finishes it.
     drop(source_process);
+    refuse_dev_machines(&target, true).await;
+    let failed = from_directory(&backup, &[]);
+    let stderr = text(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("stopped while creating the objects at the target"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("its Clusters stay paused"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "corral move --from-directory {}",
+            backup.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(cluster_paused(&target).await, Some(true));
+    refuse_dev_machines(&target, false).await;
     let restored = from_directory(&backup, &[]);
     let stdout = text(&restored.stdout);
     assert!(
