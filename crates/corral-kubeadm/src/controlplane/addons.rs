@@ -11,7 +11,9 @@
 //!   tag) in `dns.imageRepository`, else `imageRepository`, else its current repository, with
 //!   upstream's rename of `coredns` to `coredns/coredns` from 1.8.0 on `registry.k8s.io` and
 //!   `k8s.gcr.io`. A lower CoreDNS version than the running one, or a running version CoreDNS's
-//!   Corefile migration does not know, is refused with an error naming both tags. The
+//!   Corefile migration does not know, is refused with a Warning Event `FailedUpdateCoreDNS`
+//!   naming both tags (`FailedUpdateKubeProxy` for a kube-proxy image pinned by digest), and the
+//!   rest of the reconcile, the status included, goes on. The
 //!   `kubeadm-config` ConfigMap's `dns` records the new image, and the `coredns` ConfigMap keeps
 //!   the previous Corefile under `Corefile-backup`. Upstream, and KCP itself, never derive the
 //!   CoreDNS version from the Kubernetes version: it changes only when `dns.imageTag` or a
@@ -41,6 +43,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Container};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::EventType;
 use serde_json::json;
 
 use super::{Context, Scope};
@@ -95,6 +98,21 @@ pub enum AddonsError {
     KubeadmConfig(String),
 }
 
+impl AddonsError {
+    /// The spec asks for what cannot be done (as opposed to a failed request, which a retry
+    /// may fix).
+    fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            AddonsError::Image { .. }
+                | AddonsError::NoCorefile
+                | AddonsError::NoCoreDnsContainer
+                | AddonsError::CoreDnsVersion { .. }
+                | AddonsError::KubeadmConfig(_)
+        )
+    }
+}
+
 /// What the last successful update was computed from, per KubeadmControlPlane uid.
 #[derive(Default)]
 pub(super) struct Applied(Mutex<HashMap<String, (Instant, String)>>);
@@ -146,11 +164,32 @@ pub(super) async fn reconcile_addons(context: &Context, scope: &Scope) -> Result
         .client(&key)
         .await
         .map_err(AddonsError::Connect)?;
-    let kube_proxy = update_kube_proxy(&client, kcp).await?;
-    let coredns = update_coredns(&client, kcp).await?;
+    let mut settled = true;
+    for (reason, result) in [
+        (
+            "FailedUpdateKubeProxy",
+            update_kube_proxy(&client, kcp).await,
+        ),
+        ("FailedUpdateCoreDNS", update_coredns(&client, kcp).await),
+    ] {
+        match result {
+            Ok(done) => settled &= done,
+            // What the spec asks cannot be done: said in a Warning Event, and not tried again
+            // until the inputs change or the poll interval passes, so that the control plane's
+            // status keeps being written (an error would end every reconcile before it).
+            Err(error) if error.is_refusal() => {
+                let message = corral_controllers::runtime::error_chain(&error);
+                tracing::warn!(%message, "Not updating the workload cluster's add-on");
+                context
+                    .event(kcp, EventType::Warning, reason, message)
+                    .await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
     // Remembered only once both exist (or are skipped): a cluster still coming up is looked at
     // again on the next reconcile.
-    if kube_proxy && coredns {
+    if settled {
         context
             .addons
             .0

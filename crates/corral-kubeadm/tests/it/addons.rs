@@ -1,11 +1,12 @@
 //! kube-proxy and CoreDNS in the workload cluster follow a KubeadmControlPlane's upgrade
 //! (upstream `UpdateKubeProxyImageInfo`, `UpdateCoreDNS`), and the skip annotations leave them
-//! alone. The simulated workload clusters of the in-memory provider create the kube-proxy
+//! alone; a CoreDNS downgrade is refused with an Event. The simulated workload clusters of the in-memory provider create the kube-proxy
 //! DaemonSet and CoreDNS Deployment once, at `kubeadm init`, and never change them.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::plane::{INFRA_GROUP, Plane, condition, eventually};
@@ -119,7 +120,8 @@ async fn coredns_image(workload: &kube::Client) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upgrade_moves_kube_proxy_and_coredns_unless_told_to_skip() {
+async fn an_upgrade_moves_kube_proxy_and_coredns_unless_skipped_and_a_coredns_downgrade_is_refused()
+{
     let plane = Plane::start().await;
     create_cluster(&plane, "up", json!({})).await;
     create_cluster(
@@ -181,6 +183,44 @@ async fn an_upgrade_moves_kube_proxy_and_coredns_unless_told_to_skip() {
         "registry.k8s.io/kube-proxy:v1.35.0"
     );
     wait_settled(&plane, "skip", "v1.36.0").await;
+
+    // A CoreDNS downgrade is refused with a Warning Event, and the control plane's status
+    // keeps being written (its observed generation follows the change).
+    plane
+        .api::<corral_kubeadm::api::controlplane::KubeadmControlPlane>()
+        .patch(
+            "skip-control-plane",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "kubeadmConfigSpec": {
+                "clusterConfiguration": { "dns": { "imageTag": "v1.11.1" } },
+            } } })),
+        )
+        .await
+        .unwrap();
+    let events: Api<Event> = plane.api();
+    let note = eventually("the FailedUpdateCoreDNS Event", || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("skip-control-plane")
+                    && e.reason.as_deref() == Some("FailedUpdateCoreDNS")
+            })
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert!(
+        note.contains("v1.12.1") && note.contains("v1.11.1"),
+        "{note}"
+    );
+    wait_settled(&plane, "skip", "v1.36.0").await;
+    assert_eq!(
+        coredns_image(&skip).await,
+        "registry.k8s.io/coredns/coredns:v1.12.1"
+    );
 
     plane.stop().await;
 }
