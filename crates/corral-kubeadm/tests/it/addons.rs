@@ -1,7 +1,8 @@
 //! kube-proxy and CoreDNS in the workload cluster follow a KubeadmControlPlane's upgrade
-//! (upstream `UpdateKubeProxyImageInfo`, `UpdateCoreDNS`), and the skip annotations leave them
-//! alone; a CoreDNS downgrade is refused with an Event. The simulated workload clusters of the in-memory provider create the kube-proxy
-//! DaemonSet and CoreDNS Deployment once, at `kubeadm init`, and never change them.
+//! (upstream `UpdateKubeProxyImageInfo`, `UpdateCoreDNS`), the skip annotations leave them
+//! alone, and a CoreDNS downgrade is refused with an Event. The simulated workload clusters of
+//! the in-memory provider create the kube-proxy DaemonSet and CoreDNS Deployment once, at
+//! `kubeadm init`, and never change them.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::ConfigMap;
