@@ -30,6 +30,9 @@
 //! error says what is where and prints the two ways out, `--resume` (run the same move again)
 //! and `--rollback` (delete what was created at the target and unpause the source; refused once
 //! the source is partly deleted).
+//!
+//! [`to_directory`] and [`from_directory`] split the same steps around files: a backup of the
+//! graph, and its restore into another management plane.
 
 mod directory;
 mod graph;
