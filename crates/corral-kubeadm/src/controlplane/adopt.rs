@@ -19,12 +19,12 @@
 //! Control plane Machines controlled by something else (another KubeadmControlPlane, a
 //! MachineSet) make the control plane refuse to operate, as upstream's "mixed management mode".
 //!
-//! Looking for adoptable Machines costs a LIST of the Cluster's control plane Machines, which
-//! [`super::list_machines`] already filtered down to the owned ones, so it is done only when it
-//! can matter: while the control plane is not initialized, or while its own Machines do not
-//! number `spec.replicas` (the two cases in which it would create or delete Machines). A stray
-//! control plane Machine added to a settled control plane is adopted at its next scale or
-//! rollout; upstream looks on every reconcile.
+//! Looking for adoptable Machines costs a LIST of the Cluster's control plane Machines (which
+//! `list_machines` has already filtered down to the owned ones), so Corral looks only while
+//! the control plane owns no Machine: a KubeadmControlPlane taking over a cluster, the case
+//! adoption is for, and the moment it would otherwise create a first Machine of its own.
+//! Upstream looks on every reconcile, so it also adopts a standalone control plane Machine
+//! created beside a running KubeadmControlPlane; Corral leaves such a Machine alone.
 
 use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE};
 use corral_api::{Cluster, Machine};
@@ -132,11 +132,7 @@ pub(super) async fn adopt_machines(
     cluster: &Cluster,
     owned: &[Machine],
 ) -> Result<Option<Action>, super::Error> {
-    let initialized = kcp
-        .status
-        .as_ref()
-        .is_some_and(|status| status.initialization.control_plane_initialized == Some(true));
-    if initialized && owned.len() as i32 == kcp.spec.replicas.unwrap_or(1) {
+    if !owned.is_empty() {
         return Ok(None);
     }
     let namespace = kcp.namespace().unwrap_or_default();
