@@ -18,7 +18,8 @@
 //!
 //! What upstream's webhook forbids with Ignition is refused here with the field named
 //! ([`unsupported`]): `bootCommands`, `gzip` file encodings, `users[].inactive`, partition
-//! tables other than `gpt`, `filesystems[].partition` and `replaceFS`. Corral also refuses
+//! tables other than `gpt`, `filesystems[].partition` and `replaceFS`; and `spec.ignition` without
+//! `format: ignition` ([`refusal`]). Corral also refuses
 //! `ignition.containerLinuxConfig.additionalConfig`: merging it needs a Container Linux Config
 //! to Ignition translator, which Corral does not have.
 //!
@@ -29,7 +30,7 @@ use serde_json::{Map, Value, json};
 
 use super::cloud_init::{KubeadmCommand, SENTINEL_PATH, WriteFile};
 use crate::api::bootstrap::{
-    DiskSetup, Encoding, KubeadmConfigSpec, Ntp, PartitionTableType, User,
+    DiskSetup, Encoding, Format, KubeadmConfigSpec, Ntp, PartitionTableType, User,
 };
 
 #[cfg(test)]
@@ -99,6 +100,19 @@ pub struct IgnitionConfig<'a> {
     pub verbosity: Option<i32>,
     /// kubeadm's configuration (for init: the ClusterConfiguration and InitConfiguration).
     pub kubeadm_config: String,
+}
+
+/// Why the KubeadmConfig's Ignition settings cannot be honoured, naming the field: with
+/// `spec.format: ignition`, what [`unsupported`] refuses; otherwise a `spec.ignition` without
+/// that format (upstream's webhook rule). `None` when nothing is wrong.
+pub fn refusal(spec: &KubeadmConfigSpec) -> Option<String> {
+    if spec.format == Some(Format::Ignition) {
+        unsupported(spec)
+    } else if spec.ignition != Default::default() {
+        Some("spec.format: must be set to \"ignition\" if spec.ignition is set".into())
+    } else {
+        None
+    }
 }
 
 /// Why the KubeadmConfig cannot be rendered as Ignition, naming the field; `None` when it can.

@@ -745,7 +745,7 @@ impl Scope<'_> {
             }))
         };
         let is_ignition = spec.format == Some(Format::Ignition);
-        if is_ignition && let Some(message) = ignition::unsupported(spec) {
+        if let Some(message) = ignition::refusal(spec) {
             return not_available(message);
         }
         let mut files = match self.resolve_files().await? {

@@ -253,4 +253,16 @@ fn what_ignition_cannot_do_is_refused_with_the_field_named() {
         ..Default::default()
     });
     assert!(refused(spec).starts_with("spec.users[0].inactive"));
+
+    // What the controller checks: the above with format ignition, and spec.ignition only with it.
+    let mut spec = KubeadmConfigSpec::default();
+    spec.ignition.container_linux_config.strict = Some(true);
+    assert_eq!(
+        refusal(&spec).as_deref(),
+        Some("spec.format: must be set to \"ignition\" if spec.ignition is set")
+    );
+    spec.format = Some(Format::Ignition);
+    assert_eq!(refusal(&spec), None);
+    spec.boot_commands.push("echo".into());
+    assert!(refusal(&spec).unwrap().starts_with("spec.bootCommands"));
 }
