@@ -17,7 +17,9 @@
 //! restore brings back exactly one backup, and writes YAML with the Secrets' files readable by
 //! their owner only (upstream also writes 0600); status is restored (upstream drops it, so
 //! providers that keep state there start over); a Cluster is created paused whatever its file
-//! says; objects in the files that no Cluster reaches are named and skipped.
+//! says; objects in the files that no Cluster reaches are named and skipped; a Cluster that
+//! already exists at the target is refused (upstream keeps whatever exists), but for one an
+//! unfinished restore created, so that running the restore again finishes it.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -27,7 +29,7 @@ use serde_json::Value;
 
 use super::{
     FROM_DIRECTORY_PREFIX, MoveOptions, MoveReport, ObjectGraph, PAUSED_BY_MOVE, Progress,
-    TO_DIRECTORY_PREFIX, check_source, check_target_serves_kinds, count, create_at_target,
+    TO_DIRECTORY_PREFIX, api, check_source, check_target_serves_kinds, count, create_at_target,
     discover_types, list, namespaced, pause_cluster, read_graph, read_settled_graph, report_of,
     unpause_cluster,
 };
@@ -177,6 +179,7 @@ pub async fn from_directory(
         )));
     }
     check_target_serves_kinds(target, &graph).await?;
+    check_clusters_not_at_target(target, &graph, directory).await?;
     let reached: BTreeSet<String> = graph.nodes.iter().map(|node| node_identity(node)).collect();
     let skipped: Vec<&(PathBuf, String)> = all
         .iter()
@@ -270,6 +273,40 @@ pub async fn from_directory(
         target.server
     );
     Ok(report_of(&graph))
+}
+
+/// No Cluster of the directory exists at the target, but one that an unfinished restore
+/// created: restoring over a live Cluster would bring back Machines deleted since the backup,
+/// with the status of VMs that are gone.
+async fn check_clusters_not_at_target(
+    target: &Connection,
+    graph: &ObjectGraph,
+    directory: &Path,
+) -> Result<(), Error> {
+    for cluster in graph.clusters() {
+        let name = namespaced(&cluster.key);
+        let existing = api(target, graph.object_type(cluster), &cluster.key.namespace)
+            .get_opt(&cluster.key.name)
+            .await
+            .map_err(|error| target.fail(format!("reading Cluster {name} at the target"), error))?;
+        let Some(existing) = existing else {
+            continue;
+        };
+        let restoring = existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(PAUSED_BY_MOVE))
+            .is_some_and(|by| by.starts_with(FROM_DIRECTORY_PREFIX));
+        if !restoring {
+            return Err(Error::Invalid(format!(
+                "a Cluster {name} already exists at the target {}; --from-directory restores into a management plane without it (delete it there, or restore elsewhere); nothing was restored from {}",
+                target.server,
+                directory.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `Kind_namespace_name.yaml`, upstream's file name for an object.

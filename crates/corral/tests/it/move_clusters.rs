@@ -757,6 +757,12 @@ async fn a_cluster_written_to_a_directory_is_restored_into_another_management_pl
             .contains_key("corral.dev/paused-by-move")
     );
 
+    // Restoring again over the live Cluster is refused.
+    assert_fails_with(
+        &from_directory(&backup, &[]),
+        "already exists at the target",
+    );
+
     // The same machines, on the same VMs, booted once; and it keeps reconciling there.
     let after = running_machines(&target, 3).await;
     assert_eq!(identities(&after), identities(&before));
