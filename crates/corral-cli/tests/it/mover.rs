@@ -1,6 +1,7 @@
 //! `corral move` between two in-process management planes with no controllers running: the
 //! test writes what controllers would (owner references, status), so that what the move itself
-//! does is what is checked: its refusals, the order, owner uids rewritten, status restored.
+//! does is what is checked: its refusals, the order, owner uids rewritten, status restored; and
+//! the same through a directory (`--to-directory`, `--from-directory`).
 
 use corral_cli::Connection;
 use corral_cli::mover::{Mode, MoveOptions, PAUSED_BY_MOVE};
@@ -35,6 +36,7 @@ impl Plane {
             "DevCluster" => (INFRA, "v1beta2", "devclusters"),
             "DevMachine" => (INFRA, "v1beta2", "devmachines"),
             "Secret" => ("", "v1", "secrets"),
+            "ConfigMap" => ("", "v1", "configmaps"),
             "Namespace" => ("", "v1", "namespaces"),
             other => panic!("no API for {other}"),
         };
@@ -457,4 +459,95 @@ async fn a_move_that_began_deleting_at_the_source_cannot_be_rolled_back() {
     // The source keeps its paused Cluster: nothing was unpaused silently.
     let cluster = source.api("Cluster").get("c1").await.unwrap();
     assert_eq!(cluster.data["spec"]["paused"], json!(true));
+}
+
+#[tokio::test]
+async fn a_directory_round_trip_rewrites_owner_uids_restores_status_and_skips_strays() {
+    let source = Plane::start(true).await;
+    let target = Plane::start(true).await;
+    provisioned_cluster(&source, false).await;
+    let directory = tempfile::Builder::new()
+        .prefix("corral-backup-")
+        .tempdir()
+        .unwrap();
+    let mut out = Vec::new();
+    let report = corral_cli::mover::to_directory(
+        &source.connection,
+        directory.path(),
+        &options(Mode::Move, false),
+        &mut out,
+    )
+    .await
+    .unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let files = std::fs::read_dir(directory.path()).unwrap().count();
+    assert_eq!(files, report.objects.len(), "{out}");
+    assert_eq!(report.clusters, vec!["team-a/c1"]);
+    // The source keeps everything, unpaused.
+    let cluster = source.api("Cluster").get("c1").await.unwrap();
+    assert_eq!(cluster.data["spec"]["paused"], json!(false));
+    assert!(
+        !cluster
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(PAUSED_BY_MOVE)
+    );
+    assert_eq!(source.names("Machine").await, vec!["m1"]);
+
+    // A file no Cluster reaches is named and left out.
+    std::fs::write(
+        directory.path().join("ConfigMap_team-a_stray.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray, namespace: team-a}\n",
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    let restore = MoveOptions {
+        namespace: None,
+        command: "corral move --from-directory backup".into(),
+        ..options(Mode::Move, false)
+    };
+    corral_cli::mover::from_directory(&target.connection, directory.path(), &restore, &mut out)
+        .await
+        .unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("Skipping ConfigMap team-a/stray"), "{out}");
+    assert!(
+        target
+            .names("ConfigMap")
+            .await
+            .iter()
+            .all(|name| name != "stray")
+    );
+
+    for (kind, name, owner_kind, owner_name) in [
+        ("DevCluster", "c1", "Cluster", "c1"),
+        ("MachineSet", "md-abc", "MachineDeployment", "md"),
+        ("Machine", "m1", "MachineSet", "md-abc"),
+        ("DevMachine", "m1", "Machine", "m1"),
+    ] {
+        let object = target.api(kind).get(name).await.unwrap();
+        let owner = target.api(owner_kind).get(owner_name).await.unwrap();
+        let references = object.metadata.owner_references.unwrap();
+        assert_eq!(
+            Some(&references[0].uid),
+            owner.metadata.uid.as_ref(),
+            "{kind} {name}"
+        );
+    }
+    let machine = target.api("Machine").get("m1").await.unwrap();
+    assert_eq!(machine.data["status"]["phase"], json!("Running"));
+    let cluster = target.api("Cluster").get("c1").await.unwrap();
+    assert_eq!(cluster.data["spec"]["paused"], json!(false));
+    assert!(
+        !cluster
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(PAUSED_BY_MOVE)
+    );
+    assert_eq!(
+        target.names("Secret").await,
+        vec!["c1-bootstrap", "c1-kubeconfig"]
+    );
 }
