@@ -12,9 +12,11 @@
 //! `AdoptionFailed` says why, and the control plane does nothing else until the Machines or its
 //! spec change (as upstream, which stops the reconcile there). Adopting a Machine makes the
 //! KubeadmControlPlane its controller and gives it the control plane's Machine labels (upstream
-//! sets these in `syncMachines` right after); the Secrets its KubeadmConfig controls, except
-//! its bootstrap data Secret, move to the KubeadmControlPlane (upstream's PKI adoption for
-//! certificates CABPK generated). The KubeadmConfig itself stays owned by its Machine.
+//! sets these in `syncMachines` right after), and its KubeadmConfig the same labels, so that a
+//! later change of `kubeadmConfigSpec` rolls the adopted Machine out like any other; the
+//! Secrets its KubeadmConfig controls, except its bootstrap data Secret, move to the
+//! KubeadmControlPlane (upstream's PKI adoption for certificates CABPK generated). The
+//! KubeadmConfig itself stays owned by its Machine.
 //!
 //! Control plane Machines controlled by something else (another KubeadmControlPlane, a
 //! MachineSet) make the control plane refuse to operate, as upstream's "mixed management mode".
@@ -82,6 +84,12 @@ pub enum AdoptError {
     #[error("cannot move Secret {secret} from KubeadmConfig {config} to the KubeadmControlPlane")]
     PatchSecret {
         secret: String,
+        config: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot label KubeadmConfig {config} as the control plane's")]
+    PatchKubeadmConfig {
         config: String,
         #[source]
         source: kube::Error,
@@ -247,6 +255,28 @@ pub(super) async fn adopt_machines(
                     source,
                 })?;
         adopt_owned_secrets(context, &owner, &config, &cluster_name).await?;
+        // The control plane's labels on the KubeadmConfig too: the controller watches the
+        // KubeadmConfigs of its Machines by them, and compares their spec with
+        // `kubeadmConfigSpec` to tell whether the Machine needs a rollout (upstream compares
+        // the configRef's KubeadmConfig read from a cache of all of them).
+        let machine_labels = machines::machine_labels(kcp, &cluster_name);
+        if machine_labels
+            .iter()
+            .any(|(key, value)| config.labels().get(key) != Some(value))
+        {
+            let patch = json!({ "metadata": { "labels": machine_labels } });
+            configs
+                .patch(
+                    &reference.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .map_err(|source| AdoptError::PatchKubeadmConfig {
+                    config: reference.name.clone(),
+                    source,
+                })?;
+        }
 
         tracing::info!(machine = %name, "Adopting control plane Machine");
         let mut owners = machine.owner_references().to_vec();

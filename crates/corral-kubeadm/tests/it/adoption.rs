@@ -202,6 +202,46 @@ async fn a_control_plane_adopts_a_standalone_machine_and_refuses_one_two_minors_
         Some(("KubeadmConfig".into(), "adopt-cp-0".into()))
     );
 
+    // The adopted Machine's KubeadmConfig carries the control plane's labels, and a change of
+    // kubeadmConfigSpec rolls the adopted Machine out like any other.
+    let config: KubeadmConfig = plane.api().get("adopt-cp-0").await.unwrap();
+    assert_eq!(
+        config.labels()["cluster.x-k8s.io/control-plane-name"],
+        kcp.name_any()
+    );
+    plane
+        .api::<KubeadmControlPlane>()
+        .patch(
+            &kcp.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "kubeadmConfigSpec": {
+                "preKubeadmCommands": ["echo rolled"],
+            } } })),
+        )
+        .await
+        .unwrap();
+    let replacement = eventually("the adopted Machine to be replaced", || async {
+        let machines: Vec<Machine> = plane
+            .control_plane_machines()
+            .await
+            .into_iter()
+            .filter(|m| m.spec.cluster_name == "adopt")
+            .collect();
+        let kcp = plane.kcp(&kcp.name_any()).await;
+        let status = kcp.status.clone()?;
+        (machines.len() == 1
+            && machines[0].uid() != standalone.uid()
+            && status.observed_generation == kcp.metadata.generation
+            && status.up_to_date_replicas == Some(1)
+            && status.ready_replicas == Some(1))
+        .then(|| machines[0].clone())
+    })
+    .await;
+    assert_eq!(
+        controller(&replacement),
+        Some(("KubeadmControlPlane".into(), kcp.name_any()))
+    );
+
     // Two minor versions behind the control plane: not adopted, and the control plane creates
     // nothing while the Machine is there.
     let skew_kcp = hand_over(&plane, "skew", "v1.35.0").await;
