@@ -332,7 +332,7 @@ async fn update_coredns(
     validate_coredns_upgrade(&target.from_tag, &target.to_tag)?;
 
     tracing::info!(from = %from_image, to = %target.image, "Updating CoreDNS");
-    update_kubeadm_config_dns(client, configuration).await?;
+    update_kubeadm_config_dns(client, configuration, &kcp.spec.version).await?;
     // The Corefile, unchanged (see the module documentation), with the previous one kept.
     let patch = json!({ "data": { COREFILE: corefile, COREFILE_BACKUP: corefile } });
     config_maps
@@ -365,11 +365,13 @@ async fn update_coredns(
 }
 
 /// Records the CoreDNS image in the `dns` of `kube-system/kubeadm-config`'s ClusterConfiguration
-/// (upstream `updateCoreDNSImageInfoInKubeadmConfigMap`), so that machines joining later and
-/// `kubeadm upgrade` agree with it.
+/// (upstream `updateCoreDNSImageInfoInKubeadmConfigMap` through `UpdateClusterConfiguration`,
+/// which also sets `kubernetesVersion` to the control plane's), so that machines joining later
+/// and `kubeadm upgrade` agree with it.
 async fn update_kubeadm_config_dns(
     client: &kube::Client,
     configuration: &ClusterConfiguration,
+    version: &str,
 ) -> Result<(), AddonsError> {
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), KUBE_SYSTEM);
     let what = "the kubeadm-config ConfigMap";
@@ -383,7 +385,7 @@ async fn update_kubeadm_config_dns(
         .as_ref()
         .and_then(|data| data.get("ClusterConfiguration"))
         .ok_or_else(|| AddonsError::KubeadmConfig("it has no ClusterConfiguration key".into()))?;
-    let updated = with_dns(text, configuration)?;
+    let updated = with_dns(text, configuration, version)?;
     if updated == *text {
         return Ok(());
     }
@@ -403,10 +405,12 @@ async fn update_kubeadm_config_dns(
 }
 
 /// The ClusterConfiguration YAML with `dns.imageRepository` and `dns.imageTag` set as the
-/// KubeadmControlPlane says (removed when it leaves them unset).
+/// KubeadmControlPlane says (removed when it leaves them unset) and `kubernetesVersion` set to
+/// `version` (with upstream's leading `v`); the text itself when nothing changes.
 pub(super) fn with_dns(
     text: &str,
     configuration: &ClusterConfiguration,
+    version: &str,
 ) -> Result<String, AddonsError> {
     use serde_yaml::{Mapping, Value};
     let mut document: Value = serde_yaml::from_str(text)
@@ -416,6 +420,9 @@ pub(super) fn with_dns(
             "it is not a YAML mapping".into(),
         ));
     };
+    let version = Value::from(format!("v{}", version.trim_start_matches('v')));
+    let version_changed = root.get("kubernetesVersion") != Some(&version);
+    root.insert(Value::from("kubernetesVersion"), version);
     let dns = root
         .entry(Value::from("dns"))
         .or_insert_with(|| Value::Mapping(Mapping::new()));
@@ -437,7 +444,7 @@ pub(super) fn with_dns(
             }
         }
     }
-    if *dns == before {
+    if *dns == before && !version_changed {
         return Ok(text.to_string());
     }
     serde_yaml::to_string(&document).map_err(|error| AddonsError::KubeadmConfig(error.to_string()))

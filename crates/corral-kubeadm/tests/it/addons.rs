@@ -171,6 +171,7 @@ async fn an_upgrade_moves_kube_proxy_and_coredns_unless_skipped_and_a_coredns_do
         serde_yaml::from_str(&kubeadm_config["ClusterConfiguration"]).unwrap();
     assert_eq!(cluster_configuration["dns"]["imageTag"], "v1.12.1");
     assert_eq!(cluster_configuration["clusterName"], "up");
+    assert_eq!(cluster_configuration["kubernetesVersion"], "v1.36.0");
     wait_settled(&plane, "up", "v1.36.0").await;
 
     // With skip-kube-proxy: CoreDNS moves (so the update ran after the rollout), kube-proxy

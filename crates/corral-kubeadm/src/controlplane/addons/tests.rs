@@ -133,19 +133,25 @@ fn coredns_is_never_downgraded_and_starts_from_a_known_version() {
 }
 
 #[test]
-fn the_kubeadm_config_records_the_dns_image_and_is_untouched_when_it_agrees() {
+fn the_kubeadm_config_records_the_dns_image_and_version_and_is_untouched_when_it_agrees() {
     let text = "apiVersion: kubeadm.k8s.io/v1beta4\ndns: {}\nkind: ClusterConfiguration\nkubernetesVersion: v1.35.0\n";
-    let updated = with_dns(text, &configuration(None, None, Some("v1.12.1"))).unwrap();
+    let updated = with_dns(text, &configuration(None, None, Some("v1.12.1")), "v1.36.0").unwrap();
     let parsed: serde_yaml::Value = serde_yaml::from_str(&updated).unwrap();
     assert_eq!(parsed["dns"]["imageTag"], "v1.12.1");
-    assert_eq!(parsed["kubernetesVersion"], "v1.35.0");
+    assert_eq!(parsed["kubernetesVersion"], "v1.36.0");
+    assert_eq!(parsed["kind"], "ClusterConfiguration");
     assert_eq!(
-        with_dns(&updated, &configuration(None, None, Some("v1.12.1"))).unwrap(),
+        with_dns(
+            &updated,
+            &configuration(None, None, Some("v1.12.1")),
+            "1.36.0"
+        )
+        .unwrap(),
         updated
     );
     assert_eq!(
-        with_dns(text, &configuration(None, None, None)).unwrap(),
+        with_dns(text, &configuration(None, None, None), "v1.35.0").unwrap(),
         text
     );
-    assert!(with_dns("- a list", &configuration(None, None, None)).is_err());
+    assert!(with_dns("- a list", &configuration(None, None, None), "v1.35.0").is_err());
 }
