@@ -397,7 +397,7 @@ async fn discover_types(source: &Connection) -> Result<Vec<ObjectType>, Error> {
         object_type.kind() == "Cluster" && object_type.group() == "cluster.x-k8s.io"
     }) {
         return Err(Error::Invalid(format!(
-            "the Cluster API CRDs at {} are not labelled by `corral init` (clusterctl.cluster.x-k8s.io); run `corral init --kubeconfig <source>` there first",
+            "the Cluster API CRDs at {} are not labelled by `corral init` (clusterctl.cluster.x-k8s.io); run `corral init` against it first",
             source.server
         )));
     }
