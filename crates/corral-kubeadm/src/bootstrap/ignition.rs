@@ -341,9 +341,16 @@ pub fn render(config: &IgnitionConfig<'_>, command: KubeadmCommand) -> Result<St
         "",
         false,
     ));
+    // Upstream's template starts the file with a document separator; Corral's kubeadm YAML
+    // starts every document with one already.
+    let kubeadm_config = if config.kubeadm_config.starts_with("---") {
+        config.kubeadm_config.clone()
+    } else {
+        format!("---\n{}", config.kubeadm_config)
+    };
     files.push(file(
         KUBEADM_CONFIG_PATH,
-        format!("---\n{}", config.kubeadm_config).as_bytes(),
+        kubeadm_config.as_bytes(),
         Some(0o600),
         "",
         false,

@@ -134,6 +134,10 @@ async fn an_ignition_machine_gets_an_ignition_config_and_what_corral_cannot_rend
     let written = files(&ignition);
     let kubeadm = &written["/etc/kubeadm.yml"];
     assert!(
+        kubeadm.starts_with("---\n") && !kubeadm.starts_with("---\n---"),
+        "{kubeadm}"
+    );
+    assert!(
         kubeadm.contains("kind: ClusterConfiguration")
             && kubeadm.contains("kind: InitConfiguration")
             && kubeadm.contains("- localhost"),
