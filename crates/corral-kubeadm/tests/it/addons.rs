@@ -132,7 +132,14 @@ async fn an_upgrade_moves_kube_proxy_and_coredns_unless_skipped_and_a_coredns_do
     )
     .await;
     wait_settled(&plane, "up", "v1.35.0").await;
+    create_cluster(
+        &plane,
+        "nodns",
+        json!({ "controlplane.cluster.x-k8s.io/skip-coredns": "" }),
+    )
+    .await;
     wait_settled(&plane, "skip", "v1.35.0").await;
+    wait_settled(&plane, "nodns", "v1.35.0").await;
     let up = plane.workload_client("up").await;
     let skip = plane.workload_client("skip").await;
     for workload in [&up, &skip] {
@@ -148,6 +155,7 @@ async fn an_upgrade_moves_kube_proxy_and_coredns_unless_skipped_and_a_coredns_do
 
     upgrade(&plane, "up").await;
     upgrade(&plane, "skip").await;
+    upgrade(&plane, "nodns").await;
 
     // After the rollout, kube-proxy takes the new version's tag and CoreDNS the asked-for tag.
     eventually("kube-proxy at v1.36.0", || async {
@@ -185,6 +193,31 @@ async fn an_upgrade_moves_kube_proxy_and_coredns_unless_skipped_and_a_coredns_do
         "registry.k8s.io/kube-proxy:v1.35.0"
     );
     wait_settled(&plane, "skip", "v1.36.0").await;
+
+    // With skip-coredns: kube-proxy moves, CoreDNS and kubeadm-config's dns stay. (CoreDNS is
+    // looked at right after kube-proxy, in the same reconcile.)
+    let nodns = plane.workload_client("nodns").await;
+    eventually("kube-proxy at v1.36.0 with CoreDNS skipped", || async {
+        (kube_proxy_image(&nodns).await == "registry.k8s.io/kube-proxy:v1.36.0").then_some(())
+    })
+    .await;
+    wait_settled(&plane, "nodns", "v1.36.0").await;
+    assert_eq!(
+        coredns_image(&nodns).await,
+        "registry.k8s.io/coredns/coredns:v1.12.0"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(nodns.clone(), "kube-system");
+    let kubeadm_config = config_maps
+        .get("kubeadm-config")
+        .await
+        .unwrap()
+        .data
+        .unwrap();
+    assert!(
+        !kubeadm_config["ClusterConfiguration"].contains("imageTag"),
+        "{}",
+        kubeadm_config["ClusterConfiguration"]
+    );
 
     // A CoreDNS downgrade is refused with a Warning Event, and the control plane's status
     // keeps being written (its observed generation follows the change).
