@@ -199,9 +199,6 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         Some(current) => without_server_fields(current.clone(), resource, &api_version),
         None => empty,
     };
-    let mut new_view = new.clone();
-    crate::conversion::from_storage(resource, &mut new_view);
-    let new_view = without_server_fields(new_view, resource, &api_version);
 
     let reset = ResetFields::of(resource, subresource);
     let keep = |field: &str| reset.keeps(field);
@@ -213,7 +210,9 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         now: &now,
     };
     let writer = ManagerId::new(manager, Operation::Update, &api_version, subresource);
-    let mut managed = managed::record_update(managed, &old_view, &new_view, &cx, &writer);
+    let mut managed = as_compared(new, resource, &api_version, |new_view| {
+        managed::record_update(managed, &old_view, new_view, &cx, &writer)
+    });
     managed.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
     set_managed_fields(new, &managed);
 }
@@ -606,6 +605,40 @@ fn without_server_fields(mut object: Value, resource: &ResourceInfo, api_version
     metadata.remove("managedFields");
     metadata.remove("resourceVersion");
     object
+}
+
+/// Runs `f` on `object` as `without_server_fields` shows it, in the request's version. When
+/// the resource's stored shape is its served shape, this edits `object` in place and puts it
+/// back afterwards (all but managedFields, which the caller replaces), instead of copying the
+/// whole object for every write.
+fn as_compared<R>(
+    object: &mut Value,
+    resource: &ResourceInfo,
+    api_version: &str,
+    f: impl FnOnce(&Value) -> R,
+) -> R {
+    if crate::conversion::converts(resource) || !object.is_object() {
+        let mut view = object.clone();
+        crate::conversion::from_storage(resource, &mut view);
+        return f(&without_server_fields(view, resource, api_version));
+    }
+    let map = object.as_object_mut().expect("checked above");
+    let api_version = map.insert("apiVersion".into(), json!(api_version));
+    let kind = map.insert("kind".into(), json!(resource.kind));
+    let resource_version = object::metadata_mut(object).remove("resourceVersion");
+    object::metadata_mut(object).remove("managedFields");
+    let result = f(object);
+    let map = object.as_object_mut().expect("checked above");
+    for (field, value) in [("apiVersion", api_version), ("kind", kind)] {
+        match value {
+            Some(value) => map.insert(field.into(), value),
+            None => map.remove(field),
+        };
+    }
+    if let Some(resource_version) = resource_version {
+        object::metadata_mut(object).insert("resourceVersion".into(), resource_version);
+    }
+    result
 }
 
 fn managed_fields(object: &Value) -> Option<&Value> {
