@@ -31,7 +31,10 @@
 //! `BEGIN IMMEDIATE` transaction, checking each write's precondition on its own so that a
 //! conflicting write fails alone while the others take consecutive revisions, commits once (one
 //! WAL fsync for the whole batch), then answers every caller and publishes the batch's events to
-//! watchers. A single writer is what makes revisions gap-free without any locking: the thread
+//! watchers. When the queue holds less than half as many writes as the last commit carried
+//! (the first answered callers' next writes racing the others), it waits for the rest, up to
+//! half of the last commit's duration and `SqliteOptions::max_linger`, so that batches don't
+//! alternate between one write and all the others, each paying an fsync. A single writer is what makes revisions gap-free without any locking: the thread
 //! hands them out in order.
 //!
 //! Reads run on a small pool of read-only connections in `spawn_blocking`, each in its own
@@ -112,6 +115,9 @@ pub struct SqliteOptions {
     pub max_readers: usize,
     /// Revisions whose rows one compaction step deletes before letting writes through.
     pub compaction_chunk: Revision,
+    /// Longest wait for more writes when a batch is much smaller than the last one (never
+    /// more than half of the last commit's duration; zero turns it off). See the module docs.
+    pub max_linger: std::time::Duration,
 }
 
 impl Default for SqliteOptions {
@@ -122,6 +128,7 @@ impl Default for SqliteOptions {
             watch_buffer: 256,
             max_readers: 8,
             compaction_chunk: 10_000,
+            max_linger: std::time::Duration::from_millis(2),
         }
     }
 }

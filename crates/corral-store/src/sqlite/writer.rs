@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rusqlite::{Connection, TransactionBehavior};
@@ -13,6 +14,9 @@ use super::read::current;
 use super::schema::{StoredState, sql_error};
 use super::{Published, SqliteOptions};
 use crate::{Error, Event, EventKind, KeyValue, Result, Revision};
+
+/// How often `Writer::linger` looks for more writes.
+const LINGER_POLL: Duration = Duration::from_micros(25);
 
 /// One write, as a caller asked for it.
 pub(super) enum Write {
@@ -62,6 +66,9 @@ pub(super) struct Writer {
     events: broadcast::Sender<Arc<[Event]>>,
     published: Arc<Published>,
     options: SqliteOptions,
+    /// Writes the last commit carried, and how long it took: what `linger` expects back.
+    last_batch: usize,
+    last_commit: Duration,
 }
 
 impl Writer {
@@ -82,6 +89,8 @@ impl Writer {
             events,
             published,
             options,
+            last_batch: 0,
+            last_commit: Duration::ZERO,
         }
     }
 
@@ -122,6 +131,7 @@ impl Writer {
                         next = commands.try_recv().ok();
                     }
                 }
+                self.linger(&mut commands, &mut batch, bytes);
                 self.serve(&mut batch);
             }
             if self.compaction_pending() {
@@ -129,6 +139,44 @@ impl Writer {
             }
         }
         tracing::debug!("SQLite writer stopping");
+    }
+
+    /// Waits a little for more writes when the batch is much smaller than the last one.
+    ///
+    /// Under many concurrent writers, the first answered caller's next write can reach the
+    /// writer while the others are still being answered; committing it alone costs a whole
+    /// fsync, during which everyone else queues up, and batches then alternate between one
+    /// write and all the others. Waiting for up to half of the last commit's duration (at most
+    /// `SqliteOptions::max_linger`) until about as many writes as last time have arrived
+    /// merges them, so that each fsync carries about everyone's write. A lone writer (the last
+    /// batch had one write) never waits.
+    fn linger(
+        &self,
+        commands: &mut mpsc::Receiver<Command>,
+        batch: &mut Vec<Command>,
+        mut bytes: usize,
+    ) {
+        if batch.len() * 2 > self.last_batch || self.options.max_linger.is_zero() {
+            return;
+        }
+        let deadline = Instant::now() + self.options.max_linger.min(self.last_commit / 2);
+        while batch.len() < self.last_batch
+            && batch.len() < self.options.max_batch_writes
+            && bytes < self.options.max_batch_bytes
+        {
+            match commands.try_recv() {
+                Ok(command) => {
+                    if let Command::Write(write, _) = &command {
+                        bytes += write.value_len();
+                    }
+                    batch.push(command);
+                }
+                Err(TryRecvError::Empty) if Instant::now() < deadline => {
+                    std::thread::sleep(LINGER_POLL);
+                }
+                Err(_) => break,
+            }
+        }
     }
 
     fn serve(&mut self, batch: &mut Vec<Command>) {
@@ -155,7 +203,9 @@ impl Writer {
             Ok((outcomes, revision)) => {
                 if revision > self.revision {
                     let written = usize::try_from(revision - self.revision).unwrap_or(usize::MAX);
-                    self.published.commits.record(written, started.elapsed());
+                    self.last_batch = written;
+                    self.last_commit = started.elapsed();
+                    self.published.commits.record(written, self.last_commit);
                 }
                 self.revision = revision;
                 self.published.revision.store(revision, Ordering::Release);
