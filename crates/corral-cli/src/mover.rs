@@ -534,7 +534,7 @@ fn check_source(
             Some(by) if by.starts_with(TO_DIRECTORY_PREFIX) => {
                 if !to_directory {
                     return Err(Error::Invalid(format!(
-                        "Cluster {name} was paused by `corral move --to-directory {}` that did not finish; run it again to finish it (it unpauses the Cluster), then move",
+                        "Cluster {name} was paused by `corral move --to-directory {}` that did not finish; run it again into an empty directory to finish it (it unpauses the Cluster), then move",
                         &by[TO_DIRECTORY_PREFIX.len()..]
                     )));
                 }
@@ -659,14 +659,14 @@ async fn check_target_providers(source: &Connection, target: &Connection) -> Res
         let version = |provider: &corral_api::clusterctl::Provider| {
             provider.version.as_deref().map(parse_version)
         };
-        if let (Some(wanted), Some(found)) = (version(provider), version(at_target)) {
-            if found < wanted {
-                return Err(Error::Invalid(format!(
-                    "the target's provider {namespace}/{name} is at {}, older than the source's {}; upgrade the target first",
-                    at_target.version.as_deref().unwrap_or(""),
-                    provider.version.as_deref().unwrap_or("")
-                )));
-            }
+        if let (Some(wanted), Some(found)) = (version(provider), version(at_target))
+            && found < wanted
+        {
+            return Err(Error::Invalid(format!(
+                "the target's provider {namespace}/{name} is at {}, older than the source's {}; upgrade the target first",
+                at_target.version.as_deref().unwrap_or(""),
+                provider.version.as_deref().unwrap_or("")
+            )));
         }
     }
     Ok(())

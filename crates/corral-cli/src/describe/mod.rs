@@ -98,10 +98,10 @@ pub async fn describe_cluster(
         node.meta_name = Some("ClusterInfrastructure".into());
         root.children.push(node);
     }
-    if options.show_resource_sets {
-        if let Some(node) = resource_sets_node(&mut reader, &options.name).await? {
-            root.children.push(node);
-        }
+    if options.show_resource_sets
+        && let Some(node) = resource_sets_node(&mut reader, &options.name).await?
+    {
+        root.children.push(node);
     }
 
     let is_control_plane = |machine: &Value| {

@@ -180,7 +180,7 @@ pub async fn from_directory(
     }
     check_target_serves_kinds(target, &graph).await?;
     check_clusters_not_at_target(target, &graph, directory).await?;
-    let reached: BTreeSet<String> = graph.nodes.iter().map(|node| node_identity(node)).collect();
+    let reached: BTreeSet<String> = graph.nodes.iter().map(node_identity).collect();
     let skipped: Vec<&(PathBuf, String)> = all
         .iter()
         .filter(|(_, identity)| !reached.contains(identity))
@@ -440,7 +440,7 @@ fn read_directory(directory: &Path) -> Result<Vec<(PathBuf, Value)>, Error> {
                 ("metadata.namespace", &value["metadata"]["namespace"]),
             ]
             .into_iter()
-            .find(|(_, field)| !field.as_str().is_some_and(|text| !text.is_empty()));
+            .find(|(_, field)| field.as_str().is_none_or(str::is_empty));
             if let Some((field, _)) = missing {
                 return Err(Error::Invalid(format!(
                     "{file} holds an object without {field}, not one `corral move --to-directory` wrote; fix or remove it; nothing was restored"

@@ -134,10 +134,9 @@ impl ObjectGraph {
             for cluster_name in candidate.soft_owner_clusters(&clusters) {
                 if let Some(&cluster) =
                     clusters.get(&(candidate.key.namespace.as_str(), cluster_name))
+                    && cluster != index
                 {
-                    if cluster != index {
-                        owners[index].insert(cluster);
-                    }
+                    owners[index].insert(cluster);
                 }
             }
         }
@@ -164,10 +163,10 @@ impl ObjectGraph {
                         .find(|(key, _)| reference.matches(key))
                         .map(|(_, &index)| index),
                 };
-                if let Some(referenced) = found {
-                    if referenced != index {
-                        reaches[index].insert(referenced);
-                    }
+                if let Some(referenced) = found
+                    && referenced != index
+                {
+                    reaches[index].insert(referenced);
                 }
             }
         }
