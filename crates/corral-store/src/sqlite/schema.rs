@@ -93,6 +93,7 @@ pub(super) fn open_writer(path: &Path) -> Result<(Connection, StoredState)> {
         .pragma_update(None, "wal_autocheckpoint", 10_000)
         .map_err(sql_error("configuring the sqlite database"))?;
     connection.set_prepared_statement_cache_capacity(32);
+    keep_plans(&connection)?;
 
     let version: i64 = connection
         .pragma_query_value(None, "user_version", |row| row.get(0))
@@ -175,5 +176,21 @@ pub(super) fn open_reader(path: &Path) -> Result<Connection> {
         .busy_timeout(BUSY_TIMEOUT)
         .map_err(sql_error("configuring a sqlite read connection"))?;
     connection.set_prepared_statement_cache_capacity(32);
+    keep_plans(&connection)?;
     Ok(connection)
+}
+
+/// Turns on SQLite's query planner stability guarantee. Without it, the statements that look a
+/// key up in `log_key_revision` were planned again at every execution once other writes had
+/// happened since the last one (`SQLITE_STMTSTATUS_REPREPARE` counted one per run): the parse
+/// and plan cost more than the lookup. Our queries are written for one plan each, which
+/// `hot_queries_use_indexes` checks, so nothing is lost.
+fn keep_plans(connection: &Connection) -> Result<()> {
+    connection
+        .set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )
+        .map(drop)
+        .map_err(sql_error("configuring the sqlite query planner"))
 }
