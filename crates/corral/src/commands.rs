@@ -18,16 +18,19 @@ pub struct KubeconfigArgs {
     pub kubeconfig_context: Option<String>,
 }
 
-/// The flags clusterctl also takes before the command (`corral --kubeconfig F describe cluster
-/// x`): the kubeconfig and its context, which a command's own flags override, and the log
-/// verbosity.
+/// The flags clusterctl takes anywhere on the command line (`corral --kubeconfig F describe
+/// cluster x`, `corral describe --kubeconfig F cluster x`): the kubeconfig and its context,
+/// which a command's own flags override, and the log verbosity. Being global, they show in
+/// the help of every command; `main` refuses them for a command that uses no kubeconfig.
 #[derive(clap::Args)]
 pub struct GlobalArgs {
-    /// The kubeconfig to use; else `$KUBECONFIG`, else `~/.kube/config` (as kubectl).
-    #[arg(long, value_name = "FILE")]
+    /// For the commands that talk to a management plane: the kubeconfig to use; else
+    /// `$KUBECONFIG`, else `~/.kube/config` (as kubectl).
+    #[arg(long, value_name = "FILE", global = true)]
     pub kubeconfig: Option<PathBuf>,
-    /// The context to use in the kubeconfig (default: its current context), as clusterctl.
-    #[arg(long, value_name = "CONTEXT")]
+    /// For the commands that talk to a management plane: the context to use in the kubeconfig
+    /// (default: its current context), as clusterctl.
+    #[arg(long, value_name = "CONTEXT", global = true)]
     pub kubeconfig_context: Option<String>,
     /// Log verbosity, as clusterctl's `-v`: 0 warnings only for the client commands, 1 to 4
     /// also what they do, 5 and more debug; `RUST_LOG` overrides it.

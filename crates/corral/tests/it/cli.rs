@@ -482,9 +482,22 @@ async fn mistakes_get_one_line_saying_what_to_do() {
     );
     corral_fails(
         &nowhere,
-        &["--kubeconfig", "x", "version"],
+        &["version", "--kubeconfig", "x"],
         2,
         "`corral version` uses no kubeconfig",
+    );
+    // Between a command and its subcommand too, as clusterctl.
+    corral_fails(
+        &nowhere,
+        &[
+            "describe",
+            "--kubeconfig",
+            nowhere.to_str().unwrap(),
+            "cluster",
+            "x",
+        ],
+        1,
+        "cannot reach the API server",
     );
     corral_fails(
         &nowhere,
