@@ -57,7 +57,8 @@ enum Command {
     /// process, for management planes started with `--cloud URL`.
     Cloud(cloud::CloudArgs),
     /// Move the Cluster API objects of a namespace to another management plane (as
-    /// `clusterctl move`): pause, copy in dependency order, delete at the source, unpause.
+    /// `clusterctl move`): pause, copy in dependency order, delete at the source, unpause; or
+    /// write them to a directory and create them from it (`--to-directory`, `--from-directory`).
     Move(move_command::MoveArgs),
     /// Print the version.
     Version,
