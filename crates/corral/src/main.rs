@@ -138,11 +138,13 @@ fn default_log_filter(command: &Command, verbosity: u8) -> &'static str {
     match verbosity {
         5.. => "debug",
         1..=4 => "info",
+        // kube's client logs every failed request as an ERROR, including each refused
+        // connection to a workload cluster whose machines are being deleted; the controllers
+        // report what matters themselves (a reconcile that failed, a condition), and a client
+        // command reports its failure in one line. `-v` shows them.
         // The progress view says what the logs would; warnings still show.
-        0 if matches!(command, Command::Up(_)) && up::shows_progress() => "warn",
-        0 if command.is_long_running() => "info",
-        // A client command reports failures itself, in one line; kube's client would log
-        // each refused connection too.
+        0 if matches!(command, Command::Up(_)) && up::shows_progress() => "warn,kube_client=off",
+        0 if command.is_long_running() => "info,kube_client=off",
         0 => "warn,kube_client=off",
     }
 }
