@@ -285,11 +285,16 @@ pub(super) async fn apply_plan(
                 if existing.metadata.deletion_timestamp.is_some()
                     && (status.is_conflict() || status.is_not_found()) => {}
             Err(source) => {
-                scope.event(
-                    EventType::Warning,
-                    "FailedUpdate",
-                    format!("Failed to update MachineSet {name}: {source}"),
-                );
+                // A lost write race (the MachineSet's own status write came first) is retried
+                // at once with a fresh copy; only a real failure is worth a Warning Event.
+                let conflict = matches!(&source, kube::Error::Api(status) if status.is_conflict());
+                if !conflict {
+                    scope.event(
+                        EventType::Warning,
+                        "FailedUpdate",
+                        format!("Failed to update MachineSet {name}: {source}"),
+                    );
+                }
                 return Err(Error::PatchMachineSet {
                     machine_set: name,
                     source,
