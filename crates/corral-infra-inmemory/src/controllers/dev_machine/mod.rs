@@ -8,6 +8,13 @@
 //! conditions, and once the VM is up, `spec.providerID`, `status.addresses`,
 //! `status.failureDomain` (the Machine's) and `status.initialization.provisioned`. Deleting the
 //! DevMachine deletes the VM, and with it the Node, before the finalizer goes.
+//!
+//! Every write costs the API server, the store and each watcher, so the controller writes what a
+//! person can observe and no more: the finalizer; a status per wait reason and per boot step
+//! that takes time; and once the VM is up, the providerID (spec) and then one status with
+//! everything already true. A step that is due is given a moment to complete in the cloud
+//! before the status is written ([`status::settling`]), so at zero delay a DevMachine is
+//! provisioned in three writes (finalizer, providerID, status).
 
 mod status;
 
@@ -406,16 +413,8 @@ async fn reconcile(
     let steps = status::compute_step_conditions(&vm);
     let boot_failed_before = has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED);
     set_step_conditions(&mut status, &steps, generation);
-    if has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED) && !boot_failed_before {
-        context
-            .event(
-                dev_machine.as_ref(),
-                EventType::Warning,
-                reasons::BOOT_FAILED,
-                format!("The simulated VM {name} does not boot: the DevMachine has the {FAIL_BOOT} annotation"),
-            )
-            .await;
-    }
+    let boot_failed_now =
+        has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED) && !boot_failed_before;
 
     // The contract: providerID, then provisioned, which never goes back to false. The
     // providerID is in the spec, the rest in the status: two writes, the status one against
@@ -445,6 +444,18 @@ async fn reconcile(
         base.as_deref(),
     )
     .await?;
+    // Events once the status that reports them is written, so that a failed write does not
+    // repeat them. A failure is a Warning every time it starts.
+    if boot_failed_now {
+        context
+            .event(
+                dev_machine.as_ref(),
+                EventType::Warning,
+                reasons::BOOT_FAILED,
+                format!("The simulated VM {name} does not boot: the DevMachine has the {FAIL_BOOT} annotation"),
+            )
+            .await;
+    }
     if provisioned_now {
         // The one Normal Event of a DevMachine's life: the milestone a person looks for in
         // `kubectl describe`. Upstream's provider records none; the boot steps are in the
