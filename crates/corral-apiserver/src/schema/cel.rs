@@ -10,10 +10,15 @@
 //! No runtime cost budget is enforced: rules run to completion.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use kube_cel::KubeCelExt;
 use kube_cel::cel;
+use kube_cel::cel::common::types::{
+    CelBool, CelBytes, CelDouble, CelDuration, CelInt, CelList, CelMap, CelMapKey, CelNull,
+    CelOptional, CelString, CelTimestamp,
+};
+use kube_cel::cel::common::value::Val;
 use serde_json::Value;
 
 use super::field::{ErrorType, FieldError, Path};
@@ -287,19 +292,12 @@ impl Walker<'_> {
         resource: bool,
         unchanged: bool,
     ) {
-        let type_name = Value::String(schema.type_.clone().unwrap_or_default());
-        // Converting a value for CEL copies it (twice: into `cel::Value`, then into the
-        // context's own representation), so only the fields the node's rules read are
-        // converted, once for all of its rules.
-        let mut reads = Some(BTreeSet::new());
-        for rule in &schema.rules {
-            match (&mut reads, &rule.compiled.reads) {
-                (Some(all), Some(more)) => all.extend(more.iter().cloned()),
-                _ => reads = None,
-            }
-        }
-        let self_value = to_cel_reading(value, schema, resource, reads.as_ref());
-        let old_value = old.map(|old| to_cel_reading(old, schema, resource, reads.as_ref()));
+        let type_name = || Value::String(schema.type_.clone().unwrap_or_default());
+        // Only the fields the node's rules read are converted, straight into the values the
+        // CEL interpreter works on, and once for all of the node's rules.
+        let reads = schema.rule_reads.as_ref();
+        let self_val = || to_val_reading(value, schema, resource, reads);
+        let old_val = || old.map(|old| to_val_reading(old, schema, resource, reads));
         let mut plain_context = None;
         let mut optional_context = None;
         for rule in &schema.rules {
@@ -309,35 +307,27 @@ impl Walker<'_> {
                 Err(error) => {
                     self.errors.push(FieldError::invalid(
                         path.render(),
-                        type_name.clone(),
+                        type_name(),
                         format!("rule compile error: {error}"),
                     ));
                     continue;
                 }
             };
-            if compiled.uses_old_self && old_value.is_none() && !rule.optional_old_self {
+            if compiled.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
             }
             let context: &cel::Context<'_> = if rule.optional_old_self {
                 optional_context.get_or_insert_with(|| {
-                    let mut context = ROOT.new_inner_scope();
-                    context.add_variable_from_value("self", self_value.clone());
-                    let optional = match &old_value {
-                        Some(old) => cel::objects::OptionalValue::of(old.clone()),
-                        None => cel::objects::OptionalValue::none(),
+                    let optional = match old_val() {
+                        Some(old) => CelOptional::of(old),
+                        None => CelOptional::none(),
                     };
-                    context
-                        .add_variable_from_value("oldSelf", cel::Value::Opaque(Arc::new(optional)));
-                    context
+                    scope([("self", self_val()), ("oldSelf", Box::new(optional))])
                 })
             } else {
-                plain_context.get_or_insert_with(|| {
-                    let mut context = ROOT.new_inner_scope();
-                    context.add_variable_from_value("self", self_value.clone());
-                    if let Some(old) = &old_value {
-                        context.add_variable_from_value("oldSelf", old.clone());
-                    }
-                    context
+                plain_context.get_or_insert_with(|| match old_val() {
+                    Some(old) => scope([("self", self_val()), ("oldSelf", old)]),
+                    None => scope([("self", self_val())]),
                 })
             };
             let passed = match cel::Value::resolve(program, context) {
@@ -345,7 +335,7 @@ impl Walker<'_> {
                 Ok(_) => {
                     self.errors.push(FieldError::invalid(
                         path.render(),
-                        type_name.clone(),
+                        type_name(),
                         format!(
                             "rule compile error: rule must evaluate to a bool: {}",
                             rule_text(rule)
@@ -356,7 +346,7 @@ impl Walker<'_> {
                 Err(cel::ExecutionError::NoSuchOverload) => {
                     self.errors.push(FieldError::invalid(
                         path.render(),
-                        type_name.clone(),
+                        type_name(),
                         format!(
                             "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
                             rule_text(rule)
@@ -367,7 +357,7 @@ impl Walker<'_> {
                 Err(error) => {
                     self.errors.push(FieldError::invalid(
                         path.render(),
-                        type_name.clone(),
+                        type_name(),
                         format!(
                             "{} evaluating rule: {}",
                             error_text(&error),
@@ -503,104 +493,124 @@ fn escape(name: &str) -> Option<String> {
     Some(escaped)
 }
 
-fn key(name: &str) -> cel::objects::Key {
-    cel::objects::Key::String(Arc::new(name.to_string()))
+/// A scope for a node's rules: the interpreter's functions and the given variables.
+fn scope<const N: usize>(variables: [(&str, Box<dyn Val>); N]) -> cel::Context<'static> {
+    cel::Context::Child {
+        parent: &ROOT,
+        variables: variables
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value))
+            .collect(),
+        resolver: None,
+    }
 }
 
-/// [`to_cel`] of a node's value, keeping only the fields in `reads` (as CEL names them) when
+/// The fields of `self` and `oldSelf` that a node's rules read (see
+/// [`CompiledRule::reads`]); `None` when one of them uses the whole value.
+pub fn fields_read_by(rules: &[Rule]) -> Option<BTreeSet<String>> {
+    let mut reads = BTreeSet::new();
+    for rule in rules {
+        reads.extend(rule.compiled.reads.as_ref()?.iter().cloned());
+    }
+    Some(reads)
+}
+
+/// [`to_val`] of a node's value, keeping only the fields in `reads` (as CEL names them) when
 /// the value is an object and the node's rules read nothing else.
-fn to_cel_reading(
+fn to_val_reading(
     value: &Value,
     schema: &Schema,
     resource: bool,
     reads: Option<&BTreeSet<String>>,
-) -> cel::Value {
+) -> Box<dyn Val> {
     match (value, reads) {
         (Value::Object(map), Some(reads)) => {
-            let read: serde_json::Map<String, Value> = map
-                .iter()
-                .filter(|(name, _)| {
-                    let cel_name = if schema.properties.contains_key(*name) {
-                        escape(name)
-                    } else {
-                        Some((*name).clone())
-                    };
-                    cel_name.is_some_and(|cel_name| reads.contains(&cel_name))
-                })
-                .map(|(name, child)| (name.clone(), child.clone()))
-                .collect();
-            to_cel(&Value::Object(read), Some(schema), resource)
+            object_to_val(map, Some(schema), resource, Some(reads))
         }
-        _ => to_cel(value, Some(schema), resource),
+        _ => to_val(value, Some(schema), resource),
     }
 }
 
-/// A JSON value as a CEL value of the type its schema gives it. `resource`: the root or an
-/// embedded resource, whose metadata shows only `name` and `generateName`.
-fn to_cel(value: &Value, schema: Option<&Schema>, resource: bool) -> cel::Value {
+/// A JSON value as the CEL value of the type its schema gives it, built directly in the
+/// interpreter's representation. `resource`: the root or an embedded resource, whose
+/// metadata shows only `name` and `generateName`.
+fn to_val(value: &Value, schema: Option<&Schema>, resource: bool) -> Box<dyn Val> {
     let type_ = schema
         .filter(|s| !s.int_or_string)
         .and_then(|s| s.type_.as_deref());
     match value {
-        Value::Null => cel::Value::Null,
-        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
         Value::Number(n) => match (type_, n.as_i64()) {
             (Some("number"), _) | (_, None) => match (type_, n.as_f64()) {
-                (Some("integer"), Some(f)) if f == f.trunc() => cel::Value::Int(f as i64),
-                (_, f) => cel::Value::Float(f.unwrap_or(0.0)),
+                (Some("integer"), Some(f)) if f == f.trunc() => Box::new(CelInt::from(f as i64)),
+                (_, f) => Box::new(CelDouble::from(f.unwrap_or(0.0))),
             },
-            (_, Some(i)) => cel::Value::Int(i),
+            (_, Some(i)) => Box::new(CelInt::from(i)),
         },
-        Value::String(s) => string_to_cel(s, schema.filter(|_| type_ == Some("string"))),
+        Value::String(s) => string_to_val(s, schema.filter(|_| type_ == Some("string"))),
         Value::Array(items) => {
             let item_schema = schema.and_then(|s| s.items.as_deref());
-            cel::Value::List(Arc::new(
-                items
-                    .iter()
-                    .map(|item| to_cel(item, item_schema, false))
-                    .collect(),
-            ))
+            let items: Vec<Box<dyn Val>> = items
+                .iter()
+                .map(|item| to_val(item, item_schema, false))
+                .collect();
+            Box::new(CelList::from(items))
         }
-        Value::Object(map) => {
-            let mut entries: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
-            for (name, child) in map {
-                if resource && name == "metadata" {
-                    let mut metadata = HashMap::new();
-                    for field in ["name", "generateName"] {
-                        if let Some(v) = child.get(field) {
-                            metadata.insert(key(field), to_cel(v, None, false));
-                        }
+        Value::Object(map) => object_to_val(map, schema, resource, None),
+    }
+}
+
+/// An object as a CEL map: declared properties under their escaped names (those that cannot
+/// be named are left out), other keys as they are; with `reads`, only the fields named there.
+fn object_to_val(
+    map: &serde_json::Map<String, Value>,
+    schema: Option<&Schema>,
+    resource: bool,
+    reads: Option<&BTreeSet<String>>,
+) -> Box<dyn Val> {
+    let wanted = |name: &str| reads.is_none_or(|reads| reads.contains(name));
+    let mut entries: HashMap<CelMapKey, Box<dyn Val>> = HashMap::with_capacity(map.len());
+    for (name, child) in map {
+        if resource && name == "metadata" {
+            if wanted("metadata") {
+                let mut metadata: HashMap<CelMapKey, Box<dyn Val>> = HashMap::new();
+                for field in ["name", "generateName"] {
+                    if let Some(v) = child.get(field) {
+                        metadata.insert(CelMapKey::from(field), to_val(v, None, false));
                     }
-                    entries.insert(key("metadata"), cel::Value::from(metadata));
-                    continue;
                 }
-                let declared = schema.and_then(|s| s.properties.get(name));
-                match (declared, schema.and_then(|s| s.additional_schema())) {
-                    (Some(property), _) => {
-                        if let Some(escaped) = escape(name) {
-                            entries.insert(
-                                key(&escaped),
-                                to_cel(child, Some(property), property.embedded_resource),
-                            );
-                        }
-                    }
-                    (None, Some(additional)) => {
-                        entries.insert(key(name), to_cel(child, Some(additional), false));
-                    }
-                    (None, None) => {
-                        entries.insert(key(name), to_cel(child, None, false));
-                    }
+                entries.insert(
+                    CelMapKey::from("metadata"),
+                    Box::new(CelMap::from(metadata)),
+                );
+            }
+            continue;
+        }
+        let declared = schema.and_then(|s| s.properties.get(name));
+        match (declared, schema.and_then(|s| s.additional_schema())) {
+            (Some(property), _) => {
+                if let Some(escaped) = escape(name).filter(|escaped| wanted(escaped)) {
+                    let child = to_val(child, Some(property), property.embedded_resource);
+                    entries.insert(CelMapKey::from(escaped), child);
                 }
             }
-            cel::Value::from(entries)
+            (None, additional) if wanted(name) => {
+                entries.insert(
+                    CelMapKey::from(name.as_str()),
+                    to_val(child, additional, false),
+                );
+            }
+            (None, _) => {}
         }
     }
+    Box::new(CelMap::from(entries))
 }
 
 /// Strings with a `byte`, `duration`, `date` or `date-time` format are bytes, durations and
 /// timestamps in CEL; a value that does not parse stays a string.
-fn string_to_cel(s: &str, schema: Option<&Schema>) -> cel::Value {
-    let text = || cel::Value::String(Arc::new(s.to_string()));
+fn string_to_val(s: &str, schema: Option<&Schema>) -> Box<dyn Val> {
+    let text = || -> Box<dyn Val> { Box::new(CelString::from(s)) };
     let Some(format) = schema.and_then(|s| s.format.as_deref()) else {
         return text();
     };
@@ -608,23 +618,23 @@ fn string_to_cel(s: &str, schema: Option<&Schema>) -> cel::Value {
         "byte" => {
             use base64::Engine;
             match base64::engine::general_purpose::STANDARD.decode(s) {
-                Ok(bytes) => cel::Value::Bytes(Arc::new(bytes)),
+                Ok(bytes) => Box::new(CelBytes::from(bytes)),
                 Err(_) => text(),
             }
         }
         "duration" => match super::format::parse_duration(s) {
             Some(nanos) => match i64::try_from(nanos) {
-                Ok(nanos) => cel::Value::Duration(chrono::Duration::nanoseconds(nanos)),
+                Ok(nanos) => Box::new(CelDuration::from(chrono::Duration::nanoseconds(nanos))),
                 Err(_) => text(),
             },
             None => text(),
         },
         "date" => match super::format::parse_date(s).and_then(|d| d.and_hms_opt(0, 0, 0)) {
-            Some(midnight) => cel::Value::Timestamp(midnight.and_utc().fixed_offset()),
+            Some(midnight) => Box::new(CelTimestamp::from(midnight.and_utc().fixed_offset())),
             None => text(),
         },
         "date-time" | "datetime" => match chrono::DateTime::parse_from_rfc3339(s) {
-            Ok(timestamp) => cel::Value::Timestamp(timestamp),
+            Ok(timestamp) => Box::new(CelTimestamp::from(timestamp)),
             Err(_) => text(),
         },
         _ => text(),

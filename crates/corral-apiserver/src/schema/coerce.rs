@@ -78,20 +78,18 @@ impl Pruner {
         match value {
             Value::Object(map) => {
                 let Some(schema) = schema else {
-                    let keys: Vec<String> = map.keys().cloned().collect();
-                    for key in keys {
-                        self.record(&key);
+                    for key in map.keys() {
+                        self.record(key);
                     }
                     map.clear();
                     return;
                 };
                 let embedded = embedded || schema.embedded_resource;
-                let keys: Vec<String> = map.keys().cloned().collect();
-                for key in keys {
+                map.retain(|key, child| {
                     if embedded && TYPE_AND_META.contains(&key.as_str()) {
-                        continue;
+                        return true;
                     }
-                    let child = if let Some(property) = schema.properties.get(&key) {
+                    let child_schema = if let Some(property) = schema.properties.get(key) {
                         Some(Some(property))
                     } else {
                         match &schema.additional_properties {
@@ -100,20 +98,21 @@ impl Pruner {
                             None => None,
                         }
                     };
-                    match child {
-                        Some(child) => {
-                            let length = self.push_key(&key);
-                            self.prune(map.get_mut(&key).unwrap(), child, false);
+                    match child_schema {
+                        Some(child_schema) => {
+                            let length = self.push_key(key);
+                            self.prune(child, child_schema, false);
                             self.path.truncate(length);
+                            true
                         }
                         None => {
                             if !TYPE_AND_META.contains(&key.as_str()) || !self.path.is_empty() {
-                                self.record(&key);
+                                self.record(key);
                             }
-                            map.remove(&key);
+                            false
                         }
                     }
-                }
+                });
             }
             Value::Array(items) => {
                 let item_schema = schema.and_then(|s| s.items.as_deref());
@@ -286,7 +285,7 @@ fn prune_embedded_metadata(
     path: &super::field::Path,
     unknown: &mut Vec<String>,
 ) {
-    let Some(schema) = schema else {
+    let Some(schema) = schema.filter(|schema| schema.embedded_within) else {
         return;
     };
     match value {

@@ -116,6 +116,10 @@ pub(super) struct Schema {
     pub list_type: Option<String>,
     pub list_map_keys: Vec<String>,
     pub rules: Vec<Rule>,
+    /// The fields of `self` and `oldSelf` that this node's rules read, when they read only
+    /// fields (`None`: the whole value); computed once so that evaluation converts only those.
+    #[cfg(feature = "cel")]
+    pub rule_reads: Option<std::collections::BTreeSet<String>>,
     /// Whether this node or one below it (through properties, additional properties or
     /// items) carries rules, so that rule evaluation can skip the subtrees that have none.
     pub rules_within: bool,
@@ -230,6 +234,8 @@ impl Schema {
                 })
                 .unwrap_or_default(),
             rules: Vec::new(),
+            #[cfg(feature = "cel")]
+            rule_reads: None,
             rules_within: false,
             lists_within: false,
             embedded_within: false,
@@ -250,6 +256,10 @@ impl Schema {
             .map(|list| list.iter().filter_map(|r| schema.parse_rule(r)).collect())
             .unwrap_or_default();
         schema.rules = rules;
+        #[cfg(feature = "cel")]
+        {
+            schema.rule_reads = super::cel::fields_read_by(&schema.rules);
+        }
         schema.rules_within = schema.has_rules();
         schema
     }

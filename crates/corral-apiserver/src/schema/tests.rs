@@ -306,6 +306,66 @@ fn nulls_that_are_neither_nullable_nor_defaulted_are_dropped() {
     );
 }
 
+/// Checks that only some subtrees need (list types, embedded resources) are still found
+/// under additional properties and list items, with their paths rendered as upstream does.
+#[test]
+fn checks_deep_under_maps_and_lists_name_their_fields() {
+    let schema = CompiledSchema::new(&json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "groups": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {
+                                "members": {
+                                    "type": "array",
+                                    "x-kubernetes-list-type": "map",
+                                    "x-kubernetes-list-map-keys": ["name", "zone"],
+                                    "items": {
+                                        "type": "object",
+                                        "properties": {
+                                            "name": {"type": "string"},
+                                            "zone": {"type": "string"}
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    },
+                    "templates": {
+                        "type": "array",
+                        "items": {"type": "object", "x-kubernetes-embedded-resource": true,
+                                  "x-kubernetes-preserve-unknown-fields": true}
+                    }
+                }
+            }
+        }
+    }));
+    let mut object = widget(json!({
+        "groups": {"a": {"members": [
+            {"name": "x", "zone": "1"}, {"name": "x", "zone": "2"}, {"name": "x", "zone": "1"}
+        ]}},
+        "templates": [{"apiVersion": "v1", "kind": "Pod"}, {"kind": "Pod"}]
+    }));
+    // Pruning would drop what `additionalProperties: false` forbids: validate as sent.
+    object["spec"]["extra"] = json!(1);
+    let (errors, _) = validate(&schema, &object, None);
+    let errors: Vec<String> = errors.iter().map(FieldError::message).collect();
+    assert_eq!(
+        errors,
+        vec![
+            "spec: Invalid value: \"extra\": spec.extra in body is a forbidden property",
+            "spec.templates[1].apiVersion: Required value",
+            "spec.groups[a].members[2]: Duplicate value: {\"name\":\"x\",\"zone\":\"1\"}",
+        ]
+    );
+}
+
 #[test]
 fn embedded_resources_need_a_type() {
     let schema = rich_schema();
