@@ -1499,3 +1499,66 @@ async fn reconcile_delete(
     }
     Ok(Action::requeue(context.config.poll_interval))
 }
+
+#[cfg(test)]
+mod expected_tests {
+    use super::*;
+
+    fn kcp() -> KubeadmControlPlane {
+        let mut kcp: KubeadmControlPlane = serde_json::from_value(json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2",
+            "kind": "KubeadmControlPlane",
+            "metadata": { "name": "cp", "namespace": "default", "uid": "kcp-uid" },
+            "spec": { "version": "v1.35.0", "machineTemplate": { "spec": { "infrastructureRef": {
+                "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DevMachineTemplate", "name": "t",
+            } } } },
+        }))
+        .expect("a KubeadmControlPlane");
+        kcp.metadata.uid = Some("kcp-uid".into());
+        kcp
+    }
+
+    fn machine(name: &str, deleting: bool) -> Machine {
+        let mut machine = Machine::new(name, corral_api::MachineSpec::default());
+        if deleting {
+            machine.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
+        }
+        machine
+    }
+
+    /// A reconcile waits until the cache shows the Machine it created, then the expectation
+    /// is forgotten.
+    #[test]
+    fn a_created_machine_is_expected_until_the_cache_shows_it() {
+        let expected = Expected::default();
+        let kcp = kcp();
+        assert!(expected.satisfied(&kcp, &[]), "nothing expected");
+        expected.record(&kcp, Change::Created, "m1", Duration::from_secs(60));
+        assert!(!expected.satisfied(&kcp, &[]));
+        assert!(!expected.satisfied(&kcp, &[machine("m0", false)]));
+        assert!(expected.satisfied(&kcp, &[machine("m1", false)]));
+        assert!(expected.satisfied(&kcp, &[]), "forgotten once shown");
+    }
+
+    /// A deleted Machine is shown by its deletion timestamp or its absence.
+    #[test]
+    fn a_deleted_machine_is_expected_until_the_cache_shows_it_deleting_or_gone() {
+        let expected = Expected::default();
+        let kcp = kcp();
+        expected.record(&kcp, Change::Deleted, "m1", Duration::from_secs(60));
+        assert!(!expected.satisfied(&kcp, &[machine("m1", false)]));
+        assert!(expected.satisfied(&kcp, &[machine("m1", true)]));
+        expected.record(&kcp, Change::Deleted, "m2", Duration::from_secs(60));
+        assert!(expected.satisfied(&kcp, &[]));
+    }
+
+    /// A change the cache never shows (the Machine was deleted by someone else before the
+    /// cache saw it) stops being expected after its time.
+    #[test]
+    fn an_expectation_expires() {
+        let expected = Expected::default();
+        let kcp = kcp();
+        expected.record(&kcp, Change::Created, "m1", Duration::ZERO);
+        assert!(expected.satisfied(&kcp, &[]));
+    }
+}
