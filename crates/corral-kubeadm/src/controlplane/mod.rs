@@ -227,7 +227,15 @@ enum Change {
 /// at most the safety requeue interval, so that a Machine deleted by someone else before the
 /// cache saw it does not block the control plane for ever.
 #[derive(Default)]
-struct Expected(Mutex<HashMap<String, Vec<(String, Change, Instant, Duration)>>>);
+struct Expected(Mutex<HashMap<String, Vec<Expectation>>>);
+
+/// One Machine change a control plane expects its cache to show.
+struct Expectation {
+    machine: String,
+    change: Change,
+    since: Instant,
+    ttl: Duration,
+}
 
 impl Expected {
     fn record(&self, kcp: &KubeadmControlPlane, change: Change, machine: &str, ttl: Duration) {
@@ -236,7 +244,12 @@ impl Expected {
             .expect("expected lock")
             .entry(kcp.uid().unwrap_or_default())
             .or_default()
-            .push((machine.to_string(), change, Instant::now(), ttl));
+            .push(Expectation {
+                machine: machine.to_string(),
+                change,
+                since: Instant::now(),
+                ttl,
+            });
     }
 
     /// Whether the cached Machines of the control plane show every change it made; the
@@ -247,15 +260,15 @@ impl Expected {
         let Some(changes) = expected.get_mut(&uid) else {
             return true;
         };
-        changes.retain(|(name, change, since, ttl)| {
+        changes.retain(|expectation| {
             let machine = cached
                 .iter()
-                .find(|m| m.metadata.name.as_deref() == Some(name.as_str()));
-            let shown = match change {
+                .find(|m| m.metadata.name.as_deref() == Some(expectation.machine.as_str()));
+            let shown = match expectation.change {
                 Change::Created => machine.is_some(),
                 Change::Deleted => machine.is_none_or(|m| m.metadata.deletion_timestamp.is_some()),
             };
-            !shown && since.elapsed() < *ttl
+            !shown && expectation.since.elapsed() < expectation.ttl
         });
         let satisfied = changes.is_empty();
         if satisfied {
