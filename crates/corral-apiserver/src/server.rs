@@ -172,9 +172,18 @@ impl Server {
             let _ = shutdown.send(());
         }
         self.state.gc.stop();
-        // Watches would keep a graceful shutdown waiting for their full length.
-        self.state.hub.close_all();
-        let _ = (&mut self.task).await;
+        // Watches would keep a graceful shutdown waiting for their full length. A client whose
+        // watch just ended may start another on its kept-alive connection before that
+        // connection hears of the shutdown, so watches are closed until the server is done:
+        // closing once left a workload cluster's server, and the deletion of its Cluster,
+        // waiting until the ClusterCache gave the connection up (~50 s).
+        loop {
+            self.state.hub.close_all();
+            tokio::select! {
+                _ = &mut self.task => break,
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+            }
+        }
     }
 }
 

@@ -158,7 +158,42 @@ async fn controller_converges_and_goes_quiet(server: TestServer) {
     task.abort();
 }
 
+/// A server shuts down while clients keep watching: each watch it ends is reopened at once
+/// on the client's kept-alive connection (as a reflector does), and shutdown still completes
+/// instead of waiting for the client to give up. The simulated workload clusters are stopped
+/// this way while the ClusterCache watches their Nodes.
+async fn shutdown_completes_while_clients_rewatch(server: TestServer) {
+    let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
+    let mut tasks = Vec::new();
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let (reader, writer) = reflector::store::<ConfigMap>();
+        // With a backoff, as every reflector of Corral has: without one, a watcher retries a
+        // refused connection in a loop that never yields, and the test runtime cannot stop.
+        let stream = watcher(api.clone(), watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .applied_objects()
+            .for_each(|_| async {});
+        tasks.push(tokio::spawn(stream));
+        readers.push(reader);
+    }
+    for reader in &readers {
+        reader.wait_until_ready().await.unwrap();
+    }
+    let TestServer { server, .. } = server;
+    let shutdown = tokio::time::timeout(Duration::from_secs(60), server.shutdown()).await;
+    for task in tasks {
+        task.abort();
+    }
+    assert!(
+        shutdown.is_ok(),
+        "shutdown waits for watches that clients reopened while it was closing them"
+    );
+}
+
 backend_tests!(
     reflector_relists_after_compaction,
-    controller_converges_and_goes_quiet
+    controller_converges_and_goes_quiet,
+    shutdown_completes_while_clients_rewatch
 );
