@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "corral-bench", about = "Benchmarks of Corral")]
 struct Cli {

@@ -18,6 +18,12 @@ mod commands;
 mod move_command;
 mod up;
 
+/// mimalloc instead of glibc malloc: the management plane allocates and frees a great deal
+/// (JSON, watch events, reflector caches); BENCHMARKS.md has the comparison.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "corral", version, about = "Cluster API, in Rust")]
 struct Cli {
