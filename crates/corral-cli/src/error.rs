@@ -10,7 +10,9 @@ pub enum Error {
     )]
     NoKubeconfig { looked: String },
     /// The kubeconfig exists but cannot be read or used.
-    #[error("cannot use the kubeconfig {path}: {reason}")]
+    #[error(
+        "cannot use the kubeconfig {path}: {reason}; check that the file exists and holds a kubeconfig (`kubectl config view --kubeconfig {path}`), or pass another with --kubeconfig FILE"
+    )]
     ReadKubeconfig { path: String, reason: String },
     /// Nothing answers at the kubeconfig's server address.
     #[error(
