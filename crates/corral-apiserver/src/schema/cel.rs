@@ -30,8 +30,31 @@ type Expression = cel::parser::Expression;
 /// The upstream limit on an evaluated `messageExpression`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
-/// The functions every evaluation sees: CEL's standard library and Kubernetes' extensions.
-static ROOT: LazyLock<cel::Context<'static>> = LazyLock::new(|| cel::Context::default().with_all());
+/// The functions every evaluation sees: CEL's standard library and Kubernetes' extensions,
+/// with `size` as the CEL specification has it for strings.
+static ROOT: LazyLock<cel::Context<'static>> = LazyLock::new(|| {
+    let mut context = cel::Context::default().with_all();
+    context.add_function("size", size);
+    context
+});
+
+/// CEL's `size`: the number of code points of a string (the `cel` crate counts UTF-8 bytes,
+/// so `'é'.size()` would be 2 where Kubernetes says 1, and a rule bounding a name's length
+/// would refuse non-ASCII names that kube-apiserver accepts); elements of a list or map,
+/// bytes of bytes.
+fn size(
+    ftx: &cel::FunctionContext,
+    cel::extractors::This(this): cel::extractors::This<cel::Value>,
+) -> Result<i64, cel::ExecutionError> {
+    let size = match this {
+        cel::Value::String(s) => s.chars().count(),
+        cel::Value::List(l) => l.len(),
+        cel::Value::Map(m) => m.map.len(),
+        cel::Value::Bytes(b) => b.len(),
+        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+    };
+    Ok(size as i64)
+}
 
 /// A rule parsed once, when its CRD was.
 pub struct CompiledRule {

@@ -726,6 +726,34 @@ mod cel {
     }
 
     #[test]
+    fn size_of_a_string_counts_code_points_as_kubernetes_does() {
+        let schema = CompiledSchema::new(&json!({
+            "type": "object",
+            "properties": {"spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.name.size() <= 4", "message": "name too long"},
+                    {"rule": "size(self.name) == self.expected", "message": "size differs"}
+                ],
+                "properties": {"name": {"type": "string"}, "expected": {"type": "integer"}}
+            }}
+        }));
+        // Four code points, eight UTF-8 bytes.
+        let (_, _, errors, _) = admit(
+            &schema,
+            widget(json!({"name": "élan", "expected": 4})),
+            None,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let (_, _, errors, _) = admit(
+            &schema,
+            widget(json!({"name": "ñandú", "expected": 5})),
+            None,
+        );
+        assert_eq!(errors, vec!["spec: Invalid value: name too long"]);
+    }
+
+    #[test]
     fn evaluation_errors_name_the_rule() {
         let schema = CompiledSchema::new(&json!({
             "type": "object",
