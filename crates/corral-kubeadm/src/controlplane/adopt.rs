@@ -159,10 +159,12 @@ pub(super) async fn adopt_machines(
         .items;
     let uid = kcp.uid().unwrap_or_default();
     let mut adoptable = Vec::new();
+    let mut ours_not_cached = false;
     for machine in all {
         match controller(&machine) {
             None => adoptable.push(machine),
-            Some(owner) if owner.uid == uid => {}
+            // Ours, but the cache (`owned`) does not show it yet: just adopted, or created.
+            Some(owner) if owner.uid == uid => ours_not_cached = true,
             Some(owner) => {
                 return Err(AdoptError::MixedManagement {
                     machine: machine.name_any(),
@@ -173,7 +175,9 @@ pub(super) async fn adopt_machines(
         }
     }
     if adoptable.is_empty() {
-        return Ok(None);
+        // Going on with a cache that shows none of the control plane's Machines would create
+        // a first one beside them; the cache's event brings the next reconcile.
+        return Ok(ours_not_cached.then(Action::await_change));
     }
 
     // A fresh read, not the cache: a control plane the garbage collector is deleting (and so
@@ -309,6 +313,14 @@ pub(super) async fn adopt_machines(
                 format!("Adopted control plane Machine {name}"),
             )
             .await;
+        // Until the cache shows the Machine as ours, the next reconcile waits for it (as for a
+        // Machine the control plane created) instead of counting no Machines.
+        context.expected.record(
+            kcp,
+            super::Change::Created,
+            &name,
+            context.config.poll_interval,
+        );
     }
     Ok(Some(Action::await_change()))
 }
