@@ -13,22 +13,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
-use corral_controllers::cluster_cache::ClusterCacheConfig;
-use corral_infra_inmemory::cloud::InProcessCloud;
 use corral_kubeadm::api::controlplane::KubeadmControlPlane;
 use corral_kubeadm::controlplane::etcd::{self, EtcdAdmin, SimulatedEtcd};
-use corral_testenv::TestEnv;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
+
+use crate::plane::{INFRA_GROUP, NAMESPACE, Plane, condition};
 use tokio::task::JoinHandle;
 
-const NAMESPACE: &str = "default";
-const INFRA_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 const CLUSTER: &str = "dev";
 const KCP: &str = "dev-control-plane";
 const NODE_NOT_READY: &str = "inmemory.infrastructure.cluster.x-k8s.io/node-not-ready";
@@ -42,85 +38,7 @@ where
     corral_testenv::eventually(TIMEOUT, what, check).await
 }
 
-struct Plane {
-    env: TestEnv,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
-}
-
 impl Plane {
-    async fn start() -> Plane {
-        let env = TestEnv::start().await;
-        let crds: Vec<Value> = corral_api::crds()
-            .into_iter()
-            .map(|crd| serde_json::to_value(crd).unwrap())
-            .chain(
-                corral_infra_inmemory::crds()
-                    .into_iter()
-                    .map(|crd| serde_json::to_value(crd).unwrap()),
-            )
-            .chain(
-                corral_kubeadm::crds()
-                    .into_iter()
-                    .map(|crd| serde_json::to_value(crd).unwrap()),
-            )
-            .collect();
-        env.install_crds(&crds).await;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let shutdown = async move {
-            let _ = stopped.await;
-        }
-        .shared();
-        let client = env.client.clone();
-        let cache = ClusterCacheConfig {
-            probe_interval: Duration::from_millis(500),
-            probe_timeout: Duration::from_secs(2),
-            failure_threshold: 3,
-        };
-        let core_config = corral_controllers::Config {
-            backoff_max: Duration::from_secs(1),
-            cluster_cache: cache.clone(),
-            ..Default::default()
-        };
-        let kcp_config = corral_kubeadm::controlplane::Config {
-            cluster_cache: cache,
-            // Only a safety net: changes wake the controller.
-            poll_interval: Duration::from_secs(30),
-            concurrency: 10,
-        };
-        let task = tokio::spawn(async move {
-            let cloud = Arc::new(InProcessCloud::new());
-            let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
-            let core = corral_controllers::run(client.clone(), core_config, shutdown.clone());
-            let control_plane =
-                corral_kubeadm::controlplane::run(client.clone(), kcp_config, shutdown.clone());
-            let bootstrap = corral_kubeadm::bootstrap::run(client, shutdown);
-            let ((), result, (), ()) = tokio::join!(provider, core, control_plane, bootstrap);
-            result.expect("the core controllers start");
-        });
-        Plane {
-            env,
-            stop: Some(stop),
-            task: Some(task),
-        }
-    }
-
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(task) = self.task.take() {
-            task.await.expect("the controllers do not panic");
-        }
-    }
-
-    fn api<K>(&self) -> Api<K>
-    where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-    {
-        Api::namespaced(self.env.client.clone(), NAMESPACE)
-    }
-
     fn dev_machines(&self) -> Api<DynamicObject> {
         let resource = ApiResource {
             group: INFRA_GROUP.into(),
@@ -130,25 +48,6 @@ impl Plane {
             plural: "devmachines".into(),
         };
         Api::namespaced_with(self.env.client.clone(), NAMESPACE, &resource)
-    }
-
-    async fn create(&self, object: Value) {
-        let api_version = object["apiVersion"].as_str().unwrap();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let kind = object["kind"].as_str().unwrap();
-        let resource = ApiResource {
-            group: group.into(),
-            version: version.into(),
-            api_version: api_version.into(),
-            kind: kind.into(),
-            plural: format!("{}s", kind.to_lowercase()),
-        };
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.env.client.clone(), NAMESPACE, &resource);
-        let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
-        api.create(&PostParams::default(), &object)
-            .await
-            .unwrap_or_else(|error| panic!("creating a {kind}: {error}"));
     }
 
     /// A Cluster with three control plane failure domains, a KubeadmControlPlane of
@@ -233,10 +132,6 @@ impl Plane {
         .await;
     }
 
-    async fn kcp(&self) -> KubeadmControlPlane {
-        self.api::<KubeadmControlPlane>().get(KCP).await.unwrap()
-    }
-
     async fn patch_kcp(&self, patch: Value) {
         self.api::<KubeadmControlPlane>()
             .patch(KCP, &PatchParams::default(), &Patch::Merge(patch))
@@ -244,22 +139,11 @@ impl Plane {
             .expect("the KubeadmControlPlane is patched");
     }
 
-    async fn control_plane_machines(&self) -> Vec<Machine> {
-        let mut machines = self
-            .api::<Machine>()
-            .list(&ListParams::default().labels("cluster.x-k8s.io/control-plane"))
-            .await
-            .unwrap()
-            .items;
-        machines.sort_by_key(|m| m.name_any());
-        machines
-    }
-
     /// Waits until the control plane has `replicas` machines, all ready, up to date at
     /// `version`, and its status says so.
     async fn wait_settled(&self, replicas: i32, version: &str, what: &str) -> Vec<Machine> {
         eventually(what, || async {
-            let kcp = self.kcp().await;
+            let kcp = self.kcp(KCP).await;
             let status = kcp.status.as_ref()?;
             let settled = status.observed_generation == kcp.metadata.generation
                 && status.replicas == Some(replicas)
@@ -275,32 +159,6 @@ impl Plane {
         })
         .await
     }
-
-    async fn workload_client(&self) -> kube::Client {
-        let secrets: Api<Secret> = self.api();
-        let name = format!("{CLUSTER}-kubeconfig");
-        let secret = eventually("the kubeconfig Secret", || async {
-            secrets.get_opt(&name).await.unwrap()
-        })
-        .await;
-        let value = &secret.data.unwrap()["value"].0;
-        let kubeconfig = Kubeconfig::from_yaml(std::str::from_utf8(value).unwrap()).unwrap();
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .unwrap();
-        kube::Client::try_from(config).unwrap()
-    }
-}
-
-fn condition(
-    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-    type_: &str,
-) -> Option<String> {
-    conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| c.status.clone())
 }
 
 /// What watches saw while something happened: the most control plane Machines at once, the
@@ -439,7 +297,7 @@ async fn a_control_plane_comes_up_upgrades_one_machine_at_a_time_and_scales_acro
         (condition(&status.conditions, "Available") == Some("True".into())).then_some(())
     })
     .await;
-    let kcp = plane.kcp().await;
+    let kcp = plane.kcp(KCP).await;
     let status = kcp.status.clone().unwrap();
     assert_eq!(status.initialization.control_plane_initialized, Some(true));
     assert_eq!(
@@ -487,7 +345,7 @@ async fn a_control_plane_comes_up_upgrades_one_machine_at_a_time_and_scales_acro
     }
 
     // The kubeconfig Secret reaches the workload cluster: three etcd members, one leader.
-    let workload = plane.workload_client().await;
+    let workload = plane.workload_client(CLUSTER).await;
     let etcd = SimulatedEtcd::new(workload.clone());
     let members = etcd.members().await.unwrap();
     assert_eq!(members.len(), 3, "{members:?}");
@@ -631,7 +489,7 @@ async fn an_unhealthy_control_plane_machine_is_remediated_only_when_etcd_keeps_q
     set_not_ready(&machines[0], Some("true")).await;
     set_not_ready(&machines[1], Some("true")).await;
     let message = eventually("remediation to be blocked by quorum", || async {
-        let kcp = plane.kcp().await;
+        let kcp = plane.kcp(KCP).await;
         let status = kcp.status?;
         let remediating = status
             .conditions
@@ -648,13 +506,21 @@ async fn an_unhealthy_control_plane_machine_is_remediated_only_when_etcd_keeps_q
         now.iter().all(|m| m.metadata.deletion_timestamp.is_none()),
         "no machine is deleted while quorum forbids it"
     );
-    assert!(plane.kcp().await.status.unwrap().last_remediation.is_none());
+    assert!(
+        plane
+            .kcp(KCP)
+            .await
+            .status
+            .unwrap()
+            .last_remediation
+            .is_none()
+    );
 
     // One recovers: now the other can go, and is replaced.
     set_not_ready(&machines[0], None).await;
     let remediated = machines[1].name_any();
     let last = eventually("the unhealthy machine to be remediated", || async {
-        plane.kcp().await.status?.last_remediation
+        plane.kcp(KCP).await.status?.last_remediation
     })
     .await;
     assert_eq!(last.machine, remediated);
@@ -711,7 +577,7 @@ async fn with_max_surge_0_a_rollout_scales_down_first_and_deleting_the_cluster_r
     let machines = plane
         .wait_settled(3, "v1.35.0", "3 control plane machines")
         .await;
-    let workload = plane.workload_client().await;
+    let workload = plane.workload_client(CLUSTER).await;
 
     // A new rollout.after replaces every machine, never more than 3 at once.
     let (watched, tasks) = watch(&plane, workload);

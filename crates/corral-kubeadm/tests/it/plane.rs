@@ -1,7 +1,7 @@
-//! A management plane for the KubeadmControlPlane tests of `adoption.rs` and `addons.rs`: a
-//! real Corral API server with the core, Dev* and kubeadm CRDs, the core controllers, the
-//! in-memory provider with its simulated workload clusters, and both kubeadm controllers. The
-//! tests write only what a user writes.
+//! The management plane of the KubeadmControlPlane tests (`control_plane.rs`, `adoption.rs`,
+//! `addons.rs`): a real Corral API server with the core, Dev* and kubeadm CRDs, the core
+//! controllers, the in-memory provider with its simulated workload clusters, and both kubeadm
+//! controllers. The tests write only what a user writes.
 
 use std::sync::Arc;
 use std::time::Duration;
