@@ -306,6 +306,7 @@ async fn rollout_phases(
     let census_now = census.now();
     report.max_existing = census_now.max_existing;
     report.max_not_deleting = census_now.max_not_deleting;
+    report.worst = census.worst();
     rolled
 }
 
@@ -579,19 +580,40 @@ struct CensusNow {
     max_not_deleting: usize,
 }
 
+/// What the census knows of one Machine.
+#[derive(Clone, Debug)]
+struct Counted {
+    deleting: bool,
+    /// The MachineSet it belongs to (its set-name label).
+    machine_set: String,
+}
+
+impl Counted {
+    fn of(machine: &Machine) -> Counted {
+        Counted {
+            deleting: machine.metadata.deletion_timestamp.is_some(),
+            machine_set: kube::ResourceExt::labels(machine)
+                .get(corral_api::labels::MACHINE_SET_NAME)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Default)]
 struct CensusState {
-    /// Machine name → being deleted.
-    machines: HashMap<String, bool>,
+    /// Machine name → what is known of it.
+    machines: HashMap<String, Counted>,
     now: CensusNow,
+    /// Machines not being deleted per MachineSet when the most were seen.
+    worst: Vec<(String, usize)>,
 }
 
 impl CensusState {
     fn apply(&mut self, machine: &Machine, present: bool) {
         let name = machine.metadata.name.clone().unwrap_or_default();
         if present {
-            self.machines
-                .insert(name, machine.metadata.deletion_timestamp.is_some());
+            self.machines.insert(name, Counted::of(machine));
         } else {
             self.machines.remove(&name);
         }
@@ -600,12 +622,29 @@ impl CensusState {
 
     fn recount(&mut self) {
         let existing = self.machines.len();
-        let deleting = self.machines.values().filter(|deleting| **deleting).count();
+        let deleting = self.machines.values().filter(|m| m.deleting).count();
         let now = &mut self.now;
         now.existing = existing;
         now.deleting = deleting;
         now.max_existing = now.max_existing.max(existing);
-        now.max_not_deleting = now.max_not_deleting.max(existing - deleting);
+        if existing - deleting > now.max_not_deleting {
+            now.max_not_deleting = existing - deleting;
+            self.worst = self.per_machine_set();
+        }
+    }
+
+    /// Machines not being deleted, per MachineSet.
+    fn per_machine_set(&self) -> Vec<(String, usize)> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for machine in self.machines.values().filter(|m| !m.deleting) {
+            *counts.entry(machine.machine_set.as_str()).or_default() += 1;
+        }
+        let mut counts: Vec<(String, usize)> = counts
+            .into_iter()
+            .map(|(name, count)| (name.to_owned(), count))
+            .collect();
+        counts.sort();
+        counts
     }
 }
 
@@ -620,7 +659,7 @@ impl Census {
         let task_state = state.clone();
         let task = tokio::spawn(async move {
             let mut events = std::pin::pin!(watcher(api, config).default_backoff());
-            let mut relist: Option<HashMap<String, bool>> = None;
+            let mut relist: Option<HashMap<String, Counted>> = None;
             while let Some(event) = events.next().await {
                 let Ok(event) = event else { continue };
                 let mut state = task_state.lock().unwrap();
@@ -632,7 +671,7 @@ impl Census {
                         if let Some(relist) = relist.as_mut() {
                             relist.insert(
                                 machine.metadata.name.clone().unwrap_or_default(),
-                                machine.metadata.deletion_timestamp.is_some(),
+                                Counted::of(&machine),
                             );
                         }
                     }
@@ -660,6 +699,12 @@ impl Census {
         let mut state = self.state.lock().unwrap();
         state.now.max_existing = state.now.existing;
         state.now.max_not_deleting = state.now.existing - state.now.deleting;
+        state.worst = state.per_machine_set();
+    }
+
+    /// Machines not being deleted per MachineSet when the most were seen.
+    fn worst(&self) -> Vec<(String, usize)> {
+        self.state.lock().unwrap().worst.clone()
     }
 }
 

@@ -57,6 +57,8 @@ pub struct RolloutReport {
     pub max_existing: usize,
     /// The most that existed at once and were not being deleted.
     pub max_not_deleting: usize,
+    /// Machines not being deleted per MachineSet at that moment.
+    pub worst: Vec<(String, usize)>,
     pub peak_rss: Option<u64>,
     pub error: Option<String>,
 }
@@ -218,6 +220,7 @@ impl RolloutReport {
             rollout: None,
             max_existing: 0,
             max_not_deleting: 0,
+            worst: Vec::new(),
             peak_rss: None,
             error: None,
         }
@@ -259,6 +262,18 @@ impl RolloutReport {
             "- during the rollout, at most {} Machines existed at once, {} of them not being deleted (bound: replicas + maxSurge = {bound})\n",
             self.max_existing, self.max_not_deleting
         );
+        if self.max_not_deleting > bound {
+            let per_set: Vec<String> = self
+                .worst
+                .iter()
+                .map(|(name, count)| format!("{name}: {count}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "- over the bound; Machines not being deleted per MachineSet then: {}\n",
+                per_set.join(", ")
+            );
+        }
         let phases = [
             ("scale-up → all Running", &self.scale_up),
             ("rollout → all up to date and available", &self.rollout),

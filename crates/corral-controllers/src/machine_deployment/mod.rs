@@ -592,8 +592,8 @@ async fn reconcile(
         events: Vec::new(),
         now,
     };
-    let mut result = reconcile_templates(&controller, &mut scope).await;
-    adopt_machine_sets(&controller, &mut scope, &selector).await?;
+    // Expectations are checked before the MachineSets are read from the cache, so that what
+    // is read shows every write they waited for (see the MachineSet controller).
     if let Some(wait) = controller.unmet_expectations(&object_ref) {
         tracing::debug!(
             ?wait,
@@ -601,6 +601,8 @@ async fn reconcile(
         );
         return Ok(Action::requeue(wait));
     }
+    let mut result = reconcile_templates(&controller, &mut scope).await;
+    adopt_machine_sets(&controller, &mut scope, &selector).await?;
     scope.machines = machines_of(&controller, &scope, &selector);
 
     let mut keep = |step: Result<(), Error>| {

@@ -604,12 +604,15 @@ async fn reconcile(
 
     // Every step runs, as upstream's `doReconcile` does, unless one says to stop; the first
     // failure is returned once the MachineSet is written.
-    let mut result = machines::reconcile_templates(&controller, &mut scope).await;
-    machines::adopt_machines(&controller, &mut scope).await;
+    // Expectations are checked before the Machines are read from the cache: a Machine that
+    // reached the cache between a read and a later check would meet its expectation and still
+    // be missing from what was read, and be created a second time.
     if let Some(wait) = controller.unmet_expectations(&object_ref) {
         tracing::debug!(?wait, "Waiting for the cache to show the Machines written");
         return Ok(Action::requeue(wait));
     }
+    let mut result = machines::reconcile_templates(&controller, &mut scope).await;
+    machines::adopt_machines(&controller, &mut scope).await;
     let mut keep = |step: Result<(), Error>| {
         if result.is_ok() {
             result = step;
