@@ -34,6 +34,7 @@ use kube::{Resource, ResourceExt};
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
+use crate::runtime::index::{ClusterIndex, indexed_reflector};
 use crate::runtime::patch;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown};
@@ -152,9 +153,12 @@ pub(crate) struct ClusterController {
     ctx: Arc<Context>,
     external: ExternalWatches<Cluster>,
     machines: Store<Machine>,
+    machine_index: ClusterIndex<Machine>,
     machine_deployments: Store<MachineDeployment>,
+    machine_deployment_index: ClusterIndex<MachineDeployment>,
     machine_sets: Store<MachineSet>,
-    /// The three caches above filled (see [`runtime::ready`]).
+    machine_set_index: ClusterIndex<MachineSet>,
+    /// The caches and indexes above filled (see [`runtime::ready`]).
     ready: runtime::ready::CachesReady,
 }
 
@@ -217,28 +221,19 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     )
     .applied_objects();
 
-    let (machine_store, writer) = reflector::store();
-    let machines = reflect(
-        writer,
-        watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .touched_objects();
-    let (machine_deployment_store, writer) = reflector::store();
-    let machine_deployments = reflect(
-        writer,
-        watcher(
-            Api::<MachineDeployment>::all(client.clone()),
-            watch_config.clone(),
-        )
-        .default_backoff(),
-    )
-    .touched_objects();
-    let (machine_set_store, writer) = reflector::store();
-    let machine_sets = reflect(
-        writer,
-        watcher(Api::<MachineSet>::all(client.clone()), watch_config).default_backoff(),
-    )
-    .touched_objects();
+    let (machine_store, machine_index, machines) =
+        indexed_reflector(&client, |machine: &Machine| {
+            machine.spec.cluster_name.as_str()
+        });
+    let machines = machines.touched_objects();
+    let (machine_deployment_store, machine_deployment_index, machine_deployments) =
+        indexed_reflector(&client, |md: &MachineDeployment| {
+            md.spec.cluster_name.as_str()
+        });
+    let machine_deployments = machine_deployments.touched_objects();
+    let (machine_set_store, machine_set_index, machine_sets) =
+        indexed_reflector(&client, |ms: &MachineSet| ms.spec.cluster_name.as_str());
+    let machine_sets = machine_sets.touched_objects();
 
     let (triggers, requests) = Triggers::new();
     let connections = ctx.cluster_cache().subscribe_connections();
@@ -276,15 +271,21 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 
     let ready = runtime::ready::CachesReady::new(vec![
         runtime::ready::CachesReady::store(&machine_store),
+        machine_index.ready(),
         runtime::ready::CachesReady::store(&machine_deployment_store),
+        machine_deployment_index.ready(),
         runtime::ready::CachesReady::store(&machine_set_store),
+        machine_set_index.ready(),
     ]);
     let controller = Arc::new(ClusterController {
         external: ExternalWatches::new(ctx.external().clone(), triggers),
         ready,
         machines: machine_store,
+        machine_index,
         machine_deployments: machine_deployment_store,
+        machine_deployment_index,
         machine_sets: machine_set_store,
+        machine_set_index,
         ctx: ctx.clone(),
     });
     runtime::run_controller(
@@ -308,33 +309,14 @@ impl ClusterController {
     /// namespace (upstream lists them by the cluster-name label, which its webhooks set from
     /// `spec.clusterName`).
     fn descendants(&self, key: &ClusterKey) -> Descendants {
-        let mine = |namespace: Option<&str>, cluster: &str| {
-            namespace == Some(key.namespace.as_str()) && cluster == key.name
-        };
         let mut descendants = Descendants {
             machine_deployments: self
-                .machine_deployments
-                .state()
-                .iter()
-                .filter(|md| mine(md.metadata.namespace.as_deref(), &md.spec.cluster_name))
-                .cloned()
-                .collect(),
-            machine_sets: self
-                .machine_sets
-                .state()
-                .iter()
-                .filter(|ms| mine(ms.metadata.namespace.as_deref(), &ms.spec.cluster_name))
-                .cloned()
-                .collect(),
+                .machine_deployment_index
+                .objects(&self.machine_deployments, key),
+            machine_sets: self.machine_set_index.objects(&self.machine_sets, key),
             ..Default::default()
         };
-        for machine in self.machines.state() {
-            if !mine(
-                machine.metadata.namespace.as_deref(),
-                &machine.spec.cluster_name,
-            ) {
-                continue;
-            }
+        for machine in self.machine_index.objects(&self.machines, key) {
             let labels = machine.labels();
             if labels.contains_key(corral_api::labels::CONTROL_PLANE) {
                 descendants.control_plane_machines.push(machine);
@@ -342,13 +324,7 @@ impl ClusterController {
                 descendants.worker_machines.push(machine);
             }
         }
-        let by_name = |a: &Arc<Machine>, b: &Arc<Machine>| a.name_any().cmp(&b.name_any());
-        descendants.control_plane_machines.sort_by(by_name);
-        descendants.worker_machines.sort_by(by_name);
-        descendants
-            .machine_deployments
-            .sort_by_key(|md| md.name_any());
-        descendants.machine_sets.sort_by_key(|ms| ms.name_any());
+        // The index lists them sorted by name.
         descendants
     }
 }

@@ -43,6 +43,7 @@ use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
 use crate::cluster_cache::{ClusterKey, NodeEvent};
 use crate::conditions;
 use crate::external::{ExternalObject, Observed};
+use crate::runtime::index::{ClusterIndex, indexed_reflector};
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown, patch};
 
@@ -224,7 +225,7 @@ pub(crate) struct MachineController {
     ctx: Arc<Context>,
     external: ExternalWatches<Machine>,
     clusters: Store<Cluster>,
-    machines: Store<Machine>,
+    machines: MachineCache,
     machine_sets: Store<MachineSet>,
     machine_deployments: Store<MachineDeployment>,
 }
@@ -274,16 +275,16 @@ impl Scope {
     }
 }
 
+/// The Machine cache and its index.
+#[derive(Clone)]
+struct MachineCache {
+    store: Store<Machine>,
+    index: ClusterIndex<Machine>,
+}
+
 /// Machines of a cluster, from the cache.
-fn machines_of(machines: &Store<Machine>, cluster: &ClusterKey) -> Vec<Arc<Machine>> {
-    machines
-        .state()
-        .into_iter()
-        .filter(|m| {
-            m.metadata.namespace.as_deref() == Some(cluster.namespace.as_str())
-                && m.spec.cluster_name == cluster.name
-        })
-        .collect()
+fn machines_of(machines: &MachineCache, cluster: &ClusterKey) -> Vec<Arc<Machine>> {
+    machines.index.objects(&machines.store, cluster)
 }
 
 /// What about a Cluster its Machines' reconciles depend on (upstream's Cluster predicates:
@@ -313,12 +314,11 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let client = ctx.client().clone();
     let watch_config = watcher::Config::default();
 
-    let (machine_store, writer) = reflector::store();
-    let machines = reflect(
-        writer,
-        watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .applied_objects();
+    let (machine_store, machine_index, machines) =
+        indexed_reflector(&client, |machine: &Machine| {
+            machine.spec.cluster_name.as_str()
+        });
+    let machines = machines.applied_objects();
     let (cluster_store, writer) = reflector::store();
     let clusters = reflect(
         writer,
@@ -345,7 +345,11 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let mut queue: SelectAll<Queue<Machine>> = SelectAll::new();
     queue.push(trigger_self(machines, ()).boxed());
     let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
-    let store = machine_store.clone();
+    let cache = MachineCache {
+        store: machine_store.clone(),
+        index: machine_index,
+    };
+    let store = cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Cluster| {
             let key = ClusterKey::new(
@@ -373,7 +377,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // Only template changes matter to the Machines (their UpToDate condition); MachineSets
     // and MachineDeployments write their status far more often than that.
     let seen_sets: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
-    let store = machine_store.clone();
+    let store = cache.clone();
     queue.push(
         trigger_with(machine_sets, move |machine_set: MachineSet| {
             let signature = up_to_date::machine_set_signature(&machine_set);
@@ -383,7 +387,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 .insert(runtime::object_key(&machine_set), signature.clone())
                 != Some(signature);
             if changed {
-                up_to_date::machines_of_machine_set(&store, &machine_set)
+                up_to_date::machines_of_machine_set(&store.index, &store.store, &machine_set)
             } else {
                 Vec::new()
             }
@@ -391,7 +395,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .boxed(),
     );
     let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
-    let store = machine_store.clone();
+    let store = cache.clone();
     queue.push(
         trigger_with(machine_deployments, move |md: MachineDeployment| {
             let signature = up_to_date::machine_deployment_signature(&md);
@@ -401,7 +405,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 .insert(runtime::object_key(&md), signature.clone())
                 != Some(signature);
             if changed {
-                up_to_date::machines_of_machine_deployment(&store, &md)
+                up_to_date::machines_of_machine_deployment(&store.index, &store.store, &md)
             } else {
                 Vec::new()
             }
@@ -409,14 +413,14 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .boxed(),
     );
     queue.push(requests.map(|r| Ok(ReconcileRequest::from(r))).boxed());
-    let store = machine_store.clone();
+    let store = cache.clone();
     queue.push(
         nodes
             .flat_map(move |event| futures::stream::iter(node_to_machines(&store, &event)))
             .map(|r| Ok(ReconcileRequest::from(r)))
             .boxed(),
     );
-    let store = machine_store.clone();
+    let store = cache.clone();
     queue.push(
         connections
             .flat_map(move |key| {
@@ -433,7 +437,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let controller = Arc::new(MachineController {
         external: ExternalWatches::new(ctx.external().clone(), triggers),
         clusters: cluster_store,
-        machines: machine_store.clone(),
+        machines: cache,
         machine_sets: machine_set_store,
         machine_deployments: machine_deployment_store,
         ctx: ctx.clone(),
@@ -452,7 +456,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 
 /// The Machines a Node event concerns: the one named in the Node's annotations, or those of
 /// the cluster with the Node's provider ID (a new Node, not annotated yet).
-fn node_to_machines(machines: &Store<Machine>, event: &NodeEvent) -> Vec<ObjectRef<Machine>> {
+fn node_to_machines(machines: &MachineCache, event: &NodeEvent) -> Vec<ObjectRef<Machine>> {
     let annotations = event.node.annotations();
     if let (Some(name), Some(namespace)) = (
         annotations.get(corral_api::annotations::NODE_MACHINE),

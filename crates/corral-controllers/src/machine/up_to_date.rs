@@ -15,7 +15,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::cluster_cache::ClusterKey;
 use crate::conditions;
+use crate::runtime::index::ClusterIndex;
 
 /// The owner reference of an object's controller, when it is of `kind` in Cluster API's group.
 fn controller_of_kind<'a>(owners: &'a [OwnerReference], kind: &str) -> Option<&'a OwnerReference> {
@@ -104,15 +106,18 @@ pub(super) fn machine_deployment_signature(machine_deployment: &MachineDeploymen
 
 /// The Machines a MachineSet controls, from the cache.
 pub(super) fn machines_of_machine_set(
+    index: &ClusterIndex<Machine>,
     machines: &Store<Machine>,
     machine_set: &MachineSet,
 ) -> Vec<ObjectRef<Machine>> {
-    let namespace = machine_set.namespace();
     let uid = machine_set.uid();
-    machines
-        .state()
+    let cluster = ClusterKey::new(
+        &machine_set.namespace().unwrap_or_default(),
+        &machine_set.spec.cluster_name,
+    );
+    index
+        .objects(machines, &cluster)
         .iter()
-        .filter(|machine| machine.namespace() == namespace)
         .filter(|machine| {
             controller_of_kind(machine.owner_references(), "MachineSet")
                 .is_some_and(|owner| Some(&owner.uid) == uid.as_ref())
@@ -124,15 +129,18 @@ pub(super) fn machines_of_machine_set(
 /// The Machines of a MachineDeployment (by the deployment-name label its MachineSets give
 /// them), from the cache.
 pub(super) fn machines_of_machine_deployment(
+    index: &ClusterIndex<Machine>,
     machines: &Store<Machine>,
     machine_deployment: &MachineDeployment,
 ) -> Vec<ObjectRef<Machine>> {
-    let namespace = machine_deployment.namespace();
     let name = machine_deployment.name_any();
-    machines
-        .state()
+    let cluster = ClusterKey::new(
+        &machine_deployment.namespace().unwrap_or_default(),
+        &machine_deployment.spec.cluster_name,
+    );
+    index
+        .objects(machines, &cluster)
         .iter()
-        .filter(|machine| machine.namespace() == namespace)
         .filter(|machine| {
             machine
                 .labels()

@@ -75,6 +75,7 @@ use crate::external::api_group_of;
 use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
+use crate::runtime::index::ClusterIndex;
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
 
 use rollback::RollbackOutcome;
@@ -201,7 +202,11 @@ pub enum Error {
 pub(crate) struct MachineDeploymentController {
     ctx: Arc<Context>,
     machine_sets: Store<MachineSet>,
+    /// The MachineSets' names per Cluster (reads and expectations go through it).
+    machine_set_index: ClusterIndex<MachineSet>,
     machines: Store<Machine>,
+    /// The Machines' names per Cluster.
+    machine_index: ClusterIndex<Machine>,
     clusters: Store<Cluster>,
     /// The MachineDeployment cache and the three above filled (see [`runtime::ready`]).
     ready: runtime::ready::CachesReady,
@@ -281,19 +286,23 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     )
     .applied_objects();
     let (machine_set_store, writer) = reflector::store();
-    let machine_sets = reflect(
-        writer,
-        watcher(Api::<MachineSet>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .touched_objects();
+    let machine_set_index = ClusterIndex::new(|ms: &MachineSet| ms.spec.cluster_name.as_str());
+    let machine_sets = machine_set_index
+        .follow(reflect(
+            writer,
+            watcher(Api::<MachineSet>::all(client.clone()), watch_config.clone()).default_backoff(),
+        ))
+        .touched_objects();
     let (machine_store, writer) = reflector::store();
     // Machines only feed the cache (conditions are aggregated from them); their changes reach
     // the MachineDeployment through its MachineSets' status.
-    let machines = reflect(
-        writer,
-        watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .filter_map(|_| futures::future::ready(None::<Result<_, watcher::Error>>));
+    let machine_index = ClusterIndex::new(|machine: &Machine| machine.spec.cluster_name.as_str());
+    let machines = machine_index
+        .follow(reflect(
+            writer,
+            watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
+        ))
+        .filter_map(|_| futures::future::ready(None::<Result<_, watcher::Error>>));
     let (cluster_store, writer) = reflector::store();
     let clusters = reflect(
         writer,
@@ -344,14 +353,18 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let ready = runtime::ready::CachesReady::new(vec![
         runtime::ready::CachesReady::store(&machine_deployment_store),
         runtime::ready::CachesReady::store(&machine_set_store),
+        machine_set_index.ready(),
         runtime::ready::CachesReady::store(&machine_store),
+        machine_index.ready(),
         runtime::ready::CachesReady::store(&cluster_store),
     ]);
     let controller = Arc::new(MachineDeploymentController {
         ctx: ctx.clone(),
         ready,
         machine_sets: machine_set_store,
+        machine_set_index,
         machines: machine_store,
+        machine_index,
         clusters: cluster_store,
         expectations: Expectations::default(),
         own_writes: OwnWrites::default(),
@@ -418,13 +431,18 @@ impl MachineDeploymentController {
             })
     }
 
-    fn unmet_expectations(&self, key: &ObjectRef<MachineDeployment>) -> Option<Duration> {
-        let namespace = key.namespace.clone().unwrap_or_default();
+    /// Whether the cache shows every MachineSet write of this MachineDeployment. Presence is
+    /// read from the index, which the MachineSets are read through next (see
+    /// [`ClusterIndex`] on why not the store).
+    fn unmet_expectations(
+        &self,
+        key: &ObjectRef<MachineDeployment>,
+        cluster: &ClusterKey,
+    ) -> Option<Duration> {
         let cached: HashMap<String, Arc<MachineSet>> = self
-            .machine_sets
-            .state()
+            .machine_set_index
+            .objects(&self.machine_sets, cluster)
             .into_iter()
-            .filter(|ms| ms.namespace().as_deref() == Some(namespace.as_str()))
             .map(|ms| (ms.name_any(), ms))
             .collect();
         self.expectations.unmet(key, |name| match cached.get(name) {
@@ -594,7 +612,7 @@ async fn reconcile(
     };
     // Expectations are checked before the MachineSets are read from the cache, so that what
     // is read shows every write they waited for (see the MachineSet controller).
-    if let Some(wait) = controller.unmet_expectations(&object_ref) {
+    if let Some(wait) = controller.unmet_expectations(&object_ref, &cluster_key) {
         tracing::debug!(
             ?wait,
             "Waiting for the cache to show the MachineSets written"
@@ -726,12 +744,12 @@ async fn adopt_machine_sets(
     let namespace = scope.namespace();
     let uid = scope.before.uid();
     let api: Api<MachineSet> = Api::namespaced(controller.ctx.client().clone(), &namespace);
-    let candidates: Vec<Arc<MachineSet>> = controller
-        .machine_sets
-        .state()
-        .into_iter()
-        .filter(|ms| ms.namespace().as_deref() == Some(namespace.as_str()))
-        .collect();
+    // A MachineSet of another Cluster is never this MachineDeployment's (upstream's webhook
+    // keeps the cluster-name label of both selectors equal to `spec.clusterName`).
+    let cluster = ClusterKey::new(&namespace, &scope.machine_deployment.spec.cluster_name);
+    let candidates = controller
+        .machine_set_index
+        .objects(&controller.machine_sets, &cluster);
     let mut machine_sets = Vec::new();
     for machine_set in candidates {
         let controlled = controller_of(machine_set.owner_references())
@@ -794,22 +812,22 @@ async fn adopt_machine_sets(
     Ok(())
 }
 
-/// The Machines the selector matches in the MachineDeployment's namespace.
+/// The Machines of the MachineDeployment's Cluster its selector matches, sorted by name.
 fn machines_of(
     controller: &MachineDeploymentController,
     scope: &Scope,
     selector: &Selector,
 ) -> Vec<Arc<Machine>> {
-    let namespace = scope.namespace();
-    let mut machines: Vec<Arc<Machine>> = controller
-        .machines
-        .state()
+    let cluster = ClusterKey::new(
+        &scope.namespace(),
+        &scope.machine_deployment.spec.cluster_name,
+    );
+    controller
+        .machine_index
+        .objects(&controller.machines, &cluster)
         .into_iter()
-        .filter(|machine| machine.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|machine| !selector.selects_all() && selector.matches(machine.labels()))
-        .collect();
-    machines.sort_by_key(|machine| machine.name_any());
-    machines
+        .collect()
 }
 
 /// Deletes every MachineSet, then lets the MachineDeployment go (upstream `reconcileDelete`).

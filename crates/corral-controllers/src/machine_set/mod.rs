@@ -64,6 +64,7 @@ use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
+use crate::runtime::index::ClusterIndex;
 use crate::runtime::{self, Context, Queue, Shutdown};
 
 use expectations::{Expectations, OwnWrites, Seen, write_recorded};
@@ -190,6 +191,8 @@ pub enum Error {
 pub(crate) struct MachineSetController {
     ctx: Arc<Context>,
     machines: Store<Machine>,
+    /// The Machines' names per Cluster (reads and expectations go through it).
+    machine_index: ClusterIndex<Machine>,
     clusters: Store<Cluster>,
     machine_deployments: Store<MachineDeployment>,
     /// The MachineSet cache and the three above filled (see [`runtime::ready`]).
@@ -305,11 +308,13 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     )
     .applied_objects();
     let (machine_store, writer) = reflector::store();
-    let machines = reflect(
-        writer,
-        watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .touched_objects();
+    let machine_index = ClusterIndex::new(machine_cluster);
+    let machines = machine_index
+        .follow(reflect(
+            writer,
+            watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
+        ))
+        .touched_objects();
     let (cluster_store, writer) = reflector::store();
     let clusters = reflect(
         writer,
@@ -395,6 +400,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let ready = runtime::ready::CachesReady::new(vec![
         runtime::ready::CachesReady::store(&machine_set_store),
         runtime::ready::CachesReady::store(&machine_store),
+        machine_index.ready(),
         runtime::ready::CachesReady::store(&cluster_store),
         runtime::ready::CachesReady::store(&machine_deployment_store),
     ]);
@@ -402,6 +408,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         ctx: ctx.clone(),
         ready,
         machines: machine_store,
+        machine_index,
         clusters: cluster_store,
         machine_deployments: machine_deployment_store,
         expectations: Expectations::default(),
@@ -418,6 +425,11 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         reconcile,
     )
     .await;
+}
+
+/// The Cluster a Machine belongs to, for the index.
+fn machine_cluster(machine: &Machine) -> &str {
+    &machine.spec.cluster_name
 }
 
 /// The MachineSets a Machine event concerns: its controller if that is a MachineSet, else
@@ -481,36 +493,47 @@ impl MachineSetController {
             .get(&ObjectRef::new(name).within(&machine_set.namespace().unwrap_or_default()))
     }
 
-    /// The Machines the selector matches in the MachineSet's namespace, other than those
-    /// another object controls (upstream `getAndAdoptMachinesForMachineSet` before adoption).
+    /// The Machines of the MachineSet's Cluster the selector matches, other than those
+    /// another object controls, sorted by name (upstream `getAndAdoptMachinesForMachineSet`
+    /// before adoption, which lists by selector in the namespace; the selector always carries
+    /// the cluster-name label, which upstream's webhook keeps equal to `spec.clusterName`).
     fn candidate_machines(
         &self,
         machine_set: &MachineSet,
         selector: &Selector,
     ) -> Vec<Arc<Machine>> {
-        let namespace = machine_set.namespace();
         let uid = machine_set.uid();
-        let mut machines: Vec<Arc<Machine>> = self
-            .machines
-            .state()
+        let cluster = ClusterKey::new(
+            &machine_set.namespace().unwrap_or_default(),
+            &machine_set.spec.cluster_name,
+        );
+        self.machine_index
+            .objects(&self.machines, &cluster)
             .into_iter()
-            .filter(|machine| machine.namespace() == namespace)
             .filter(|machine| selector.matches(machine.labels()))
             .filter(|machine| {
                 controller_of(machine.owner_references())
                     .is_none_or(|owner| Some(&owner.uid) == uid.as_ref())
             })
-            .collect();
-        machines.sort_by_key(|machine| machine.name_any());
-        machines
+            .collect()
     }
 
     /// Whether the cache shows every Machine this MachineSet created or deleted; if not, how
-    /// long to wait at most.
-    fn unmet_expectations(&self, key: &ObjectRef<MachineSet>) -> Option<Duration> {
-        let namespace = key.namespace.clone().unwrap_or_default();
+    /// long to wait at most. Presence is read from the index, which the Machines are read
+    /// through next (see [`ClusterIndex`] on why not the store).
+    fn unmet_expectations(
+        &self,
+        key: &ObjectRef<MachineSet>,
+        cluster: &ClusterKey,
+    ) -> Option<Duration> {
         self.expectations.unmet(key, |name| {
-            match self.machines.get(&ObjectRef::new(name).within(&namespace)) {
+            if !self.machine_index.contains(cluster, name) {
+                return Seen::Absent;
+            }
+            match self
+                .machines
+                .get(&ObjectRef::new(name).within(&cluster.namespace))
+            {
                 None => Seen::Absent,
                 // Machines are only created and deleted, never waited on for an update, so
                 // their resourceVersion does not matter here.
@@ -607,7 +630,7 @@ async fn reconcile(
     // Expectations are checked before the Machines are read from the cache: a Machine that
     // reached the cache between a read and a later check would meet its expectation and still
     // be missing from what was read, and be created a second time.
-    if let Some(wait) = controller.unmet_expectations(&object_ref) {
+    if let Some(wait) = controller.unmet_expectations(&object_ref, &cluster_key) {
         tracing::debug!(?wait, "Waiting for the cache to show the Machines written");
         return Ok(Action::requeue(wait));
     }

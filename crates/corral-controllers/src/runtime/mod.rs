@@ -25,6 +25,7 @@ pub mod backoff;
 pub mod clock;
 pub mod metrics;
 pub mod patch;
+pub mod index;
 pub mod ready;
 pub mod triggers;
 
