@@ -25,7 +25,7 @@ use futures::stream::SelectAll;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::Api;
-use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
@@ -34,6 +34,7 @@ use kube::{Resource, ResourceExt};
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
+use crate::runtime::coalesce::{coalesce, coalesce_marked};
 use crate::runtime::index::{ClusterIndex, indexed_reflector};
 use crate::runtime::patch;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
@@ -239,25 +240,38 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let connections = ctx.cluster_cache().subscribe_connections();
 
     let mut queue: SelectAll<Queue<Cluster>> = SelectAll::new();
-    queue.push(trigger_self(clusters, ()).boxed());
-    queue.push(
+    // A Cluster's own status writes come back as watch events: held back with its
+    // descendants' changes. Any other change of the Cluster is reconciled at once.
+    let window = ctx.config().coalesce_window;
+    queue.push(coalesce_marked(
+        clusters.map_ok(|cluster| {
+            (
+                ReconcileRequest::from(ObjectRef::from_obj(&cluster)),
+                patch::is_own_write(&cluster),
+            )
+        }),
+        window,
+    ));
+    // The descendants' changes come in bursts while a cluster comes up or rolls out; one
+    // reconcile per burst writes the status once.
+    queue.push(coalesce(
         trigger_with(machines, |machine: Machine| {
             Some(cluster_ref(&machine, &machine.spec.cluster_name))
-        })
-        .boxed(),
-    );
-    queue.push(
+        }),
+        window,
+    ));
+    queue.push(coalesce(
         trigger_with(machine_deployments, |md: MachineDeployment| {
             Some(cluster_ref(&md, &md.spec.cluster_name))
-        })
-        .boxed(),
-    );
-    queue.push(
+        }),
+        window,
+    ));
+    queue.push(coalesce(
         trigger_with(machine_sets, |ms: MachineSet| {
             Some(cluster_ref(&ms, &ms.spec.cluster_name))
-        })
-        .boxed(),
-    );
+        }),
+        window,
+    ));
     queue.push(requests.map(|r| Ok(ReconcileRequest::from(r))).boxed());
     queue.push(
         connections

@@ -23,9 +23,10 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod coalesce;
+pub mod index;
 pub mod metrics;
 pub mod patch;
-pub mod index;
 pub mod ready;
 pub mod triggers;
 
@@ -59,6 +60,10 @@ pub use clock::Clock;
 /// it lost in a row.
 pub const CONFLICT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// The default [`Config::coalesce_window`]: short beside what a person notices, long beside
+/// the milliseconds between the changes of a cluster coming up.
+pub const DEFAULT_COALESCE_WINDOW: Duration = Duration::from_millis(200);
+
 /// The name controllers report events under (`reportingController`).
 pub const REPORTING_CONTROLLER: &str = "corral";
 
@@ -84,6 +89,10 @@ pub struct Config {
     pub cluster_cache: ClusterCacheConfig,
     /// The time timeouts are judged by (MachineHealthCheck timeouts); tests move it forward.
     pub clock: Clock,
+    /// How long a reconcile asked for by another object's change (a Machine's, for its
+    /// MachineSet and Cluster) is held back so that the changes of a burst are reconciled
+    /// together ([`coalesce`]); zero reconciles at once.
+    pub coalesce_window: Duration,
 }
 
 impl Default for Config {
@@ -96,6 +105,7 @@ impl Default for Config {
             remote_conditions_grace_period: Duration::from_secs(300),
             cluster_cache: ClusterCacheConfig::default(),
             clock: Clock::default(),
+            coalesce_window: DEFAULT_COALESCE_WINDOW,
         }
     }
 }

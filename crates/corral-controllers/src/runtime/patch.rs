@@ -266,6 +266,23 @@ pub fn is_replaced<K: Resource>(object: &K) -> bool {
     false
 }
 
+/// Whether `object` is the version the last write through this module produced: its watch
+/// event is this process's own write coming back.
+pub fn is_own_write<K: Resource>(object: &K) -> bool {
+    let (Some(uid), Some(version)) = (
+        object.meta().uid.as_deref(),
+        object.meta().resource_version.as_deref(),
+    ) else {
+        return false;
+    };
+    let map = REPLACED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    map.as_ref()
+        .and_then(|map| map.get(uid))
+        .is_some_and(|entry| entry.latest == version)
+}
+
 /// Writes an object's metadata and spec, then its status, each only when changed. When the
 /// first write removed the last finalizer of an object being deleted, the object is gone and
 /// its status is not written. Each object is serialized once for both comparisons.
