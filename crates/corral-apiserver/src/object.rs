@@ -97,6 +97,28 @@ pub fn decode_stored(kv: &KeyValue) -> Result<Value, ApiError> {
     Ok(object)
 }
 
+/// The `metadata.labels` of a stored value, read without decoding the rest of the object
+/// (serde skips every other field without building it), or `None` when the value is not an
+/// object of that shape; the caller then decodes it fully, which reports the error.
+///
+/// A list with a label selector matches each stored object's labels before its full decode:
+/// decoding every Machine of a namespace to return one cluster's three made each such list cost
+/// as much as a list of all of them.
+pub fn stored_labels(value: &[u8]) -> Option<Map<String, Value>> {
+    #[derive(serde::Deserialize)]
+    struct Stored {
+        #[serde(default)]
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        #[serde(default)]
+        labels: Option<Map<String, Value>>,
+    }
+    let stored: Stored = serde_json::from_slice(value).ok()?;
+    Some(stored.metadata.and_then(|m| m.labels).unwrap_or_default())
+}
+
 pub fn set_resource_version(object: &mut Value, revision: Revision) {
     metadata_mut(object).insert(
         "resourceVersion".into(),

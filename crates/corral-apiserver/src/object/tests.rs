@@ -47,3 +47,34 @@ fn stored_bytes_of_objects_without_metadata_are_the_object() {
         );
     }
 }
+
+/// A label-selected list reads only the labels of each stored object before deciding to
+/// decode it: the labels read that way are the object's own, whatever else it holds.
+#[test]
+fn stored_labels_are_read_without_the_rest_of_the_object() {
+    let object = json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "Machine",
+        "spec": {"labels": {"not": "these"}, "deep": [{"a": [1, 2, {"b": null}]}]},
+        "metadata": {"name": "m", "labels": {"cluster.x-k8s.io/cluster-name": "c1", "n": "1"}},
+        "status": {"conditions": [{"type": "Ready"}]}
+    });
+    let labels = super::stored_labels(&encode_for_storage(&object)).unwrap();
+    assert_eq!(
+        Value::Object(labels),
+        json!({"cluster.x-k8s.io/cluster-name": "c1", "n": "1"})
+    );
+    for without in [
+        json!({"kind": "ConfigMap"}),
+        json!({"metadata": null}),
+        json!({"metadata": {"name": "a"}}),
+        json!({"metadata": {"labels": null}}),
+    ] {
+        let labels = super::stored_labels(&encode_for_storage(&without)).unwrap();
+        assert!(labels.is_empty(), "{without}");
+    }
+    // Not an object of that shape: the caller's full decode reports it.
+    assert!(super::stored_labels(b"[1]").is_none());
+    assert!(super::stored_labels(b"{\"metadata\": 3}").is_none());
+    assert!(super::stored_labels(b"{\"metadata\": {\"labels\": ").is_none());
+}

@@ -365,6 +365,72 @@ async fn paging_is_consistent(server: TestServer) {
     assert_eq!(names, expected);
 }
 
+/// A label-selected list (the server matches labels before decoding each stored object)
+/// returns exactly the selected objects, for every kind of requirement, across pages.
+async fn label_selected_lists_return_the_selected_objects(server: TestServer) {
+    let ns = server.namespace("selected").await;
+    let api: Api<ConfigMap> = Api::namespaced(server.client.clone(), &ns);
+    for i in 0..12 {
+        let mut labels = serde_json::Map::new();
+        labels.insert("cluster".into(), json!(format!("c{}", i % 3)));
+        if i % 2 == 0 {
+            labels.insert("control-plane".into(), json!(""));
+        }
+        let object: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": format!("m{i:02}"), "labels": labels},
+            "data": {"labels": "not these", "cluster": "c0"},
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
+    }
+    let unlabelled: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "plain"}})).unwrap();
+    api.create(&PostParams::default(), &unlabelled)
+        .await
+        .unwrap();
+    let names =
+        |numbers: &[usize]| -> Vec<String> { numbers.iter().map(|i| format!("m{i:02}")).collect() };
+    for (selector, expected) in [
+        ("cluster=c0", names(&[0, 3, 6, 9])),
+        ("cluster=c0,control-plane", names(&[0, 6])),
+        ("cluster=c1,!control-plane", names(&[1, 7])),
+        ("cluster in (c1,c2),control-plane", names(&[2, 4, 8, 10])),
+        ("cluster notin (c0,c1)", {
+            let mut v = vec!["plain".to_string()];
+            v.extend(names(&[2, 5, 8, 11]));
+            v.sort();
+            v
+        }),
+        ("cluster=c9", vec![]),
+    ] {
+        let listed: Vec<String> = api
+            .list(&ListParams::default().labels(selector))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect();
+        assert_eq!(listed, expected, "{selector}");
+        // The same in pages of two.
+        let mut paged = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut params = ListParams::default().labels(selector).limit(2);
+            if let Some(next) = &token {
+                params = params.continue_token(next);
+            }
+            let page = api.list(&params).await.unwrap();
+            paged.extend(page.items.into_iter().filter_map(|c| c.metadata.name));
+            token = page.metadata.continue_.filter(|t| !t.is_empty());
+            if token.is_none() {
+                break;
+            }
+        }
+        assert_eq!(paged, expected, "{selector}, paged");
+    }
+}
+
 async fn events_are_one_resource_in_two_apis(server: TestServer) {
     // As kube-rs' recorder writes it (events.k8s.io/v1)...
     let raw = server
@@ -522,4 +588,5 @@ backend_tests!(
     finalizers_hold_deletion,
     secrets_and_namespace_lifecycle,
     paging_is_consistent,
+    label_selected_lists_return_the_selected_objects,
 );
