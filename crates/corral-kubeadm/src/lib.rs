@@ -7,10 +7,12 @@
 //!   controller.
 //! - `certs` and `kubeconfig` hold a cluster's certificates and admin kubeconfig, for both
 //!   providers.
+//! - `changes` filters the watch events that wake both controllers by what they read.
 
 pub mod api;
 pub mod bootstrap;
 pub mod certs;
+mod changes;
 pub mod controlplane;
 pub mod kubeconfig;
 

@@ -166,19 +166,34 @@ pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send
     let clusters: Api<Cluster> = Api::all(client.clone());
     let controller = Controller::new(configs, watcher::Config::default());
     let store = controller.store();
+    // Machine and Cluster events wake a KubeadmConfig only when what it reads of them changed
+    // (not for their conditions, which their controllers rewrite as the cluster comes up).
+    let machines_seen = crate::changes::Fingerprints::default();
+    let clusters_seen = crate::changes::Fingerprints::default();
     controller
-        .watches(machines, watcher::Config::default(), |machine: Machine| {
-            let reference = machine.spec.bootstrap.config_ref.as_ref()?;
-            (reference.kind == "KubeadmConfig"
-                && reference.api_group == crate::api::BOOTSTRAP_GROUP)
-                .then(|| {
-                    ObjectRef::new(&reference.name).within(&machine.namespace().unwrap_or_default())
-                })
-        })
+        .watches(
+            machines,
+            watcher::Config::default(),
+            move |machine: Machine| {
+                let reference = machine.spec.bootstrap.config_ref.as_ref()?;
+                if !machines_seen.changed(&machine, &crate::changes::read_of_machine(&machine)) {
+                    return None;
+                }
+                (reference.kind == "KubeadmConfig"
+                    && reference.api_group == crate::api::BOOTSTRAP_GROUP)
+                    .then(|| {
+                        ObjectRef::new(&reference.name)
+                            .within(&machine.namespace().unwrap_or_default())
+                    })
+            },
+        )
         .watches(
             clusters,
             watcher::Config::default(),
             move |cluster: Cluster| {
+                if !clusters_seen.changed(&cluster, &crate::changes::read_of_cluster(&cluster)) {
+                    return Vec::new();
+                }
                 let namespace = cluster.namespace();
                 let name = cluster.name_any();
                 store

@@ -27,6 +27,7 @@
 mod addons;
 mod adopt;
 pub mod etcd;
+mod machine_cache;
 mod machines;
 pub mod planner;
 mod pre_terminate;
@@ -49,7 +50,7 @@ use corral_controllers::external::ExternalObjects;
 use corral_controllers::runtime::Queue;
 use corral_controllers::runtime::ready::CachesReady;
 use futures::stream::SelectAll;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -185,11 +186,11 @@ struct Context {
     recorder: Recorder,
     /// The Clusters (a reflector).
     clusters: Store<Cluster>,
-    /// The Machines (a reflector), read instead of listing them per reconcile: a list decodes
-    /// every Machine of the namespace on the server, whatever the label selector, which made
-    /// each reconcile cost grow with the number of clusters. [`Context::expected`] covers
-    /// what the cache may not show yet.
-    machines: Store<Machine>,
+    /// The control plane Machines of each Cluster (from the Machine watch), read instead of
+    /// listing them per reconcile: a list decodes every Machine of the namespace on the server,
+    /// and a scan of a cache of all Machines grows with the number of clusters too.
+    /// [`Context::expected`] covers what the cache may not show yet.
+    machines: machine_cache::MachineCache,
     /// Machines this controller created or deleted that the Machine cache may not show yet.
     expected: Expected,
     /// The caches above filled once: until then a control plane would look as if it had no
@@ -208,6 +209,9 @@ struct Context {
     infrastructure_cloned_from: Mutex<HashMap<String, Option<String>>>,
     /// What kube-proxy and CoreDNS were last brought to, per control plane ([`addons`]).
     addons: addons::Applied,
+    /// What the control plane reads of each Cluster, as last seen by the Cluster trigger: a
+    /// Cluster event wakes the control plane only when that changed ([`crate::changes`]).
+    cluster_facts: Arc<crate::changes::Fingerprints>,
 }
 
 /// The name the controller reports Events under.
@@ -355,22 +359,23 @@ pub async fn run(
     });
     let (cluster_store, cluster_writer) = reflector::store();
     let (config_store, config_writer) = reflector::store();
-    let (machine_store, machine_writer) = reflector::store();
+    let machine_cache = machine_cache::MachineCache::new();
     let ready = CachesReady::new(vec![
         CachesReady::store(&cluster_store),
         CachesReady::store(&config_store),
-        CachesReady::store(&machine_store),
+        machine_cache.filled(),
     ]);
     let context = Arc::new(Context {
         clusters: cluster_store,
         configs: config_store,
-        machines: machine_store,
+        machines: machine_cache.clone(),
         expected: Expected::default(),
         ready,
         watches,
         certificates_checked: Default::default(),
         infrastructure_cloned_from: Default::default(),
         addons: Default::default(),
+        cluster_facts: Default::default(),
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         external: ExternalObjects::new(client.clone()),
         client: client.clone(),
@@ -388,11 +393,9 @@ pub async fn run(
         .default_backoff(),
     )
     .applied_objects();
-    let machine_events = reflector::reflector(
-        machine_writer,
-        watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .touched_objects();
+    let machine_events = watcher(Api::<Machine>::all(client.clone()), watch_config.clone())
+        .default_backoff()
+        .try_filter_map(move |event| futures::future::ok(machine_cache.apply(event)));
     let cluster_events = reflector::reflector(
         cluster_writer,
         watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
@@ -415,7 +418,7 @@ pub async fn run(
     // Its Machines (owner references), and worker Machines going away: a control plane being
     // deleted waits for them.
     queue.push(
-        trigger_with(machine_events, move |machine: Machine| {
+        trigger_with(machine_events, move |machine: Arc<Machine>| {
             let mut requests: Vec<ReconcileRequest<KubeadmControlPlane>> = Vec::new();
             let namespace = machine.namespace().unwrap_or_default();
             if machine.labels().contains_key(CONTROL_PLANE) {
@@ -441,6 +444,10 @@ pub async fn run(
         })
         .boxed(),
     );
+    let seen = context.cluster_facts.clone();
+    let cluster_events = cluster_events.try_filter(move |cluster| {
+        futures::future::ready(seen.changed(cluster, &crate::changes::read_of_cluster(cluster)))
+    });
     queue.push(
         trigger_with(cluster_events, |cluster: Cluster| {
             let reference = cluster.spec.control_plane_ref.as_ref()?;
@@ -865,14 +872,9 @@ fn cached_machines(
     let uid = kcp.uid().unwrap_or_default();
     let mut owned: Vec<Machine> = context
         .machines
-        .state()
+        .control_plane_machines(&ClusterKey::new(namespace, cluster))
         .into_iter()
-        .filter(|m| {
-            m.metadata.namespace.as_deref() == Some(namespace)
-                && m.labels().get(CLUSTER_NAME).map(String::as_str) == Some(cluster)
-                && m.labels().contains_key(CONTROL_PLANE)
-                && m.owner_references().iter().any(|o| o.uid == uid)
-        })
+        .filter(|m| m.owner_references().iter().any(|o| o.uid == uid))
         .map(|m| m.as_ref().clone())
         .collect();
     sort_oldest_first(&mut owned);
@@ -1025,17 +1027,26 @@ async fn sync_machine_conditions(context: &Context, scope: &Scope) -> Result<(),
         }
         let name = machine.name_any();
         let outdated = scope.outdated.get(&name).unwrap_or(&no_reasons);
-        let mut updated = machine.clone();
         let generation = machine.metadata.generation;
-        let status = updated.status.get_or_insert_with(Default::default);
+        let current = machine.status.as_ref().map(|status| &status.conditions);
+        let mut conditions = current.cloned().unwrap_or_default();
         for condition in status::machine_conditions(
             machine,
             outdated,
             scope.workload.as_ref(),
             scope.workload_error.as_deref(),
         ) {
-            conditions::set(&mut status.conditions, condition, generation, &now);
+            conditions::set(&mut conditions, condition, generation, &now);
         }
+        // Most reconciles change no condition: nothing to compare as JSON, nothing to write.
+        if current == Some(&conditions) {
+            continue;
+        }
+        let mut updated = machine.clone();
+        updated
+            .status
+            .get_or_insert_with(Default::default)
+            .conditions = conditions;
         match corral_controllers::runtime::patch::patch_if_changed(
             &api,
             machine,
@@ -1487,6 +1498,7 @@ async fn reconcile_delete(
             .expect("certificates lock")
             .remove(&kcp.uid().unwrap_or_default());
         context.addons.forget(&kcp.uid().unwrap_or_default());
+        context.cluster_facts.forget(&namespace, cluster);
         context.cache.forget(&key);
         return Ok(Action::await_change());
     }
