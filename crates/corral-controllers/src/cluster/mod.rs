@@ -27,15 +27,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::Api;
 use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
 use crate::runtime::coalesce::{coalesce, coalesce_marked};
-use crate::runtime::index::{ClusterIndex, indexed_reflector};
+use crate::runtime::index::ClusterIndex;
 use crate::runtime::patch;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown};
@@ -212,29 +211,16 @@ impl Scope {
 
 /// Starts the Cluster controller; returns at shutdown.
 pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let client = ctx.client().clone();
-    let watch_config = watcher::Config::default();
-
-    let (cluster_store, writer) = reflector::store();
-    let clusters = reflect(
-        writer,
-        watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .applied_objects();
-
-    let (machine_store, machine_index, machines) =
-        indexed_reflector(&client, |machine: &Machine| {
-            machine.spec.cluster_name.as_str()
-        });
-    let machines = machines.touched_objects();
-    let (machine_deployment_store, machine_deployment_index, machine_deployments) =
-        indexed_reflector(&client, |md: &MachineDeployment| {
-            md.spec.cluster_name.as_str()
-        });
-    let machine_deployments = machine_deployments.touched_objects();
-    let (machine_set_store, machine_set_index, machine_sets) =
-        indexed_reflector(&client, |ms: &MachineSet| ms.spec.cluster_name.as_str());
-    let machine_sets = machine_sets.touched_objects();
+    let caches = ctx.caches();
+    let cluster_cache = caches.clusters();
+    let cluster_store = cluster_cache.store();
+    let clusters = cluster_cache.applied();
+    let machine_cache = caches.machines();
+    let machines = machine_cache.touched();
+    let machine_deployment_cache = caches.machine_deployments();
+    let machine_deployments = machine_deployment_cache.touched();
+    let machine_set_cache = caches.machine_sets();
+    let machine_sets = machine_set_cache.touched();
 
     let (triggers, requests) = Triggers::new();
     let connections = ctx.cluster_cache().subscribe_connections();
@@ -246,8 +232,8 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     queue.push(coalesce_marked(
         clusters.map_ok(|cluster| {
             (
-                ReconcileRequest::from(ObjectRef::from_obj(&cluster)),
-                patch::is_own_write(&cluster),
+                ReconcileRequest::from(ObjectRef::from_obj(cluster.as_ref())),
+                patch::is_own_write(cluster.as_ref()),
             )
         }),
         window,
@@ -255,20 +241,20 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // The descendants' changes come in bursts while a cluster comes up or rolls out; one
     // reconcile per burst writes the status once.
     queue.push(coalesce(
-        trigger_with(machines, |machine: Machine| {
-            Some(cluster_ref(&machine, &machine.spec.cluster_name))
+        trigger_with(machines, |machine: Arc<Machine>| {
+            Some(cluster_ref(machine.as_ref(), &machine.spec.cluster_name))
         }),
         window,
     ));
     queue.push(coalesce(
-        trigger_with(machine_deployments, |md: MachineDeployment| {
-            Some(cluster_ref(&md, &md.spec.cluster_name))
+        trigger_with(machine_deployments, |md: Arc<MachineDeployment>| {
+            Some(cluster_ref(md.as_ref(), &md.spec.cluster_name))
         }),
         window,
     ));
     queue.push(coalesce(
-        trigger_with(machine_sets, |ms: MachineSet| {
-            Some(cluster_ref(&ms, &ms.spec.cluster_name))
+        trigger_with(machine_sets, |ms: Arc<MachineSet>| {
+            Some(cluster_ref(ms.as_ref(), &ms.spec.cluster_name))
         }),
         window,
     ));
@@ -284,22 +270,19 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     );
 
     let ready = runtime::ready::CachesReady::new(vec![
-        runtime::ready::CachesReady::store(&machine_store),
-        machine_index.ready(),
-        runtime::ready::CachesReady::store(&machine_deployment_store),
-        machine_deployment_index.ready(),
-        runtime::ready::CachesReady::store(&machine_set_store),
-        machine_set_index.ready(),
+        machine_cache.ready(),
+        machine_deployment_cache.ready(),
+        machine_set_cache.ready(),
     ]);
     let controller = Arc::new(ClusterController {
         external: ExternalWatches::new(ctx.external().clone(), triggers),
         ready,
-        machines: machine_store,
-        machine_index,
-        machine_deployments: machine_deployment_store,
-        machine_deployment_index,
-        machine_sets: machine_set_store,
-        machine_set_index,
+        machines: machine_cache.store(),
+        machine_index: machine_cache.index().clone(),
+        machine_deployments: machine_deployment_cache.store(),
+        machine_deployment_index: machine_deployment_cache.index().clone(),
+        machine_sets: machine_set_cache.store(),
+        machine_set_index: machine_set_cache.index().clone(),
         ctx: ctx.clone(),
     });
     runtime::run_controller(

@@ -35,15 +35,15 @@ use futures::stream::SelectAll;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::{ClusterKey, NodeEvent};
 use crate::conditions;
 use crate::external::{ExternalObject, Observed};
-use crate::runtime::index::{ClusterIndex, indexed_reflector};
+use crate::runtime::index::ClusterIndex;
+use crate::runtime::shared::trigger_own;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown, patch};
 
@@ -311,39 +311,27 @@ fn cluster_signature(cluster: &Cluster) -> String {
 
 /// Starts the Machine controller; returns at shutdown.
 pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let client = ctx.client().clone();
-    let watch_config = watcher::Config::default();
-
-    let (machine_store, machine_index, machines) =
-        indexed_reflector(&client, |machine: &Machine| {
-            machine.spec.cluster_name.as_str()
-        });
-    let machines = machines.applied_objects();
-    let (cluster_store, writer) = reflector::store();
-    let clusters = reflect(
-        writer,
-        watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let (machine_set_store, writer) = reflector::store();
-    let machine_sets = reflect(
-        writer,
-        watcher(Api::<MachineSet>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let (machine_deployment_store, writer) = reflector::store();
-    let machine_deployments = reflect(
-        writer,
-        watcher(Api::<MachineDeployment>::all(client.clone()), watch_config).default_backoff(),
-    )
-    .applied_objects();
+    let caches = ctx.caches();
+    let shared_machines = caches.machines();
+    let machine_store = shared_machines.store();
+    let machine_index = shared_machines.index().clone();
+    let machines = shared_machines.applied();
+    let cluster_cache = caches.clusters();
+    let cluster_store = cluster_cache.store();
+    let clusters = cluster_cache.applied();
+    let machine_set_cache = caches.machine_sets();
+    let machine_set_store = machine_set_cache.store();
+    let machine_sets = machine_set_cache.applied();
+    let machine_deployment_cache = caches.machine_deployments();
+    let machine_deployment_store = machine_deployment_cache.store();
+    let machine_deployments = machine_deployment_cache.applied();
 
     let (triggers, requests) = Triggers::new();
     let nodes = ctx.cluster_cache().subscribe_nodes();
     let connections = ctx.cluster_cache().subscribe_connections();
 
     let mut queue: SelectAll<Queue<Machine>> = SelectAll::new();
-    queue.push(trigger_self(machines, ()).boxed());
+    queue.push(trigger_own(machines).boxed());
     let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let cache = MachineCache {
         store: machine_store.clone(),
@@ -351,7 +339,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     };
     let store = cache.clone();
     queue.push(
-        trigger_with(clusters, move |cluster: Cluster| {
+        trigger_with(clusters, move |cluster: Arc<Cluster>| {
             let key = ClusterKey::new(
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
@@ -379,12 +367,12 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let seen_sets: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let store = cache.clone();
     queue.push(
-        trigger_with(machine_sets, move |machine_set: MachineSet| {
+        trigger_with(machine_sets, move |machine_set: Arc<MachineSet>| {
             let signature = up_to_date::machine_set_signature(&machine_set);
             let changed = seen_sets
                 .lock()
                 .expect("seen lock")
-                .insert(runtime::object_key(&machine_set), signature.clone())
+                .insert(runtime::object_key(machine_set.as_ref()), signature.clone())
                 != Some(signature);
             if changed {
                 up_to_date::machines_of_machine_set(&store.index, &store.store, &machine_set)
@@ -397,12 +385,12 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let store = cache.clone();
     queue.push(
-        trigger_with(machine_deployments, move |md: MachineDeployment| {
+        trigger_with(machine_deployments, move |md: Arc<MachineDeployment>| {
             let signature = up_to_date::machine_deployment_signature(&md);
             let changed = seen_deployments
                 .lock()
                 .expect("seen lock")
-                .insert(runtime::object_key(&md), signature.clone())
+                .insert(runtime::object_key(md.as_ref()), signature.clone())
                 != Some(signature);
             if changed {
                 up_to_date::machines_of_machine_deployment(&store.index, &store.store, &md)

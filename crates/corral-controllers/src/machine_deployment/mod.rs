@@ -65,10 +65,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::core::{Selector, SelectorExt};
-use kube::runtime::controller::{Action, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
@@ -76,6 +75,7 @@ use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_reco
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
 use crate::runtime::index::ClusterIndex;
+use crate::runtime::shared::trigger_own;
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
 
 use rollback::RollbackOutcome;
@@ -272,58 +272,31 @@ fn cluster_signature(cluster: &Cluster) -> String {
 
 /// Starts the MachineDeployment controller; returns at shutdown.
 pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let client = ctx.client().clone();
-    let watch_config = watcher::Config::default();
-
-    let (machine_deployment_store, writer) = reflector::store();
-    let machine_deployments = reflect(
-        writer,
-        watcher(
-            Api::<MachineDeployment>::all(client.clone()),
-            watch_config.clone(),
-        )
-        .default_backoff(),
-    )
-    .applied_objects();
-    let (machine_set_store, writer) = reflector::store();
-    let machine_set_index = ClusterIndex::new(|ms: &MachineSet| ms.spec.cluster_name.as_str());
-    let machine_sets = machine_set_index
-        .follow(reflect(
-            writer,
-            watcher(Api::<MachineSet>::all(client.clone()), watch_config.clone()).default_backoff(),
-        ))
-        .touched_objects();
-    let (machine_store, writer) = reflector::store();
+    let caches = ctx.caches();
+    let machine_deployment_cache = caches.machine_deployments();
+    let machine_deployment_store = machine_deployment_cache.store();
+    let machine_deployments = machine_deployment_cache.applied();
+    let machine_set_cache = caches.machine_sets();
+    let machine_sets = machine_set_cache.touched();
     // Machines only feed the cache (conditions are aggregated from them); their changes reach
     // the MachineDeployment through its MachineSets' status.
-    let machine_index = ClusterIndex::new(|machine: &Machine| machine.spec.cluster_name.as_str());
-    let machines = machine_index
-        .follow(reflect(
-            writer,
-            watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-        ))
-        .filter_map(|_| futures::future::ready(None::<Result<_, watcher::Error>>));
-    let (cluster_store, writer) = reflector::store();
-    let clusters = reflect(
-        writer,
-        watcher(Api::<Cluster>::all(client.clone()), watch_config).default_backoff(),
-    )
-    .applied_objects();
+    let machine_cache = caches.machines();
+    let cluster_cache = caches.clusters();
+    let clusters = cluster_cache.applied();
 
     let mut queue: SelectAll<Queue<MachineDeployment>> = SelectAll::new();
-    queue.push(trigger_self(machine_deployments, ()).boxed());
+    queue.push(trigger_own(machine_deployments).boxed());
     let store = machine_deployment_store.clone();
     queue.push(
-        trigger_with(machine_sets, move |machine_set: MachineSet| {
+        trigger_with(machine_sets, move |machine_set: Arc<MachineSet>| {
             machine_set_to_machine_deployments(&store, &machine_set)
         })
         .boxed(),
     );
-    queue.push(machines.boxed());
     let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let store = machine_deployment_store.clone();
     queue.push(
-        trigger_with(clusters, move |cluster: Cluster| {
+        trigger_with(clusters, move |cluster: Arc<Cluster>| {
             let key = ClusterKey::new(
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
@@ -351,21 +324,19 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     );
 
     let ready = runtime::ready::CachesReady::new(vec![
-        runtime::ready::CachesReady::store(&machine_deployment_store),
-        runtime::ready::CachesReady::store(&machine_set_store),
-        machine_set_index.ready(),
-        runtime::ready::CachesReady::store(&machine_store),
-        machine_index.ready(),
-        runtime::ready::CachesReady::store(&cluster_store),
+        machine_deployment_cache.ready(),
+        machine_set_cache.ready(),
+        machine_cache.ready(),
+        cluster_cache.ready(),
     ]);
     let controller = Arc::new(MachineDeploymentController {
         ctx: ctx.clone(),
         ready,
-        machine_sets: machine_set_store,
-        machine_set_index,
-        machines: machine_store,
-        machine_index,
-        clusters: cluster_store,
+        machine_sets: machine_set_cache.store(),
+        machine_set_index: machine_set_cache.index().clone(),
+        machines: machine_cache.store(),
+        machine_index: machine_cache.index().clone(),
+        clusters: cluster_cache.store(),
         expectations: Expectations::default(),
         own_writes: OwnWrites::default(),
     });

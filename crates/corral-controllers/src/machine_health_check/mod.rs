@@ -36,10 +36,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
@@ -249,37 +248,22 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // Subscribed before anything else, so that no connection made meanwhile goes unseen.
     let nodes = ctx.cluster_cache().subscribe_nodes();
     let connections = ctx.cluster_cache().subscribe_connections();
-    let client = ctx.client().clone();
-    let watch_config = watcher::Config::default();
-
-    let (check_store, writer) = reflector::store();
-    let checks = reflect(
-        writer,
-        watcher(
-            Api::<MachineHealthCheck>::all(client.clone()),
-            watch_config.clone(),
-        )
-        .default_backoff(),
-    )
-    .applied_objects();
-    let (machine_store, writer) = reflector::store();
-    let machines = reflect(
-        writer,
-        watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .touched_objects();
-    let (cluster_store, writer) = reflector::store();
-    let clusters = reflect(
-        writer,
-        watcher(Api::<Cluster>::all(client), watch_config).default_backoff(),
-    )
-    .applied_objects();
+    let caches = ctx.caches();
+    let check_cache = caches.machine_health_checks();
+    let check_store = check_cache.store();
+    let checks = check_cache.applied();
+    let machine_cache = caches.machines();
+    let machine_store = machine_cache.store();
+    let machines = machine_cache.touched();
+    let cluster_cache = caches.clusters();
+    let cluster_store = cluster_cache.store();
+    let clusters = cluster_cache.applied();
 
     let mut queue: SelectAll<Queue<MachineHealthCheck>> = SelectAll::new();
-    queue.push(trigger_self(checks, ()).boxed());
+    queue.push(crate::runtime::shared::trigger_own(checks).boxed());
     let store = check_store.clone();
     queue.push(
-        trigger_with(machines, move |machine: Machine| {
+        trigger_with(machines, move |machine: Arc<Machine>| {
             checks_of_machine(&store, &machine)
         })
         .boxed(),
@@ -287,7 +271,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let store = check_store.clone();
     let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     queue.push(
-        trigger_with(clusters, move |cluster: Cluster| {
+        trigger_with(clusters, move |cluster: Arc<Cluster>| {
             let key = ClusterKey::new(
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),

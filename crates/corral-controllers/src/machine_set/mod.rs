@@ -57,14 +57,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::core::{Selector, SelectorExt};
-use kube::runtime::controller::{Action, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, reflector as reflect, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
 use crate::runtime::index::ClusterIndex;
+use crate::runtime::shared::trigger_own;
 use crate::runtime::{self, Context, Queue, Shutdown};
 
 use expectations::{Expectations, OwnWrites, Seen, write_recorded};
@@ -298,41 +298,22 @@ fn machine_deployment_signature(machine_deployment: &MachineDeployment) -> Strin
 
 /// Starts the MachineSet controller; returns at shutdown.
 pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let client = ctx.client().clone();
-    let watch_config = watcher::Config::default();
-
-    let (machine_set_store, writer) = reflector::store();
-    let machine_sets = reflect(
-        writer,
-        watcher(Api::<MachineSet>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let (machine_store, writer) = reflector::store();
-    let machine_index = ClusterIndex::new(machine_cluster);
-    let machines = machine_index
-        .follow(reflect(
-            writer,
-            watcher(Api::<Machine>::all(client.clone()), watch_config.clone()).default_backoff(),
-        ))
-        .touched_objects();
-    let (cluster_store, writer) = reflector::store();
-    let clusters = reflect(
-        writer,
-        watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let (machine_deployment_store, writer) = reflector::store();
-    let machine_deployments = reflect(
-        writer,
-        watcher(Api::<MachineDeployment>::all(client.clone()), watch_config).default_backoff(),
-    )
-    .applied_objects();
+    let caches = ctx.caches();
+    let machine_set_cache = caches.machine_sets();
+    let machine_set_store = machine_set_cache.store();
+    let machine_sets = machine_set_cache.applied();
+    let machine_cache = caches.machines();
+    let machines = machine_cache.touched();
+    let cluster_cache = caches.clusters();
+    let clusters = cluster_cache.applied();
+    let machine_deployment_cache = caches.machine_deployments();
+    let machine_deployments = machine_deployment_cache.applied();
 
     let mut queue: SelectAll<Queue<MachineSet>> = SelectAll::new();
-    queue.push(trigger_self(machine_sets, ()).boxed());
+    queue.push(trigger_own(machine_sets).boxed());
     let store = machine_set_store.clone();
     queue.push(
-        trigger_with(machines, move |machine: Machine| {
+        trigger_with(machines, move |machine: Arc<Machine>| {
             machine_to_machine_sets(&store, &machine)
         })
         .boxed(),
@@ -340,7 +321,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let seen_clusters: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let store = machine_set_store.clone();
     queue.push(
-        trigger_with(clusters, move |cluster: Cluster| {
+        trigger_with(clusters, move |cluster: Arc<Cluster>| {
             let key = ClusterKey::new(
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
@@ -369,8 +350,8 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let store = machine_set_store.clone();
     queue.push(
-        trigger_with(machine_deployments, move |md: MachineDeployment| {
-            let key = runtime::object_key(&md);
+        trigger_with(machine_deployments, move |md: Arc<MachineDeployment>| {
+            let key = runtime::object_key(md.as_ref());
             let signature = machine_deployment_signature(&md);
             let changed = seen_deployments
                 .lock()
@@ -398,19 +379,18 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     );
 
     let ready = runtime::ready::CachesReady::new(vec![
-        runtime::ready::CachesReady::store(&machine_set_store),
-        runtime::ready::CachesReady::store(&machine_store),
-        machine_index.ready(),
-        runtime::ready::CachesReady::store(&cluster_store),
-        runtime::ready::CachesReady::store(&machine_deployment_store),
+        machine_set_cache.ready(),
+        machine_cache.ready(),
+        cluster_cache.ready(),
+        machine_deployment_cache.ready(),
     ]);
     let controller = Arc::new(MachineSetController {
         ctx: ctx.clone(),
         ready,
-        machines: machine_store,
-        machine_index,
-        clusters: cluster_store,
-        machine_deployments: machine_deployment_store,
+        machines: machine_cache.store(),
+        machine_index: machine_cache.index().clone(),
+        clusters: cluster_cache.store(),
+        machine_deployments: machine_deployment_cache.store(),
         expectations: Expectations::default(),
         own_writes: OwnWrites::default(),
         orphans_checked: Mutex::new(HashSet::new()),
@@ -425,11 +405,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         reconcile,
     )
     .await;
-}
-
-/// The Cluster a Machine belongs to, for the index.
-fn machine_cluster(machine: &Machine) -> &str {
-    &machine.spec.cluster_name
 }
 
 /// The MachineSets a Machine event concerns: its controller if that is a MachineSet, else

@@ -10,7 +10,7 @@
 //! # Consistency with the store
 //!
 //! The index is fed by the same watch as the store, right after the store applied each event
-//! ([`ClusterIndex::follow`]): the store is never behind the index. So a name read from the
+//! (see [`super::shared`]): the store is never behind the index. So a name read from the
 //! index always finds its object in the store unless the object is gone since, and whatever
 //! the index shows, the store shows too. A reader that checks its expectations ("the Machine I
 //! created is in the cache") must check them against the index
@@ -23,8 +23,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, Stream, TryStreamExt};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
@@ -153,16 +153,6 @@ where
         }
     }
 
-    /// The watch stream `events`, already applied to a store by a reflector, with each event
-    /// applied to this index too.
-    pub fn follow<S>(&self, events: S) -> impl Stream<Item = S::Item> + Send + use<K, S>
-    where
-        S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
-    {
-        let index = self.clone();
-        events.inspect_ok(move |event| index.apply(event))
-    }
-
     /// Resolves once the index holds a complete list (or its watch is gone: waiting longer is
     /// pointless then).
     pub fn ready(&self) -> BoxFuture<'static, ()> {
@@ -202,40 +192,6 @@ where
             .filter_map(|name| store.get(&ObjectRef::new(&name).within(&cluster.namespace)))
             .collect()
     }
-}
-
-/// A watch of every `K` feeding a store and a [`ClusterIndex`] (in that order), and the
-/// stream of its events for triggers; the stream must be polled for either to fill.
-#[allow(clippy::type_complexity)]
-pub fn indexed_reflector<K>(
-    client: &kube::Client,
-    cluster_of: ClusterOf<K>,
-) -> (
-    Store<K>,
-    ClusterIndex<K>,
-    impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K>,
-)
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    use kube::runtime::WatchStreamExt;
-    let (store, writer) = kube::runtime::reflector::store();
-    let index = ClusterIndex::new(cluster_of);
-    let events = index.follow(kube::runtime::reflector(
-        writer,
-        watcher(
-            kube::Api::<K>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .default_backoff(),
-    ));
-    (store, index, events)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod index;
 pub mod metrics;
 pub mod patch;
 pub mod ready;
+pub mod shared;
 pub mod triggers;
 
 #[cfg(test)]
@@ -117,6 +118,7 @@ pub struct Context {
     recorder: Recorder,
     external: Arc<ExternalObjects>,
     cluster_cache: ClusterCache,
+    caches: shared::Caches,
 }
 
 impl Context {
@@ -132,6 +134,7 @@ impl Context {
         Arc::new(Context {
             external: Arc::new(ExternalObjects::new(client.clone())),
             cluster_cache: ClusterCache::new(client.clone(), config.cluster_cache.clone()),
+            caches: shared::Caches::new(client.clone()),
             recorder,
             client,
             config,
@@ -146,6 +149,11 @@ impl Context {
     /// The settings.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The caches the controllers of this context share, one watch per kind.
+    pub fn caches(&self) -> &shared::Caches {
+        &self.caches
     }
 
     /// An event recorder reporting as [`REPORTING_CONTROLLER`].

@@ -92,19 +92,3 @@ async fn objects_come_from_the_store_and_those_gone_from_it_are_left_out() {
         .collect();
     assert_eq!(names, ["m2"]);
 }
-
-#[tokio::test]
-async fn follow_applies_each_event_of_the_stream() {
-    use futures::StreamExt;
-    let index = index();
-    let events = futures::stream::iter(vec![
-        Ok(Event::Init),
-        Ok(Event::InitApply(machine("a", "m1", "c1"))),
-        Ok(Event::InitDone),
-        Ok(Event::Apply(machine("a", "m2", "c1"))),
-    ]);
-    let seen: Vec<_> = index.follow(events).collect().await;
-    assert_eq!(seen.len(), 4);
-    assert_eq!(index.names(&key("a", "c1")), ["m1", "m2"]);
-    index.ready().await;
-}

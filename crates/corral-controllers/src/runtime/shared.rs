@@ -1,0 +1,280 @@
+//! One watch per kind for all the controllers of a [`super::Context`] (controller-runtime's
+//! shared informers).
+//!
+//! Every core controller reads Machines; with a watch each, every Machine change crossed the
+//! wire, was decoded and was copied into a cache five times, and five caches held every
+//! Machine. A [`SharedCache`] watches a kind once: one store, one [`ClusterIndex`], and a
+//! stream of changed objects for each controller that subscribes ([`SharedCache::applied`],
+//! [`SharedCache::touched`]). The objects handed out are the store's own `Arc`s.
+//!
+//! # Guarantees
+//!
+//! - A subscriber sees every object of the store at the time it subscribes, then every change
+//!   after, in order, each at least once (a change applied while it subscribes may come
+//!   twice): subscribing late loses nothing.
+//! - The store is updated before the index, and both before a change reaches a subscriber, so
+//!   a reconcile a change asks for reads at least that change.
+//! - Subscribers' streams are unbounded: a slow controller delays no other, and no change is
+//!   dropped for it.
+//! - The watch stops when the last handle of the [`Caches`] that made it is dropped.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::channel::mpsc;
+use futures::future::BoxFuture;
+use futures::{FutureExt, Stream, StreamExt};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+
+use super::index::{ClusterIndex, ClusterOf};
+use super::triggers::AbortOnDrop;
+
+/// A change a subscriber is told of.
+#[derive(Debug)]
+struct Change<K> {
+    object: Arc<K>,
+    deleted: bool,
+}
+
+impl<K> Clone for Change<K> {
+    fn clone(&self) -> Self {
+        Change {
+            object: self.object.clone(),
+            deleted: self.deleted,
+        }
+    }
+}
+
+type Subscribers<K> = Arc<Mutex<Vec<mpsc::UnboundedSender<Change<K>>>>>;
+
+/// The shared watch of one kind: its store, its index by Cluster, its subscribers.
+pub struct SharedCache<K: Resource<DynamicType = ()> + 'static> {
+    store: Store<K>,
+    index: ClusterIndex<K>,
+    subscribers: Subscribers<K>,
+}
+
+impl<K: Resource<DynamicType = ()> + 'static> Clone for SharedCache<K> {
+    fn clone(&self) -> Self {
+        SharedCache {
+            store: self.store.clone(),
+            index: self.index.clone(),
+            subscribers: self.subscribers.clone(),
+        }
+    }
+}
+
+impl<K> SharedCache<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    /// Starts watching every `K`; the returned task runs the watch until dropped.
+    fn start(client: Client, cluster_of: ClusterOf<K>) -> (Self, AbortOnDrop) {
+        let (store, mut writer) = reflector::store();
+        let index = ClusterIndex::new(cluster_of);
+        let subscribers: Subscribers<K> = Arc::new(Mutex::new(Vec::new()));
+        let cache = SharedCache {
+            store: store.clone(),
+            index: index.clone(),
+            subscribers: subscribers.clone(),
+        };
+        let kind = K::kind(&());
+        let task = tokio::spawn(async move {
+            let events =
+                watcher(Api::<K>::all(client), watcher::Config::default()).default_backoff();
+            let mut events = std::pin::pin!(events);
+            while let Some(event) = events.next().await {
+                let event = match event {
+                    Ok(event) => event,
+                    Err(error) => {
+                        tracing::warn!(%kind, %error, "Watch failed; retrying");
+                        continue;
+                    }
+                };
+                writer.apply_watcher_event(&event);
+                index.apply(&event);
+                let change = match event {
+                    watcher::Event::Apply(object) => Some(Change {
+                        // The store's own copy, not a second one.
+                        object: store
+                            .get(&ObjectRef::from_obj(&object))
+                            .unwrap_or_else(|| Arc::new(object)),
+                        deleted: false,
+                    }),
+                    watcher::Event::InitApply(object) => Some(Change {
+                        object: Arc::new(object),
+                        deleted: false,
+                    }),
+                    watcher::Event::Delete(object) => Some(Change {
+                        object: Arc::new(object),
+                        deleted: true,
+                    }),
+                    watcher::Event::Init | watcher::Event::InitDone => None,
+                };
+                if let Some(change) = change {
+                    let mut subscribers = subscribers.lock().expect("subscribers lock");
+                    subscribers
+                        .retain(|subscriber| subscriber.unbounded_send(change.clone()).is_ok());
+                }
+            }
+        });
+        (cache, AbortOnDrop(task))
+    }
+
+    /// The store.
+    pub fn store(&self) -> Store<K> {
+        self.store.clone()
+    }
+
+    /// The index by Cluster.
+    pub fn index(&self) -> &ClusterIndex<K> {
+        &self.index
+    }
+
+    /// `cluster`'s objects, sorted by name.
+    pub fn of_cluster(&self, cluster: &crate::cluster_cache::ClusterKey) -> Vec<Arc<K>> {
+        self.index.objects(&self.store, cluster)
+    }
+
+    /// Resolves once the store and the index hold a complete list.
+    pub fn ready(&self) -> BoxFuture<'static, ()> {
+        let store = super::ready::CachesReady::store(&self.store);
+        let index = self.index.ready();
+        async move {
+            futures::join!(store, index);
+        }
+        .boxed()
+    }
+
+    fn subscribe(&self) -> mpsc::UnboundedReceiver<Change<K>> {
+        let (sender, receiver) = mpsc::unbounded();
+        let mut subscribers = self.subscribers.lock().expect("subscribers lock");
+        // What the store holds now, then (registered under the same lock the watch sends
+        // under) every change after.
+        for object in self.store.state() {
+            let _ = sender.unbounded_send(Change {
+                object,
+                deleted: false,
+            });
+        }
+        subscribers.push(sender);
+        receiver
+    }
+
+    /// Objects created or changed (as kube-runtime's `applied_objects`).
+    pub fn applied(&self) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K> {
+        self.subscribe().filter_map(|change| {
+            futures::future::ready((!change.deleted).then_some(Ok(change.object)))
+        })
+    }
+
+    /// Objects created, changed or deleted (as kube-runtime's `touched_objects`).
+    pub fn touched(&self) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K> {
+        self.subscribe().map(|change| Ok(change.object))
+    }
+}
+
+/// The shared caches of one set of controllers, one per kind, made on first use.
+#[derive(Clone)]
+pub struct Caches {
+    client: Client,
+    inner: Arc<Mutex<CachesInner>>,
+}
+
+#[derive(Default)]
+struct CachesInner {
+    caches: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    tasks: Vec<AbortOnDrop>,
+}
+
+impl Caches {
+    /// No caches yet; each is made, and its watch started, by the first [`Caches::get`].
+    pub fn new(client: Client) -> Self {
+        Caches {
+            client,
+            inner: Arc::new(Mutex::new(CachesInner::default())),
+        }
+    }
+
+    /// The shared cache of `K`, indexed by the Cluster `cluster_of` names.
+    pub fn get<K>(&self, cluster_of: ClusterOf<K>) -> SharedCache<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        let mut inner = self.inner.lock().expect("caches lock");
+        if let Some(cache) = inner
+            .caches
+            .get(&TypeId::of::<K>())
+            .and_then(|cache| cache.downcast_ref::<SharedCache<K>>())
+        {
+            return cache.clone();
+        }
+        let (cache, task) = SharedCache::start(self.client.clone(), cluster_of);
+        inner
+            .caches
+            .insert(TypeId::of::<K>(), Box::new(cache.clone()));
+        inner.tasks.push(task);
+        cache
+    }
+}
+
+impl Caches {
+    /// Machines, by `spec.clusterName`.
+    pub fn machines(&self) -> SharedCache<corral_api::Machine> {
+        self.get(|machine: &corral_api::Machine| machine.spec.cluster_name.as_str())
+    }
+
+    /// MachineSets, by `spec.clusterName`.
+    pub fn machine_sets(&self) -> SharedCache<corral_api::MachineSet> {
+        self.get(|ms: &corral_api::MachineSet| ms.spec.cluster_name.as_str())
+    }
+
+    /// MachineDeployments, by `spec.clusterName`.
+    pub fn machine_deployments(&self) -> SharedCache<corral_api::MachineDeployment> {
+        self.get(|md: &corral_api::MachineDeployment| md.spec.cluster_name.as_str())
+    }
+
+    /// MachineHealthChecks, by `spec.clusterName`.
+    pub fn machine_health_checks(&self) -> SharedCache<corral_api::MachineHealthCheck> {
+        self.get(|check: &corral_api::MachineHealthCheck| check.spec.cluster_name.as_str())
+    }
+
+    /// Clusters, each its own.
+    pub fn clusters(&self) -> SharedCache<corral_api::Cluster> {
+        self.get(|cluster: &corral_api::Cluster| {
+            cluster.metadata.name.as_deref().unwrap_or_default()
+        })
+    }
+}
+
+/// Reconcile requests for the objects of a stream of changed objects (kube-runtime's
+/// `trigger_self` for shared objects).
+pub fn trigger_own<K, S>(
+    objects: S,
+) -> impl Stream<Item = Result<kube::runtime::controller::ReconcileRequest<K>, watcher::Error>>
++ Send
++ use<K, S>
+where
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
+    S: Stream<Item = Result<Arc<K>, watcher::Error>> + Send,
+{
+    objects.map(|object| object.map(|object| ObjectRef::from_obj(object.as_ref()).into()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{DeleteParams, PostParams};
+
+use super::*;
+use crate::cluster_cache::ClusterKey;
+
+fn cluster_of(map: &ConfigMap) -> &str {
+    map.labels()
+        .get("cluster")
+        .map(String::as_str)
+        .unwrap_or("")
+}
+
+async fn create(api: &Api<ConfigMap>, name: &str, cluster: &str) {
+    let mut map = ConfigMap::default();
+    map.metadata.name = Some(name.into());
+    map.metadata.labels = Some(BTreeMap::from([("cluster".into(), cluster.into())]));
+    api.create(&PostParams::default(), &map).await.unwrap();
+}
+
+async fn next(
+    stream: &mut (impl Stream<Item = Result<Arc<ConfigMap>, watcher::Error>> + Unpin),
+) -> String {
+    tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("a change within 10 s")
+        .expect("the stream goes on")
+        .expect("no error")
+        .name_any()
+}
+
+#[tokio::test]
+async fn subscribers_see_what_is_cached_then_every_change_and_share_one_store() {
+    let env = corral_testenv::TestEnv::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    create(&api, "a", "c1").await;
+
+    let caches = Caches::new(env.client.clone());
+    let cache = caches.get::<ConfigMap>(cluster_of);
+    let mut touched = Box::pin(cache.touched());
+    cache.ready().await;
+    // The same cache for the same kind.
+    let again = caches.get::<ConfigMap>(cluster_of);
+    assert!(again.ready().now_or_never().is_some());
+
+    let mut seen = vec![next(&mut touched).await];
+    create(&api, "b", "c1").await;
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    // "a" may come twice (listed, and in the snapshot of the subscription).
+    while seen.iter().filter(|name| *name == "b").count() == 0 || seen.last() != Some(&"a".into()) {
+        seen.push(next(&mut touched).await);
+    }
+    assert_eq!(seen.first().map(String::as_str), Some("a"));
+
+    // A late subscriber starts from what the store holds now; deletions do not reach
+    // `applied`.
+    corral_testenv::eventually(Duration::from_secs(10), "the cache to drop a", || {
+        let left = cache.of_cluster(&ClusterKey::new("default", "c1")).len();
+        async move { (left == 1).then_some(()) }
+    })
+    .await;
+    let mut applied = Box::pin(again.applied());
+    assert_eq!(next(&mut applied).await, "b");
+    let names: Vec<String> = cache
+        .of_cluster(&ClusterKey::new("default", "c1"))
+        .iter()
+        .map(|map| map.name_any())
+        .collect();
+    assert_eq!(names, ["b"]);
+    // One store: the object handed out is the store's.
+    let stored = cache
+        .store()
+        .get(&ObjectRef::new("b").within("default"))
+        .unwrap();
+    let from_index = cache.of_cluster(&ClusterKey::new("default", "c1"));
+    assert!(Arc::ptr_eq(&stored, &from_index[0]));
+}
