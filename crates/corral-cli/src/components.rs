@@ -235,14 +235,26 @@ pub async fn run_controllers(
     cloud: Cloud,
     shutdown: impl Future<Output = ()> + Send + Clone + 'static,
 ) -> Result<(), Error> {
-    let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
+    // The provider and the core controllers share one watch per kind.
+    let caches = corral_infra_inmemory::Caches::new(client.clone());
+    let provider = corral_infra_inmemory::run_with_caches(
+        client.clone(),
+        cloud,
+        caches.clone(),
+        shutdown.clone(),
+    );
     let bootstrap = corral_kubeadm::bootstrap::run(client.clone(), shutdown.clone());
     let control_plane = corral_kubeadm::controlplane::run(
         client.clone(),
         corral_kubeadm::controlplane::Config::default(),
         shutdown.clone(),
     );
-    let core = corral_controllers::run(client, corral_controllers::Config::default(), shutdown);
+    let core = corral_controllers::run_with_caches(
+        client,
+        corral_controllers::Config::default(),
+        caches,
+        shutdown,
+    );
     let ((), (), (), core) = tokio::join!(provider, bootstrap, control_plane, core);
     core.map_err(|error| Error::Api {
         doing: "running the core controllers".into(),

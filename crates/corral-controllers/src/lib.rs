@@ -27,4 +27,4 @@ pub mod machine_health_check;
 pub mod machine_set;
 pub mod runtime;
 
-pub use runtime::{Config, Context, RunError, run};
+pub use runtime::{Config, Context, RunError, run, run_with_caches};

@@ -56,8 +56,15 @@ impl ManagementPlane {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shutdown: Shared<BoxFuture<'static, ()>> = stopped.map(|_| ()).boxed().shared();
         let cloud = Arc::new(InProcessCloud::new());
-        let provider = corral_infra_inmemory::run(client.clone(), cloud.clone(), shutdown.clone());
-        let core = corral_controllers::run(client.clone(), config, shutdown);
+        // The provider and the core controllers share one watch per kind, as in `corral`.
+        let caches = corral_infra_inmemory::Caches::new(client.clone());
+        let provider = corral_infra_inmemory::run_with_caches(
+            client.clone(),
+            cloud.clone(),
+            caches.clone(),
+            shutdown.clone(),
+        );
+        let core = corral_controllers::run_with_caches(client.clone(), config, caches, shutdown);
         let controllers = tokio::spawn(async move {
             let (_, result) = tokio::join!(provider, core);
             if let Err(error) = result {

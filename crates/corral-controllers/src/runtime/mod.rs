@@ -124,6 +124,12 @@ pub struct Context {
 impl Context {
     /// A context over the management plane `client`.
     pub fn new(client: Client, config: Config) -> Arc<Context> {
+        let caches = shared::Caches::new(client.clone());
+        Self::with_caches(client, config, caches)
+    }
+
+    /// A context whose controllers read through `caches`.
+    pub fn with_caches(client: Client, config: Config, caches: shared::Caches) -> Arc<Context> {
         let recorder = Recorder::new(
             client.clone(),
             Reporter {
@@ -134,7 +140,7 @@ impl Context {
         Arc::new(Context {
             external: Arc::new(ExternalObjects::new(client.clone())),
             cluster_cache: ClusterCache::new(client.clone(), config.cluster_cache.clone()),
-            caches: shared::Caches::new(client.clone()),
+            caches,
             recorder,
             client,
             config,
@@ -403,12 +409,24 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
+    let caches = shared::Caches::new(client.clone());
+    run_with_caches(client, config, caches, shutdown).await
+}
+
+/// [`run`], reading through `caches`, which other controllers of the process (providers) may
+/// share: one watch per kind for all of them.
+pub async fn run_with_caches(
+    client: Client,
+    config: Config,
+    caches: shared::Caches,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
     let clusters: Api<corral_api::Cluster> = Api::all(client.clone());
     clusters
         .list_metadata(&ListParams::default().limit(1))
         .await
         .map_err(RunError::CheckCrds)?;
-    let context = Context::new(client, config);
+    let context = Context::with_caches(client, config, caches);
     let shutdown: Shutdown = shutdown.boxed().shared();
     let cache = context.cluster_cache().clone().run(shutdown.clone());
     let clusters = crate::cluster::run(context.clone(), shutdown.clone());

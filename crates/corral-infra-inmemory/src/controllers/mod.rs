@@ -28,6 +28,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use crate::cloud::{Cloud, CloudError};
+pub use corral_controllers::runtime::shared::Caches;
 
 /// Reconciles run and failed so far, per controller, for benchmarks (see [`reconcile_counts`]).
 static DEV_CLUSTER_RECONCILES: ReconcileCounter = ReconcileCounter::new();
@@ -119,6 +120,18 @@ impl Signatures {
     }
 }
 
+/// A provider object's Cluster, for the shared caches' index: its cluster-name label (which
+/// the core controllers set when they create it from a template).
+pub(crate) fn cluster_label<K: Resource>(object: &K) -> &str {
+    object
+        .meta()
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(corral_api::labels::CLUSTER_NAME))
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
 /// Runs a reconciler over `queue` until `shutdown`, as kube-runtime's Controller does, with
 /// [`CONCURRENCY`], each reconcile in its own task, and counts each reconcile in `counter`.
 async fn run_applier<K, F, Fut>(
@@ -170,7 +183,20 @@ pub async fn run(
     cloud: Arc<dyn Cloud>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    let caches = Caches::new(client.clone());
+    run_with_caches(client, cloud, caches, shutdown).await;
+}
+
+/// [`run`], reading through `caches`, which the core controllers may share (one watch of
+/// Machines and Clusters for all).
+pub async fn run_with_caches(
+    client: kube::Client,
+    cloud: Arc<dyn Cloud>,
+    caches: Caches,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
     let context = Arc::new(Context {
+        caches,
         client: client.clone(),
         cloud,
         recorder: Recorder::new(client, Reporter::from(CONTROLLER_NAME)),
@@ -186,6 +212,8 @@ pub async fn run(
 /// What every reconcile shares.
 pub(crate) struct Context {
     pub client: kube::Client,
+    /// The watches of every kind the controllers read, shared.
+    pub caches: Caches,
     pub cloud: Arc<dyn Cloud>,
     pub recorder: Recorder,
     pub own_writes: own_writes::OwnWrites,

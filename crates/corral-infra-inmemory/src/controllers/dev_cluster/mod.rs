@@ -12,15 +12,15 @@ mod kubeconfig;
 use std::sync::Arc;
 
 use corral_api::Cluster;
+use corral_controllers::runtime::shared::trigger_own;
 use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::json;
 
 use super::conditions::{self, Desired};
@@ -38,27 +38,20 @@ pub(super) async fn run(
 ) {
     let client = context.client.clone();
     restore_endpoints(&context, &Api::all(client.clone())).await;
-    let config = watcher::Config::default();
-    let (dev_cluster_store, writer) = reflector::store();
-    let dev_clusters = reflector::reflector(
-        writer,
-        watcher(Api::<DevCluster>::all(client.clone()), config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let (cluster_store, writer) = reflector::store();
-    let clusters = reflector::reflector(
-        writer,
-        watcher(Api::<Cluster>::all(client), config).default_backoff(),
-    )
-    .applied_objects();
+    let dev_cluster_cache = context.caches.get(super::cluster_label::<DevCluster>);
+    let dev_cluster_store = dev_cluster_cache.store();
+    let dev_clusters = dev_cluster_cache.applied();
+    let cluster_cache = context.caches.clusters();
+    let cluster_store = cluster_cache.store();
+    let clusters = cluster_cache.applied();
     let mut queue = SelectAll::new();
-    queue.push(trigger_self(dev_clusters, ()).boxed());
+    queue.push(trigger_own(dev_clusters).boxed());
     // A Cluster's status changes many times while it comes up; a DevCluster depends on its
     // identity (the kubeconfig Secret's owner), paused, its infrastructure reference and
     // control plane reference, and its deletion.
     let signatures = Signatures::default();
     queue.push(
-        trigger_with(clusters, move |cluster: Cluster| {
+        trigger_with(clusters, move |cluster: Arc<Cluster>| {
             let signature = (
                 cluster.metadata.uid.clone(),
                 cluster.spec.paused,
@@ -70,8 +63,8 @@ pub(super) async fn run(
                 cluster.metadata.deletion_timestamp.is_some(),
             );
             signatures
-                .changed(&cluster, signature)
-                .then(|| cluster_to_dev_cluster(cluster))
+                .changed(cluster.as_ref(), signature)
+                .then(|| cluster_to_dev_cluster(&cluster))
                 .flatten()
         })
         .boxed(),
@@ -131,7 +124,7 @@ const LOOPBACK: &str = "127.0.0.1";
 
 /// A Cluster's change concerns the DevCluster it references (upstream
 /// `util.ClusterToInfrastructureMapFunc`).
-fn cluster_to_dev_cluster(cluster: Cluster) -> Option<ObjectRef<DevCluster>> {
+fn cluster_to_dev_cluster(cluster: &Cluster) -> Option<ObjectRef<DevCluster>> {
     let reference = cluster.spec.infrastructure_ref.as_ref()?;
     (reference.api_group == GROUP && reference.kind == "DevCluster")
         .then(|| ObjectRef::new(&reference.name).within(&cluster.namespace().unwrap_or_default()))

@@ -21,15 +21,15 @@ mod status;
 use std::sync::Arc;
 
 use corral_api::{Cluster, Machine};
+use corral_controllers::runtime::shared::trigger_own;
 use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::json;
 
 use self::status::Wait;
@@ -60,49 +60,33 @@ pub(super) async fn run(
     context: Arc<Context>,
     shutdown: Shared<impl std::future::Future<Output = ()> + Send + 'static>,
 ) {
-    let client = context.client.clone();
-    let config = watcher::Config::default();
-    let (dev_machine_store, writer) = reflector::store();
-    let dev_machines = reflector::reflector(
-        writer,
-        watcher(Api::<DevMachine>::all(client.clone()), config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let (machine_store, writer) = reflector::store();
-    let machines = reflector::reflector(
-        writer,
-        watcher(Api::<Machine>::all(client.clone()), config.clone()).default_backoff(),
-    )
-    .touched_objects();
-    let (cluster_store, writer) = reflector::store();
-    let clusters = reflector::reflector(
-        writer,
-        watcher(Api::<Cluster>::all(client.clone()), config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let (dev_cluster_store, writer) = reflector::store();
-    let dev_clusters = reflector::reflector(
-        writer,
-        watcher(Api::<DevCluster>::all(client), config).default_backoff(),
-    )
-    .applied_objects();
+    let shared = &context.caches;
+    let dev_machine_cache = shared.get(super::cluster_label::<DevMachine>);
+    let dev_machine_store = dev_machine_cache.store();
+    let dev_machines = dev_machine_cache.applied();
+    let machine_cache = shared.machines();
+    let machines = machine_cache.touched();
+    let cluster_cache = shared.clusters();
+    let clusters = cluster_cache.applied();
+    let dev_cluster_cache = shared.get(super::cluster_label::<DevCluster>);
 
     let mut queue = SelectAll::new();
-    queue.push(trigger_self(dev_machines, ()).boxed());
+    queue.push(trigger_own(dev_machines).boxed());
     // Machine status changes many times while it comes up; what a DevMachine reads of its
     // Machine is its metadata and spec.
     let machine_signatures = Signatures::default();
     queue.push(
-        trigger_with(machines, move |machine: Machine| {
+        trigger_with(machines, move |machine: Arc<Machine>| {
+            // The generation moves with every change of the spec.
             let signature = (
                 machine.metadata.uid.clone(),
                 machine.metadata.labels.clone(),
                 machine.metadata.deletion_timestamp.is_some(),
-                serde_json::to_string(&machine.spec).unwrap_or_default(),
+                machine.metadata.generation,
             );
             machine_signatures
-                .changed(&machine, signature)
-                .then(|| machine_to_dev_machine(machine))
+                .changed(machine.as_ref(), signature)
+                .then(|| machine_to_dev_machine(&machine))
                 .flatten()
         })
         .boxed(),
@@ -110,21 +94,20 @@ pub(super) async fn run(
     let cluster_signatures = Signatures::default();
     let store = dev_machine_store.clone();
     queue.push(
-        trigger_with(clusters, move |cluster: Cluster| {
-            if !cluster_signatures.changed(&cluster, cluster_signature(&cluster)) {
+        trigger_with(clusters, move |cluster: Arc<Cluster>| {
+            if !cluster_signatures.changed(cluster.as_ref(), cluster_signature(&cluster)) {
                 return Vec::new();
             }
             cluster_to_dev_machines(&store, &cluster)
         })
         .boxed(),
     );
-    // The DevCluster watch only fills its cache (a reconcile checks that the DevCluster
-    // exists); the Cluster's infrastructure becoming provisioned is what starts a DevMachine.
-    queue.push(trigger_with(dev_clusters, |_| Vec::<ObjectRef<DevMachine>>::new()).boxed());
+    // The DevCluster cache is only read (a reconcile checks that the DevCluster exists); the
+    // Cluster's infrastructure becoming provisioned is what starts a DevMachine.
     let caches = Arc::new(Caches {
-        machines: machine_store,
-        clusters: cluster_store,
-        dev_clusters: dev_cluster_store,
+        machines: machine_cache.store(),
+        clusters: cluster_cache.store(),
+        dev_clusters: dev_cluster_cache.store(),
     });
     super::run_applier(
         dev_machine_store,
@@ -159,7 +142,7 @@ fn cluster_signature(cluster: &Cluster) -> impl std::hash::Hash {
 }
 
 /// A Machine's change concerns its DevMachine (upstream `util.MachineToInfrastructureMapFunc`).
-fn machine_to_dev_machine(machine: Machine) -> Option<ObjectRef<DevMachine>> {
+fn machine_to_dev_machine(machine: &Machine) -> Option<ObjectRef<DevMachine>> {
     let reference = &machine.spec.infrastructure_ref;
     (reference.api_group == GROUP && reference.kind == "DevMachine")
         .then(|| ObjectRef::new(&reference.name).within(&machine.namespace().unwrap_or_default()))
