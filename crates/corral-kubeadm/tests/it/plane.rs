@@ -3,7 +3,8 @@
 //! controllers, the in-memory provider with its simulated workload clusters, and both kubeadm
 //! controllers. The tests write only what a user writes.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_api::Machine;
@@ -31,14 +32,51 @@ where
     corral_testenv::eventually(TIMEOUT, what, check).await
 }
 
+/// The controllers' requests to the management API server, by verb and resource (e.g.
+/// `PATCH machines/status`), for the benchmark.
+pub type RequestCounts = Arc<Mutex<BTreeMap<String, u64>>>;
+
+/// `LIST machines`, `WATCH clusters`, `PATCH kubeadmcontrolplanes/status`, ... of a request.
+fn request_key(method: &http::Method, uri: &http::Uri) -> String {
+    let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    let skip = match parts.iter().position(|part| *part == "namespaces") {
+        Some(at) if parts.len() > at + 2 => at + 2,
+        _ if parts.first() == Some(&"api") => 2,
+        _ => 3,
+    };
+    let rest = parts.get(skip..).unwrap_or_default();
+    let resource = rest.first().copied().unwrap_or("?");
+    let watch = uri.query().is_some_and(|q| q.contains("watch=true"));
+    let verb = match (method.as_str(), rest.len()) {
+        ("GET", 1) if watch => "WATCH",
+        ("GET", 1) => "LIST",
+        (method, _) => method,
+    };
+    match rest.get(2) {
+        Some(subresource) => format!("{verb} {resource}/{subresource}"),
+        None => format!("{verb} {resource}"),
+    }
+}
+
 pub struct Plane {
     pub env: TestEnv,
+    /// The controllers' requests, when started with [`Plane::start_counting`].
+    pub requests: Option<RequestCounts>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
 
 impl Plane {
     pub async fn start() -> Plane {
+        Self::start_with(false).await
+    }
+
+    /// A plane whose controllers' requests are counted (see [`Plane::requests`]).
+    pub async fn start_counting() -> Plane {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(counting: bool) -> Plane {
         let env = TestEnv::start().await;
         let crds: Vec<Value> = corral_api::crds()
             .into_iter()
@@ -60,7 +98,24 @@ impl Plane {
             let _ = stopped.await;
         }
         .shared();
-        let client = env.client.clone();
+        let mut client = env.client.clone();
+        let mut requests = None;
+        if counting {
+            let counts = RequestCounts::default();
+            requests = Some(counts.clone());
+            let config = kube::Config::new(env.url().parse().unwrap());
+            let layer = tower::util::MapRequestLayer::new(
+                move |request: http::Request<kube::client::Body>| {
+                    let key = request_key(request.method(), request.uri());
+                    *counts.lock().unwrap().entry(key).or_default() += 1;
+                    request
+                },
+            );
+            client = kube::client::ClientBuilder::try_from(config)
+                .unwrap()
+                .with_layer(&layer)
+                .build();
+        }
         let cache = ClusterCacheConfig {
             probe_interval: Duration::from_millis(500),
             probe_timeout: Duration::from_secs(2),
@@ -88,6 +143,7 @@ impl Plane {
         });
         Plane {
             env,
+            requests,
             stop: Some(stop),
             task: Some(task),
         }
