@@ -74,8 +74,9 @@ use crate::external::api_group_of;
 use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
+use crate::runtime::coalesce::coalesce;
 use crate::runtime::index::ClusterIndex;
-use crate::runtime::shared::trigger_own;
+use crate::runtime::shared::trigger_own_coalesced;
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
 
 use rollback::RollbackOutcome;
@@ -285,14 +286,17 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let clusters = cluster_cache.applied();
 
     let mut queue: SelectAll<Queue<MachineDeployment>> = SelectAll::new();
-    queue.push(trigger_own(machine_deployments).boxed());
+    // MachineSet status changes and the MachineDeployment's own status writes are held back
+    // and joined (see `runtime::coalesce`).
+    let window = ctx.config().coalesce_window;
+    queue.push(trigger_own_coalesced(machine_deployments, window));
     let store = machine_deployment_store.clone();
-    queue.push(
+    queue.push(coalesce(
         trigger_with(machine_sets, move |machine_set: Arc<MachineSet>| {
             machine_set_to_machine_deployments(&store, &machine_set)
-        })
-        .boxed(),
-    );
+        }),
+        window,
+    ));
     let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let store = machine_deployment_store.clone();
     queue.push(

@@ -63,8 +63,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
+use crate::runtime::coalesce::coalesce;
 use crate::runtime::index::ClusterIndex;
-use crate::runtime::shared::trigger_own;
+use crate::runtime::shared::trigger_own_coalesced;
 use crate::runtime::{self, Context, Queue, Shutdown};
 
 use expectations::{Expectations, OwnWrites, Seen, write_recorded};
@@ -310,14 +311,17 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let machine_deployments = machine_deployment_cache.applied();
 
     let mut queue: SelectAll<Queue<MachineSet>> = SelectAll::new();
-    queue.push(trigger_own(machine_sets).boxed());
+    // Machines change many times while they come up, and each MachineSet status write comes
+    // back as a watch event: both are held back and joined (see `runtime::coalesce`).
+    let window = ctx.config().coalesce_window;
+    queue.push(trigger_own_coalesced(machine_sets, window));
     let store = machine_set_store.clone();
-    queue.push(
+    queue.push(coalesce(
         trigger_with(machines, move |machine: Arc<Machine>| {
             machine_to_machine_sets(&store, &machine)
-        })
-        .boxed(),
-    );
+        }),
+        window,
+    ));
     let seen_clusters: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let store = machine_set_store.clone();
     queue.push(

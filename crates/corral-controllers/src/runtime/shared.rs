@@ -276,5 +276,26 @@ where
     objects.map(|object| object.map(|object| ObjectRef::from_obj(object.as_ref()).into()))
 }
 
+/// [`trigger_own`] with the watch events of this process's own writes held back by `window`
+/// and joined with the other held requests of the same object
+/// ([`super::coalesce::coalesce_marked`]); any other change is reconciled at once.
+pub fn trigger_own_coalesced<K, S>(objects: S, window: std::time::Duration) -> super::Queue<K>
+where
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
+    S: Stream<Item = Result<Arc<K>, watcher::Error>> + Send + 'static,
+{
+    super::coalesce::coalesce_marked(
+        objects.map(|object| {
+            object.map(|object| {
+                (
+                    ObjectRef::from_obj(object.as_ref()).into(),
+                    super::patch::is_own_write(object.as_ref()),
+                )
+            })
+        }),
+        window,
+    )
+}
+
 #[cfg(test)]
 mod tests;
