@@ -458,6 +458,26 @@ pub async fn lookup(
     }))
 }
 
+/// Reads only the cluster CA Secret (`<cluster>-ca`), without creating it: `None` while it is
+/// missing. A worker joins with the CA's hash alone, so it reads no other certificate (upstream
+/// `NewCertificatesForWorker`).
+pub async fn lookup_cluster_ca(
+    client: &kube::Client,
+    namespace: &str,
+    cluster: &str,
+) -> Result<Option<KeyMaterial>, Error> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let name = Purpose::ClusterCa.secret_name(cluster);
+    let Some(existing) = secrets.get_opt(&name).await.map_err(|source| Error::Read {
+        name: name.clone(),
+        source,
+    })?
+    else {
+        return Ok(None);
+    };
+    checked(Purpose::ClusterCa, &name, &existing).map(Some)
+}
+
 fn checked(purpose: Purpose, name: &str, secret: &Secret) -> Result<KeyMaterial, Error> {
     let invalid = |reason: String| Error::InvalidSecret {
         secret: name.to_string(),

@@ -63,7 +63,7 @@ use time::OffsetDateTime;
 use tracing::Instrument;
 
 use crate::api::bootstrap::{FileContentFormat, Format, KubeadmConfig, KubeadmConfigStatus, User};
-use crate::certs::{self, ClusterCertificates, KeyAlgorithm, Purpose};
+use crate::certs::{self, ClusterCertificates, KeyAlgorithm, KeyMaterial, Purpose};
 use cloud_init::{CloudConfig, KubeadmCommand, WriteFile};
 use kubeadm_yaml::ClusterFacts;
 use status::{Conditions, condition_types, reasons};
@@ -91,6 +91,22 @@ pub const IGNITION_FORMAT: &str = "ignition";
 
 /// The key of the bootstrap data in its Secret (the bootstrap contract's).
 pub const VALUE_KEY: &str = "value";
+
+/// The cluster certificates a machine's bootstrap data needs: all four for a control plane
+/// machine, the cluster CA alone for a worker.
+enum Found {
+    All(ClusterCertificates),
+    ClusterCa(KeyMaterial),
+}
+
+impl Found {
+    fn cluster_ca(&self) -> &KeyMaterial {
+        match self {
+            Found::All(certificates) => &certificates.cluster_ca,
+            Found::ClusterCa(ca) => ca,
+        }
+    }
+}
 
 /// What every reconcile shares.
 struct Context {
@@ -510,7 +526,7 @@ impl Scope<'_> {
                 );
             }
         }
-        let Some(certificates) = self.certificates(true).await else {
+        let Some(Found::All(certificates)) = self.certificates(true, true).await else {
             return waiting("Waiting for the cluster certificates", Some(RETRY));
         };
         let facts = ClusterFacts::of(self.cluster, self.machine);
@@ -535,7 +551,7 @@ impl Scope<'_> {
                 retry: Some(RETRY),
             }))
         };
-        let Some(certificates) = self.certificates(false).await else {
+        let Some(certificates) = self.certificates(false, control_plane).await else {
             return waiting("Waiting for the cluster certificates".into());
         };
         let mut join = self.config.spec.join_configuration.clone();
@@ -565,7 +581,7 @@ impl Scope<'_> {
             if discovery.ca_cert_hashes.is_empty()
                 && discovery.unsafe_skip_ca_verification != Some(true)
             {
-                match certificates.ca_cert_hash() {
+                match certs::ca_cert_hash(&certificates.cluster_ca().certificate_pem) {
                     Ok(hash) => discovery.ca_cert_hashes = vec![hash],
                     Err(reason) => {
                         return waiting(format!("The cluster CA cannot be hashed: {reason}"));
@@ -601,7 +617,10 @@ impl Scope<'_> {
             cloud_init::JOIN_CONFIG_PATH,
             kubeadm_yaml::to_yaml(&[document]),
         );
-        let certificates = control_plane.then_some(&certificates);
+        let certificates = match &certificates {
+            Found::All(certificates) if control_plane => Some(certificates),
+            _ => None,
+        };
         let result = self
             .write_bootstrap_data(KubeadmCommand::Join, certificates, kubeadm)
             .await?;
@@ -614,12 +633,17 @@ impl Scope<'_> {
     /// The cluster certificates, or `None` with the CertificatesAvailable condition saying why.
     /// With `generate`, missing ones are created (the first control plane machine of a Cluster
     /// without a control plane provider).
-    async fn certificates(&mut self, generate: bool) -> Option<ClusterCertificates> {
+    /// Without `all`, only the cluster CA is read (a worker's join needs its hash alone).
+    async fn certificates(&mut self, generate: bool, all: bool) -> Option<Found> {
         let client = &self.context.client;
         let namespace = self.cluster.namespace().unwrap_or_default();
         let cluster_name = self.cluster.name_any();
         let generate = generate && self.cluster.spec.control_plane_ref.is_none();
-        let result = if generate {
+        let result = if !all {
+            certs::lookup_cluster_ca(client, &namespace, &cluster_name)
+                .await
+                .map(|ca| ca.map(Found::ClusterCa))
+        } else if generate {
             let algorithm = KeyAlgorithm::from_encryption_algorithm(
                 self.config.spec.cluster_configuration.encryption_algorithm,
             );
@@ -643,12 +667,14 @@ impl Scope<'_> {
                         Some(owner),
                     )
                     .await
-                    .map(Some)
+                    .map(|all| Some(Found::All(all)))
                 }
                 Err(error) => Err(error),
             }
         } else {
-            certs::lookup(client, &namespace, &cluster_name).await
+            certs::lookup(client, &namespace, &cluster_name)
+                .await
+                .map(|all| all.map(Found::All))
         };
         match result {
             Ok(Some(certificates)) => {
@@ -661,10 +687,17 @@ impl Scope<'_> {
                 Some(certificates)
             }
             Ok(None) => {
+                let wanted: &[Purpose] = if all {
+                    &Purpose::ALL
+                } else {
+                    &[Purpose::ClusterCa]
+                };
                 let message = format!(
                     "Waiting for the cluster certificate Secrets ({})",
-                    Purpose::ALL
+                    wanted
+                        .iter()
                         .map(|purpose| purpose.secret_name(&cluster_name))
+                        .collect::<Vec<_>>()
                         .join(", ")
                 );
                 self.conditions().set(

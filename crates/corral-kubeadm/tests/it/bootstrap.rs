@@ -686,6 +686,79 @@ async fn workers_wait_for_the_control_plane_and_a_paused_cluster_is_left_alone()
     plane.stop().await;
 }
 
+/// A worker joins with the cluster CA's hash alone, so it waits for the `<cluster>-ca` Secret
+/// only (upstream `NewCertificatesForWorker`) and gets its data while the etcd, front-proxy and
+/// service-account Secrets do not exist.
+#[tokio::test]
+async fn a_worker_needs_only_the_cluster_ca() {
+    let plane = Plane::start(false).await;
+    let cluster = "ca-only";
+    create_cluster(&plane, cluster).await;
+    machine_with_config(
+        &plane,
+        cluster,
+        "ca-only-md-0",
+        false,
+        // File discovery: no join token, so no workload cluster is needed.
+        json!({ "joinConfiguration": { "discovery": { "file": {
+            "kubeConfigPath": "/etc/kubernetes/discovery.conf" } } } }),
+    )
+    .await;
+    provision(&plane, cluster, true).await;
+    let config = eventually("CertificatesAvailable False", || async {
+        let config = plane.config("ca-only-md-0").await;
+        (condition(&config, "CertificatesAvailable")?.status == "False").then_some(config)
+    })
+    .await;
+    assert_eq!(
+        condition(&config, "CertificatesAvailable").unwrap().message,
+        "Waiting for the cluster certificate Secrets (ca-only-ca)"
+    );
+
+    let ca = certs::generate(
+        certs::Purpose::ClusterCa,
+        certs::KeyAlgorithm::EcdsaP256,
+        OffsetDateTime::now_utc(),
+    )
+    .unwrap();
+    plane
+        .api::<Secret>()
+        .create(
+            &PostParams::default(),
+            &certs::secret(NAMESPACE, cluster, certs::Purpose::ClusterCa, &ca, None),
+        )
+        .await
+        .unwrap();
+    let data = eventually("the worker's bootstrap data", || async {
+        plane.api::<Secret>().get_opt("ca-only-md-0").await.unwrap()
+    })
+    .await;
+    let cloud_config = text(&data, "value");
+    assert!(cloud_config.contains("kubeadm join"), "{cloud_config}");
+    for purpose in [
+        certs::Purpose::EtcdCa,
+        certs::Purpose::FrontProxyCa,
+        certs::Purpose::ServiceAccount,
+    ] {
+        let name = purpose.secret_name(cluster);
+        assert!(
+            plane
+                .api::<Secret>()
+                .get_opt(&name)
+                .await
+                .unwrap()
+                .is_none(),
+            "{name} was not needed"
+        );
+    }
+    let config = plane.config("ca-only-md-0").await;
+    assert_eq!(
+        condition(&config, "CertificatesAvailable").unwrap().status,
+        "True"
+    );
+    plane.stop().await;
+}
+
 #[tokio::test]
 async fn a_join_token_is_extended_while_it_is_short_and_written_again_when_gone() {
     let workload = TestEnv::start().await;
