@@ -723,7 +723,7 @@ async fn benchmark_clusters_with_a_control_plane_of_3_and_3_workers_come_up() {
     let requests = plane.requests.as_ref().unwrap().lock().unwrap().clone();
     let total: u64 = requests.values().sum();
     let mut requests: Vec<(String, u64)> = requests.into_iter().collect();
-    requests.sort_by(|a, b| b.1.cmp(&a.1));
+    requests.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     eprintln!(
         "controllers' requests to the management API server: {total} ({:.1} per cluster)",
         total as f64 / count as f64
