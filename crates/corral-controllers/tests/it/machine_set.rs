@@ -627,9 +627,12 @@ async fn owner_remediated_machine_is_replaced() {
         .filter(|name| !before.contains(name))
         .collect();
     assert_eq!(replacement.len(), 1, "one replacement: {replacement:?}");
+    // The status converges: Remediating settles and the replacement is counted (a status
+    // written between the sick Machine's removal and the replacement's creation may show one).
     let ms = h
-        .wait_for::<MachineSet>("pool-c", "Remediating to settle", |ms| {
+        .wait_for::<MachineSet>("pool-c", "Remediating to settle with 2 replicas", |ms| {
             machine_set_condition(ms, "Remediating").is_some_and(|c| c.1 == "NotRemediating")
+                && ms.status.as_ref().and_then(|s| s.replicas) == Some(2)
         })
         .await;
     assert_eq!(ms.status.as_ref().unwrap().replicas, Some(2));
