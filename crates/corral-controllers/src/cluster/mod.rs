@@ -27,15 +27,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::Api;
 use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
 use crate::runtime::coalesce::{coalesce, coalesce_marked};
-use crate::runtime::index::ClusterIndex;
 use crate::runtime::patch;
+use crate::runtime::shared::SharedCache;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown};
 
@@ -152,13 +152,10 @@ pub enum Error {
 pub(crate) struct ClusterController {
     ctx: Arc<Context>,
     external: ExternalWatches<Cluster>,
-    machines: Store<Machine>,
-    machine_index: ClusterIndex<Machine>,
-    machine_deployments: Store<MachineDeployment>,
-    machine_deployment_index: ClusterIndex<MachineDeployment>,
-    machine_sets: Store<MachineSet>,
-    machine_set_index: ClusterIndex<MachineSet>,
-    /// The caches and indexes above filled (see [`runtime::ready`]).
+    machines: SharedCache<Machine>,
+    machine_deployments: SharedCache<MachineDeployment>,
+    machine_sets: SharedCache<MachineSet>,
+    /// The caches above filled (see [`runtime::ready`]).
     ready: runtime::ready::CachesReady,
 }
 
@@ -277,12 +274,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let controller = Arc::new(ClusterController {
         external: ExternalWatches::new(ctx.external().clone(), triggers),
         ready,
-        machines: machine_cache.store(),
-        machine_index: machine_cache.index().clone(),
-        machine_deployments: machine_deployment_cache.store(),
-        machine_deployment_index: machine_deployment_cache.index().clone(),
-        machine_sets: machine_set_cache.store(),
-        machine_set_index: machine_set_cache.index().clone(),
+        machines: machine_cache,
+        machine_deployments: machine_deployment_cache,
+        machine_sets: machine_set_cache,
         ctx: ctx.clone(),
     });
     runtime::run_controller(
@@ -307,13 +301,11 @@ impl ClusterController {
     /// `spec.clusterName`).
     fn descendants(&self, key: &ClusterKey) -> Descendants {
         let mut descendants = Descendants {
-            machine_deployments: self
-                .machine_deployment_index
-                .objects(&self.machine_deployments, key),
-            machine_sets: self.machine_set_index.objects(&self.machine_sets, key),
+            machine_deployments: self.machine_deployments.of_cluster(key),
+            machine_sets: self.machine_sets.of_cluster(key),
             ..Default::default()
         };
-        for machine in self.machine_index.objects(&self.machines, key) {
+        for machine in self.machines.of_cluster(key) {
             let labels = machine.labels();
             if labels.contains_key(corral_api::labels::CONTROL_PLANE) {
                 descendants.control_plane_machines.push(machine);

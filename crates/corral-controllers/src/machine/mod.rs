@@ -42,7 +42,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::cluster_cache::{ClusterKey, NodeEvent};
 use crate::conditions;
 use crate::external::{ExternalObject, Observed};
-use crate::runtime::index::ClusterIndex;
+use crate::runtime::shared::SharedCache;
 use crate::runtime::shared::trigger_own;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown, patch};
@@ -225,7 +225,7 @@ pub(crate) struct MachineController {
     ctx: Arc<Context>,
     external: ExternalWatches<Machine>,
     clusters: Store<Cluster>,
-    machines: MachineCache,
+    machines: SharedCache<Machine>,
     machine_sets: Store<MachineSet>,
     machine_deployments: Store<MachineDeployment>,
 }
@@ -275,16 +275,9 @@ impl Scope {
     }
 }
 
-/// The Machine cache and its index.
-#[derive(Clone)]
-struct MachineCache {
-    store: Store<Machine>,
-    index: ClusterIndex<Machine>,
-}
-
 /// Machines of a cluster, from the cache.
-fn machines_of(machines: &MachineCache, cluster: &ClusterKey) -> Vec<Arc<Machine>> {
-    machines.index.objects(&machines.store, cluster)
+fn machines_of(machines: &SharedCache<Machine>, cluster: &ClusterKey) -> Vec<Arc<Machine>> {
+    machines.of_cluster(cluster)
 }
 
 /// What about a Cluster its Machines' reconciles depend on (upstream's Cluster predicates:
@@ -314,7 +307,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let caches = ctx.caches();
     let shared_machines = caches.machines();
     let machine_store = shared_machines.store();
-    let machine_index = shared_machines.index().clone();
     let machines = shared_machines.applied();
     let cluster_cache = caches.clusters();
     let cluster_store = cluster_cache.store();
@@ -333,10 +325,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let mut queue: SelectAll<Queue<Machine>> = SelectAll::new();
     queue.push(trigger_own(machines).boxed());
     let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
-    let cache = MachineCache {
-        store: machine_store.clone(),
-        index: machine_index,
-    };
+    let cache = shared_machines.clone();
     let store = cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
@@ -375,7 +364,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 .insert(runtime::object_key(machine_set.as_ref()), signature.clone())
                 != Some(signature);
             if changed {
-                up_to_date::machines_of_machine_set(&store.index, &store.store, &machine_set)
+                up_to_date::machines_of_machine_set(&store, &machine_set)
             } else {
                 Vec::new()
             }
@@ -393,7 +382,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 .insert(runtime::object_key(md.as_ref()), signature.clone())
                 != Some(signature);
             if changed {
-                up_to_date::machines_of_machine_deployment(&store.index, &store.store, &md)
+                up_to_date::machines_of_machine_deployment(&store, &md)
             } else {
                 Vec::new()
             }
@@ -444,7 +433,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 
 /// The Machines a Node event concerns: the one named in the Node's annotations, or those of
 /// the cluster with the Node's provider ID (a new Node, not annotated yet).
-fn node_to_machines(machines: &MachineCache, event: &NodeEvent) -> Vec<ObjectRef<Machine>> {
+fn node_to_machines(machines: &SharedCache<Machine>, event: &NodeEvent) -> Vec<ObjectRef<Machine>> {
     let annotations = event.node.annotations();
     if let (Some(name), Some(namespace)) = (
         annotations.get(corral_api::annotations::NODE_MACHINE),

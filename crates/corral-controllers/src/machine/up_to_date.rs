@@ -17,7 +17,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
-use crate::runtime::index::ClusterIndex;
+use crate::runtime::shared::SharedCache;
 
 /// The owner reference of an object's controller, when it is of `kind` in Cluster API's group.
 fn controller_of_kind<'a>(owners: &'a [OwnerReference], kind: &str) -> Option<&'a OwnerReference> {
@@ -106,8 +106,7 @@ pub(super) fn machine_deployment_signature(machine_deployment: &MachineDeploymen
 
 /// The Machines a MachineSet controls, from the cache.
 pub(super) fn machines_of_machine_set(
-    index: &ClusterIndex<Machine>,
-    machines: &Store<Machine>,
+    machines: &SharedCache<Machine>,
     machine_set: &MachineSet,
 ) -> Vec<ObjectRef<Machine>> {
     let uid = machine_set.uid();
@@ -115,8 +114,8 @@ pub(super) fn machines_of_machine_set(
         &machine_set.namespace().unwrap_or_default(),
         &machine_set.spec.cluster_name,
     );
-    index
-        .objects(machines, &cluster)
+    machines
+        .of_cluster(&cluster)
         .iter()
         .filter(|machine| {
             controller_of_kind(machine.owner_references(), "MachineSet")
@@ -129,8 +128,7 @@ pub(super) fn machines_of_machine_set(
 /// The Machines of a MachineDeployment (by the deployment-name label its MachineSets give
 /// them), from the cache.
 pub(super) fn machines_of_machine_deployment(
-    index: &ClusterIndex<Machine>,
-    machines: &Store<Machine>,
+    machines: &SharedCache<Machine>,
     machine_deployment: &MachineDeployment,
 ) -> Vec<ObjectRef<Machine>> {
     let name = machine_deployment.name_any();
@@ -138,8 +136,8 @@ pub(super) fn machines_of_machine_deployment(
         &machine_deployment.namespace().unwrap_or_default(),
         &machine_deployment.spec.cluster_name,
     );
-    index
-        .objects(machines, &cluster)
+    machines
+        .of_cluster(&cluster)
         .iter()
         .filter(|machine| {
             machine

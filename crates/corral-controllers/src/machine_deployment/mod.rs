@@ -75,7 +75,7 @@ use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_reco
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
 use crate::runtime::coalesce::coalesce;
-use crate::runtime::index::ClusterIndex;
+use crate::runtime::shared::SharedCache;
 use crate::runtime::shared::trigger_own_coalesced;
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
 
@@ -202,12 +202,10 @@ pub enum Error {
 /// The MachineDeployment controller's state, shared by its reconciles.
 pub(crate) struct MachineDeploymentController {
     ctx: Arc<Context>,
-    machine_sets: Store<MachineSet>,
-    /// The MachineSets' names per Cluster (reads and expectations go through it).
-    machine_set_index: ClusterIndex<MachineSet>,
-    machines: Store<Machine>,
-    /// The Machines' names per Cluster.
-    machine_index: ClusterIndex<Machine>,
+    /// The MachineSets, read per Cluster (reads and expectations go through its index).
+    machine_sets: SharedCache<MachineSet>,
+    /// The Machines, read per Cluster.
+    machines: SharedCache<Machine>,
     clusters: Store<Cluster>,
     /// The MachineDeployment cache and the three above filled (see [`runtime::ready`]).
     ready: runtime::ready::CachesReady,
@@ -336,10 +334,8 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let controller = Arc::new(MachineDeploymentController {
         ctx: ctx.clone(),
         ready,
-        machine_sets: machine_set_cache.store(),
-        machine_set_index: machine_set_cache.index().clone(),
-        machines: machine_cache.store(),
-        machine_index: machine_cache.index().clone(),
+        machine_sets: machine_set_cache,
+        machines: machine_cache,
         clusters: cluster_cache.store(),
         expectations: Expectations::default(),
         own_writes: OwnWrites::default(),
@@ -408,15 +404,15 @@ impl MachineDeploymentController {
 
     /// Whether the cache shows every MachineSet write of this MachineDeployment. Presence is
     /// read from the index, which the MachineSets are read through next (see
-    /// [`ClusterIndex`] on why not the store).
+    /// [`crate::runtime::index::ClusterIndex`] on why not the store).
     fn unmet_expectations(
         &self,
         key: &ObjectRef<MachineDeployment>,
         cluster: &ClusterKey,
     ) -> Option<Duration> {
         let cached: HashMap<String, Arc<MachineSet>> = self
-            .machine_set_index
-            .objects(&self.machine_sets, cluster)
+            .machine_sets
+            .of_cluster(cluster)
             .into_iter()
             .map(|ms| (ms.name_any(), ms))
             .collect();
@@ -722,9 +718,7 @@ async fn adopt_machine_sets(
     // A MachineSet of another Cluster is never this MachineDeployment's (upstream's webhook
     // keeps the cluster-name label of both selectors equal to `spec.clusterName`).
     let cluster = ClusterKey::new(&namespace, &scope.machine_deployment.spec.cluster_name);
-    let candidates = controller
-        .machine_set_index
-        .objects(&controller.machine_sets, &cluster);
+    let candidates = controller.machine_sets.of_cluster(&cluster);
     let mut machine_sets = Vec::new();
     for machine_set in candidates {
         let controlled = controller_of(machine_set.owner_references())
@@ -798,8 +792,8 @@ fn machines_of(
         &scope.machine_deployment.spec.cluster_name,
     );
     controller
-        .machine_index
-        .objects(&controller.machines, &cluster)
+        .machines
+        .of_cluster(&cluster)
         .into_iter()
         .filter(|machine| !selector.selects_all() && selector.matches(machine.labels()))
         .collect()

@@ -64,7 +64,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
 use crate::runtime::coalesce::coalesce;
-use crate::runtime::index::ClusterIndex;
+use crate::runtime::shared::SharedCache;
 use crate::runtime::shared::trigger_own_coalesced;
 use crate::runtime::{self, Context, Queue, Shutdown};
 
@@ -191,9 +191,8 @@ pub enum Error {
 /// The MachineSet controller's state, shared by its reconciles.
 pub(crate) struct MachineSetController {
     ctx: Arc<Context>,
-    machines: Store<Machine>,
-    /// The Machines' names per Cluster (reads and expectations go through it).
-    machine_index: ClusterIndex<Machine>,
+    /// The Machines, read per Cluster (reads and expectations go through its index).
+    machines: SharedCache<Machine>,
     clusters: Store<Cluster>,
     machine_deployments: Store<MachineDeployment>,
     /// The MachineSet cache and the three above filled (see [`runtime::ready`]).
@@ -391,8 +390,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let controller = Arc::new(MachineSetController {
         ctx: ctx.clone(),
         ready,
-        machines: machine_cache.store(),
-        machine_index: machine_cache.index().clone(),
+        machines: machine_cache,
         clusters: cluster_cache.store(),
         machine_deployments: machine_deployment_cache.store(),
         expectations: Expectations::default(),
@@ -486,8 +484,8 @@ impl MachineSetController {
             &machine_set.namespace().unwrap_or_default(),
             &machine_set.spec.cluster_name,
         );
-        self.machine_index
-            .objects(&self.machines, &cluster)
+        self.machines
+            .of_cluster(&cluster)
             .into_iter()
             .filter(|machine| selector.matches(machine.labels()))
             .filter(|machine| {
@@ -499,14 +497,14 @@ impl MachineSetController {
 
     /// Whether the cache shows every Machine this MachineSet created or deleted; if not, how
     /// long to wait at most. Presence is read from the index, which the Machines are read
-    /// through next (see [`ClusterIndex`] on why not the store).
+    /// through next (see [`crate::runtime::index::ClusterIndex`] on why not the store).
     fn unmet_expectations(
         &self,
         key: &ObjectRef<MachineSet>,
         cluster: &ClusterKey,
     ) -> Option<Duration> {
         self.expectations.unmet(key, |name| {
-            if !self.machine_index.contains(cluster, name) {
+            if !self.machines.index().contains(cluster, name) {
                 return Seen::Absent;
             }
             match self

@@ -37,9 +37,6 @@ where
     E: Send + 'static,
     S: Stream<Item = Result<ReconcileRequest<K>, E>> + Send + 'static,
 {
-    if window.is_zero() {
-        return requests.boxed();
-    }
     coalesce_marked(
         requests.map(|request| request.map(|request| (request, true))),
         window,

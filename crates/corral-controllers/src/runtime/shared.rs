@@ -67,16 +67,30 @@ impl<K: Resource<DynamicType = ()> + 'static> Clone for SharedCache<K> {
     }
 }
 
-impl<K> SharedCache<K>
-where
+/// What a shared cache can hold: a kind served by the API, decoded from JSON.
+pub trait Cached:
+    Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Cached for K where
     K: Resource<DynamicType = ()>
         + Clone
         + std::fmt::Debug
         + serde::de::DeserializeOwned
         + Send
         + Sync
-        + 'static,
+        + 'static
 {
+}
+
+impl<K: Cached> SharedCache<K> {
     /// Starts watching every `K`; the returned task runs the watch until dropped.
     fn start(client: Client, cluster_of: ClusterOf<K>) -> (Self, AbortOnDrop) {
         let (store, mut writer) = reflector::store();
@@ -138,6 +152,11 @@ where
     /// The index by Cluster.
     pub fn index(&self) -> &ClusterIndex<K> {
         &self.index
+    }
+
+    /// The object `key` names, if cached.
+    pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        self.store.get(key)
     }
 
     /// `cluster`'s objects, sorted by name.
@@ -206,16 +225,7 @@ impl Caches {
     }
 
     /// The shared cache of `K`, indexed by the Cluster `cluster_of` names.
-    pub fn get<K>(&self, cluster_of: ClusterOf<K>) -> SharedCache<K>
-    where
-        K: Resource<DynamicType = ()>
-            + Clone
-            + std::fmt::Debug
-            + serde::de::DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn get<K: Cached>(&self, cluster_of: ClusterOf<K>) -> SharedCache<K> {
         let mut inner = self.inner.lock().expect("caches lock");
         if let Some(cache) = inner
             .caches
