@@ -24,7 +24,8 @@
 //!   `mod_revision` equals the expected one ([`Error::NotFound`], [`Error::Conflict`]). This is
 //!   the optimistic-concurrency primitive the API server's `resourceVersion` preconditions map to.
 //! * A write that returned `Ok` is durable according to the backend's guarantee: SQLite has
-//!   synced it (synchronous=FULL) and etcd has committed it to a quorum.
+//!   fsynced its WAL (see `sqlite`'s "Durability") and etcd has committed it to a quorum. A
+//!   read or watch never shows a write before that.
 //!
 //! # Watch
 //!

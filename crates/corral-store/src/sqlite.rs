@@ -1,5 +1,5 @@
 //! The SQLite backend (the embedded default): one database file, one writer thread, group
-//! commit.
+//! commit, and a sync thread that pipelines the WAL's fsyncs with the next commits.
 //!
 //! # Schema
 //!
@@ -24,18 +24,24 @@
 //! rewrite a leaf of a second name-ordered b-tree, and the index answers the same question.
 //! Watches replay the log by revision, joining each row to its `prev_revision` row.
 //!
-//! # Writes: one writer thread, group commit
+//! # Writes: one writer thread, group commit, pipelined fsyncs
 //!
 //! All writes go through a channel to a dedicated thread that owns the only read-write
 //! connection. It takes everything queued (up to a batch limit), applies each write inside one
 //! `BEGIN IMMEDIATE` transaction, checking each write's precondition on its own so that a
-//! conflicting write fails alone while the others take consecutive revisions, commits once (one
-//! WAL fsync for the whole batch), then answers every caller and publishes the batch's events to
-//! watchers. When the queue holds less than half as many writes as the last commit carried
-//! (the first answered callers' next writes racing the others), it waits for the rest, up to
-//! half of the last commit's duration and `SqliteOptions::max_linger`, so that batches don't
-//! alternate between one write and all the others, each paying an fsync. A single writer is what makes revisions gap-free without any locking: the thread
-//! hands them out in order.
+//! conflicting write fails alone while the others take consecutive revisions, and commits
+//! once. The commit writes the WAL without waiting for the disk (`synchronous=NORMAL`); the
+//! batch's answers and events go to the sync thread (`sync.rs`), and the writer goes on with
+//! the next batch. The sync thread runs one `fdatasync` of the WAL file at a time, each
+//! covering every transaction committed before it started; when it returns, it publishes the
+//! new revision, answers the callers and hands the events to watchers. So while one fsync is
+//! in flight, the writes that arrive meanwhile are applied and committed, and the next fsync
+//! takes them all: the number of writes per fsync grows with the fsync's latency, as etcd's
+//! WAL batches its entries. When far fewer writes are queued than the last fsync carried (the
+//! first answered callers' next writes racing the others), the sync thread waits for the rest,
+//! up to half of the last fsync's duration and `SqliteOptions::max_linger`, so that fsyncs
+//! don't alternate between one write and all the others. A single writer is what makes
+//! revisions gap-free without any locking: the thread hands them out in order.
 //!
 //! Reads run on a small pool of read-only connections in `spawn_blocking`, each in its own
 //! read transaction, so that a read sees one consistent snapshot (its revision and its rows)
@@ -64,17 +70,49 @@
 //!
 //! # Durability
 //!
-//! The database runs in WAL mode with `synchronous=FULL`: a commit returns only after the WAL
-//! is fsynced, and a write is acknowledged only after its batch committed. So every
-//! acknowledged write survives the process being killed (`kill -9`) and the machine losing
-//! power, provided the disk honours fsync; a write that was not acknowledged may or may not be
-//! there after a crash, as with etcd. Only one process may use a database file at a time; a
-//! writer that finds the stored revision moved under it refuses to write. `tests/it/sqlite.rs`
-//! kills a writer process with SIGKILL mid-load and checks every acknowledged write; its
-//! ignored `measure_*` tests time writes and 10,000-key ranges.
+//! The database runs in WAL mode with `synchronous=NORMAL`, and the sync thread `fdatasync`s the
+//! WAL file itself. The rule: **nothing about revision `r` leaves the store before an fsync
+//! that started after `r`'s transaction committed has returned** — not the write's answer, not
+//! a read or watch event showing it, not another write's failure that found it (a conflict or
+//! `AlreadyExists` names the version it found, so every batch's answers wait, even when it
+//! committed nothing), not a compaction up to it. Why that is enough:
+//!
+//! - A commit has written its WAL frames (`write(2)`) before it returns, and `fdatasync` on our
+//!   own descriptor of the file flushes data written through any descriptor, so the fsync
+//!   puts the transaction, and every earlier one, on disk. An acknowledged write therefore
+//!   survives `kill -9` and power loss, provided the disk honours fsync.
+//! - A write that was committed but not yet synced may be lost by a power cut, but only
+//!   together with everything after it: WAL frames carry cumulative checksums, so recovery
+//!   keeps a prefix of the commits. Nobody saw it (the rule), and any later write that read it
+//!   (a precondition) is lost with it and was not acknowledged either. A `kill -9` loses
+//!   nothing committed (the page cache survives the process).
+//! - Reads: readers see committed transactions at once in WAL mode, so reads are served at the
+//!   durable revision, which the sync thread publishes (`Published::revision`) before
+//!   answering; a read takes it before its snapshot, and reads keys at or below it (`read.rs`).
+//!   `current_revision`, watches' replays of the log and `compact`'s bound use it too, and live
+//!   events are broadcast after the fsync. A reader or watcher that saw revision `r` never
+//!   sees it lost.
+//! - Checkpoints never run ahead of the sync: SQLite fsyncs the WAL before a checkpoint
+//!   copies it into the database file, and the database file after; when the WAL then starts
+//!   over from its beginning, frames of the old generation fail the new salt and checksums,
+//!   so recovery can't mix the two. The `-wal` file stays the same inode while the writer's
+//!   connection is open (truncated at most), and its directory entry is synced when the store
+//!   opens (`schema::open_wal`).
+//! - An fsync that fails leaves what reached the disk unknown: the sync thread then fails
+//!   everything waiting and every later write, until the store is reopened.
+//!
+//! A write that was not acknowledged may or may not be there after a crash, as with etcd.
+//! Recording a compaction (`compacted` in `meta`) is visible at once, before its fsync: a
+//! compaction lost by a crash only gives back history that had been refused. Only one process
+//! may use a database file at a time; a writer that finds the stored revision moved under it
+//! refuses to write. `tests/it/sqlite.rs` kills a writer process with SIGKILL mid-load and
+//! checks every acknowledged write; `tests.rs` holds the sync thread before an fsync and
+//! checks that nothing of the committed write shows; the ignored `measure_*` tests time
+//! writes and 10,000-key ranges.
 
 mod read;
 mod schema;
+mod sync;
 mod watch;
 mod writer;
 
@@ -94,6 +132,7 @@ use crate::{
 };
 
 use self::read::Readers;
+use self::sync::SyncHandle;
 use self::writer::{Command, Write, Writer};
 
 /// Largest value the SQLite backend accepts.
@@ -115,8 +154,9 @@ pub struct SqliteOptions {
     pub max_readers: usize,
     /// Revisions whose rows one compaction step deletes before letting writes through.
     pub compaction_chunk: Revision,
-    /// Longest wait for more writes when a batch is much smaller than the last one (never
-    /// more than half of the last commit's duration; zero turns it off). See the module docs.
+    /// Longest wait for more writes before an fsync when far fewer are queued than the last
+    /// fsync carried (never more than half of the last fsync's duration; zero turns it off).
+    /// See the module docs.
     pub max_linger: std::time::Duration,
 }
 
@@ -146,7 +186,7 @@ struct Published {
     commits: CommitCounters,
 }
 
-/// Running totals of the writer's committed batches, for `SqliteStore::commit_stats`.
+/// Running totals of the durable groups of writes, for `SqliteStore::commit_stats`.
 #[derive(Default)]
 struct CommitCounters {
     commits: AtomicU64,
@@ -180,18 +220,21 @@ impl CommitCounters {
     }
 }
 
-/// How group commit has been doing since the store was opened: how many transactions the
-/// writer committed, how many writes they carried, and how long the commits took (each one
-/// ends with the WAL's fsync). Subtract two snapshots to look at an interval.
+/// How group commit has been doing since the store was opened, counted per fsync of the WAL
+/// (the unit that decides throughput on a slow disk): how many fsyncs acknowledged writes, how
+/// many writes they carried, and how long each took from the start of its oldest transaction
+/// to the end of the fsync. The writer may commit several transactions per fsync (those
+/// committed while the previous fsync ran). Subtract two snapshots to look at an interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CommitStats {
-    /// Committed write transactions (batches that wrote something).
+    /// WAL fsyncs that made successful writes durable.
     pub commits: u64,
     /// Successful writes in them.
     pub writes: u64,
-    /// Time spent committing them, from the first statement to the end of the fsync.
+    /// Sum over those fsyncs of the time from the first statement of their oldest transaction
+    /// to the end of the fsync (they may overlap: the next batch commits during an fsync).
     pub commit_time: std::time::Duration,
-    /// Commits by number of writes: `batch_sizes[i]` counts the batches of `2^i` to
+    /// Fsyncs by number of writes: `batch_sizes[i]` counts the fsyncs of `2^i` to
     /// `2^(i+1) - 1` writes (the last bucket has no upper bound).
     pub batch_sizes: [u64; BATCH_SIZE_BUCKETS],
 }
@@ -244,7 +287,21 @@ impl SqliteStore {
     }
 
     pub fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteStore> {
+        Self::open_inner(
+            path,
+            options,
+            #[cfg(test)]
+            None,
+        )
+    }
+
+    fn open_inner(
+        path: &Path,
+        options: SqliteOptions,
+        #[cfg(test)] gate: Option<Arc<sync::SyncGate>>,
+    ) -> Result<SqliteStore> {
         let (connection, state) = schema::open_writer(path)?;
+        let wal = schema::open_wal(path)?;
         let published = Arc::new(Published {
             revision: AtomicI64::new(state.revision),
             compacted: AtomicI64::new(state.compacted),
@@ -252,13 +309,15 @@ impl SqliteStore {
         });
         let (events, _) = broadcast::channel(options.watch_buffer.max(1));
         let (commands, receiver) = mpsc::channel(options.max_batch_writes.max(1) * 4);
-        let writer = Writer::new(
-            connection,
-            state,
+        let sync = SyncHandle::start(
+            wal,
             events.clone(),
             published.clone(),
-            options.clone(),
-        );
+            options.max_linger,
+            #[cfg(test)]
+            gate,
+        )?;
+        let writer = Writer::new(connection, state, sync, published.clone(), options.clone());
         let writer = std::thread::Builder::new()
             .name("corral-sqlite-writer".into())
             .spawn(move || writer.run(receiver))
@@ -267,7 +326,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 commands: Some(commands),
                 writer: Mutex::new(Some(writer)),
-                readers: Arc::new(Readers::new(path, options.max_readers)),
+                readers: Arc::new(Readers::new(path, options.max_readers, published.clone())),
                 events,
                 published,
             }),

@@ -2,12 +2,14 @@
 //! history part of watches.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction};
 use tokio::sync::Semaphore;
 
+use super::Published;
 use super::schema::{open_reader, sql_error};
 use crate::{Error, Event, EventKind, KeyValue, RangeRequest, RangeResponse, Result, Revision};
 
@@ -54,21 +56,33 @@ pub(super) struct Readers {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
+    /// Where the sync thread publishes the durable revision, the newest a read may see.
+    published: Arc<Published>,
+}
+
+/// One read: a read transaction, and the newest revision it may show.
+pub(super) struct Snapshot<'a> {
+    pub tx: Transaction<'a>,
+    /// The durable revision when the read began. The transaction can hold later writes
+    /// (committed, not yet fsynced); reads never show them, see "Durability" in the module
+    /// docs of `sqlite`.
+    pub durable: Revision,
 }
 
 impl Readers {
-    pub fn new(path: &Path, max_readers: usize) -> Self {
+    pub fn new(path: &Path, max_readers: usize, published: Arc<Published>) -> Self {
         Readers {
             path: path.to_path_buf(),
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(max_readers.max(1))),
+            published,
         }
     }
 
     /// Runs `read` in one read transaction, so everything it reads comes from one snapshot.
     pub async fn read<T, F>(self: &Arc<Self>, read: F) -> Result<T>
     where
-        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        F: FnOnce(&Snapshot<'_>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let permit = self
@@ -85,8 +99,11 @@ impl Readers {
                 Some(connection) => connection,
                 None => open_reader(&readers.path)?,
             };
+            // Loaded before the transaction starts, so that the snapshot holds this revision
+            // (a revision is published only after its transaction committed).
+            let durable = readers.published.revision.load(Ordering::Acquire);
             let result = match connection.transaction() {
-                Ok(tx) => read(&tx),
+                Ok(tx) => read(&Snapshot { tx, durable }),
                 Err(e) => Err(Error::backend("starting a sqlite read transaction", e)),
             };
             readers.idle.lock().unwrap().push(connection);
@@ -112,24 +129,32 @@ pub(super) fn prefix_bounds(prefix: &str) -> (Vec<u8>, Vec<u8>) {
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Revisions {
+    /// The revision reads are served at: the durable one.
     pub current: Revision,
+    /// The newest committed revision in the snapshot; above `current` while writes wait for
+    /// their fsync.
+    pub committed: Revision,
     pub compacted: Revision,
 }
 
-pub(super) fn revisions(tx: &Transaction<'_>) -> Result<Revisions> {
-    tx.prepare_cached(
-        "SELECT (SELECT value FROM meta WHERE name = 'revision'),
+pub(super) fn revisions(snapshot: &Snapshot<'_>) -> Result<Revisions> {
+    snapshot
+        .tx
+        .prepare_cached(
+            "SELECT (SELECT value FROM meta WHERE name = 'revision'),
                 (SELECT value FROM meta WHERE name = 'compacted')",
-    )
-    .and_then(|mut statement| {
-        statement.query_row([], |row| {
-            Ok(Revisions {
-                current: row.get(0)?,
-                compacted: row.get(1)?,
+        )
+        .and_then(|mut statement| {
+            statement.query_row([], |row| {
+                let committed: Revision = row.get(0)?;
+                Ok(Revisions {
+                    current: committed.min(snapshot.durable),
+                    committed,
+                    compacted: row.get(1)?,
+                })
             })
         })
-    })
-    .map_err(sql_error("reading the store's revisions"))
+        .map_err(sql_error("reading the store's revisions"))
 }
 
 /// The revision a read asking for `requested` is served at, or why it can't be.
@@ -185,16 +210,18 @@ fn live_key_value(row: &Row<'_>) -> rusqlite::Result<Option<KeyValue>> {
 }
 
 pub(super) fn get(
-    tx: &Transaction<'_>,
+    snapshot: &Snapshot<'_>,
     key: &str,
     revision: Option<Revision>,
 ) -> Result<Option<KeyValue>> {
-    let revisions = revisions(tx)?;
+    let revisions = revisions(snapshot)?;
     let at = read_revision(revisions, revision)?;
-    if at == revisions.current {
+    let tx = &snapshot.tx;
+    if at == revisions.committed {
         return current(tx, key).map_err(sql_error("reading a key"));
     }
-    // The newest version at or below `at`; a tombstone means the key did not exist then.
+    // The newest version at or below `at` (which may be older than the newest row, when that is
+    // not durable yet); a tombstone means the key did not exist then.
     tx.prepare_cached(PAST_GET)
         .and_then(|mut statement| {
             statement
@@ -205,8 +232,8 @@ pub(super) fn get(
         .map_err(sql_error("reading a key at a past revision"))
 }
 
-pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<RangeResponse> {
-    let revisions = revisions(tx)?;
+pub(super) fn range(snapshot: &Snapshot<'_>, request: &RangeRequest) -> Result<RangeResponse> {
+    let revisions = revisions(snapshot)?;
     let at = read_revision(revisions, request.revision)?;
     let (prefix_start, end) = prefix_bounds(&request.prefix);
     let start = match &request.start {
@@ -219,8 +246,8 @@ pub(super) fn range(tx: &Transaction<'_>, request: &RangeRequest) -> Result<Rang
         limit => i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1,
     };
     // The current revision is read like any other: each key's newest version at or below it.
-    let mut kvs =
-        range_at(tx, &start, &end, at, fetch).map_err(sql_error("reading a range of keys"))?;
+    let mut kvs = range_at(&snapshot.tx, &start, &end, at, fetch)
+        .map_err(sql_error("reading a range of keys"))?;
     let more = request.limit > 0 && kvs.len() > request.limit;
     kvs.truncate(if more { request.limit } else { kvs.len() });
     Ok(RangeResponse {
@@ -281,12 +308,12 @@ pub(super) struct LogPage {
 /// The changes under `prefix` after `after` and up to `until` (or the current revision),
 /// in revision order, as much as fits in a page.
 pub(super) fn log_page(
-    tx: &Transaction<'_>,
+    snapshot: &Snapshot<'_>,
     prefix: &str,
     after: Revision,
     until: Option<Revision>,
 ) -> Result<LogPage> {
-    let revisions = revisions(tx)?;
+    let revisions = revisions(snapshot)?;
     if after < revisions.compacted {
         return Err(Error::Compacted {
             requested: after,
@@ -303,7 +330,8 @@ pub(super) fn log_page(
         });
     }
     let (start, end) = prefix_bounds(prefix);
-    let mut statement = tx
+    let mut statement = snapshot
+        .tx
         .prepare_cached(LOG_PAGE)
         .map_err(sql_error("reading the change log"))?;
     let mut rows = statement

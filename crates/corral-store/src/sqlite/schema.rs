@@ -73,10 +73,12 @@ pub(super) fn open_writer(path: &Path) -> Result<(Connection, StoredState)> {
             format!("the journal mode stayed {mode:?}"),
         ));
     }
-    // FULL makes every commit fsync the WAL: an acknowledged write survives power loss, not
-    // only a crash of the process (NORMAL would only guarantee the latter).
+    // NORMAL: a commit writes the WAL but does not fsync it; the sync thread does, while the
+    // writer commits the next batch, and nothing is acknowledged or shown before that fsync
+    // (see "Durability" in the module docs of `sqlite`). SQLite still fsyncs the WAL before
+    // every checkpoint copies it into the database file, and the database file after.
     connection
-        .pragma_update(None, "synchronous", "FULL")
+        .pragma_update(None, "synchronous", "NORMAL")
         .map_err(sql_error("configuring the sqlite database"))?;
     // A burst of large values can grow the WAL far beyond its usual size; once checkpointed,
     // give the space back.
@@ -129,6 +131,23 @@ pub(super) fn open_writer(path: &Path) -> Result<(Connection, StoredState)> {
     }
     let state = read_state(&connection)?;
     Ok((connection, state))
+}
+
+/// Opens the database's `-wal` file for the sync thread's `fdatasync`s, and syncs its
+/// directory: SQLite creates the file (it exists once `open_writer` has run) and would sync
+/// the directory entry at its first fsync of it, which with `synchronous=NORMAL` comes only at
+/// a checkpoint. SQLite keeps the file (the same inode) while the writer's connection is
+/// open; it truncates it at most (`journal_size_limit`).
+pub(super) fn open_wal(path: &Path) -> Result<std::fs::File> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&wal)
+        .map_err(|e| Error::backend("opening the sqlite WAL file for syncing", e))?;
+    sync_parent_dir(path)?;
+    Ok(file)
 }
 
 /// A new file's directory entry must reach the disk too, or a power loss could lose the

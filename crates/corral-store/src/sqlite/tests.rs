@@ -1,6 +1,8 @@
 //! Unit tests of the SQLite backend's pieces: batch semantics, compaction's row selection, key
 //! bounds and query plans. The contract itself is checked by the conformance suite.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use rusqlite::Connection;
 
@@ -287,4 +289,105 @@ fn key_lookups_are_not_replanned_between_writes() {
             );
         }
     }
+}
+
+/// Waits until the writer has committed `revision`, reading the file's own record of it
+/// (there before the fsync, unlike anything the store shows).
+async fn wait_for_commit(path: &std::path::Path, revision: Revision) {
+    let reader = open_reader(path).unwrap();
+    loop {
+        let stored: Revision = reader
+            .query_row(
+                "SELECT value FROM meta WHERE name = 'revision'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        if stored >= revision {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// The durability rule of the module docs: a write committed by the writer but not yet
+/// covered by an fsync is neither acknowledged nor visible to reads, watches or compaction —
+/// not even through another write's failure — and all of it is once the fsync returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_acknowledged_or_shown_before_its_fsync() {
+    use futures::StreamExt;
+
+    use super::SqliteStore;
+    use super::sync::SyncGate;
+    use crate::{EventKind, RangeRequest, Store};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let gate = Arc::new(SyncGate::default());
+    let store = SqliteStore::open_inner(&path, super::SqliteOptions::default(), Some(gate.clone()))
+        .unwrap();
+    let mut watch = store.watch("/", 1).await.unwrap();
+
+    // The gate is closed: the writer commits, the sync thread waits before its fsync.
+    let create = tokio::spawn({
+        let store = store.clone();
+        async move { store.create("/a", Bytes::from_static(b"a")).await }
+    });
+    wait_for_commit(&path, 2).await;
+    let again = tokio::spawn({
+        let store = store.clone();
+        async move { store.create("/a", Bytes::from_static(b"again")).await }
+    });
+    // The second create fails on the first one's row, in a batch of its own (which commits
+    // nothing); its answer would reveal that row, so it waits for the same fsync.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+
+    assert!(!create.is_finished(), "acknowledged before its fsync");
+    assert!(
+        !again.is_finished(),
+        "a failure revealed a write before its fsync"
+    );
+    assert_eq!(store.current_revision().await.unwrap(), 1);
+    assert_eq!(store.get("/a", None).await.unwrap(), None);
+    assert!(matches!(
+        store.get("/a", Some(2)).await,
+        Err(Error::FutureRevision {
+            requested: 2,
+            current: 1
+        })
+    ));
+    let listed = store
+        .range(RangeRequest {
+            prefix: "/".into(),
+            ..RangeRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((listed.kvs.len(), listed.revision), (0, 1));
+    assert!(matches!(
+        store.compact(2).await,
+        Err(Error::FutureRevision {
+            requested: 2,
+            current: 1
+        })
+    ));
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(50), watch.next())
+            .await
+            .is_err(),
+        "a watch saw a write before its fsync"
+    );
+
+    gate.set_open(true);
+    assert_eq!(create.await.unwrap().unwrap(), 2);
+    assert!(matches!(
+        again.await.unwrap(),
+        Err(Error::AlreadyExists { .. })
+    ));
+    assert_eq!(store.current_revision().await.unwrap(), 2);
+    let kv = store.get("/a", None).await.unwrap().unwrap();
+    assert_eq!((kv.value.as_ref(), kv.mod_revision), (&b"a"[..], 2));
+    let event = watch.next().await.unwrap().unwrap();
+    assert_eq!((event.kind, event.revision()), (EventKind::Put, 2));
+    store.compact(2).await.unwrap();
 }

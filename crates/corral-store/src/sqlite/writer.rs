@@ -1,22 +1,22 @@
 //! The writer thread: the only connection that writes, batching queued writes into one
-//! transaction each (group commit), and running compaction between batches.
+//! transaction each (group commit), and running compaction between batches. It commits without
+//! waiting for the disk and hands every committed transaction to the sync thread (`sync.rs`),
+//! which answers the callers once an fsync covers it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::mpsc::error::TryRecvError;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::read::current;
 use super::schema::{StoredState, sql_error};
+use super::sync::{Pending, SyncHandle};
 use super::{Published, SqliteOptions};
 use crate::{Error, Event, EventKind, KeyValue, Result, Revision};
-
-/// How often `Writer::linger` looks for more writes.
-const LINGER_POLL: Duration = Duration::from_micros(25);
 
 /// One write, as a caller asked for it.
 pub(super) enum Write {
@@ -52,6 +52,10 @@ pub(super) enum Command {
 }
 
 pub(super) struct Writer {
+    /// Where committed transactions go to be made durable and acknowledged. First, so that it
+    /// is dropped first: dropping it waits for the last fsync and answers, before the
+    /// connection closes.
+    sync: SyncHandle,
     connection: Connection,
     /// The store's revision: the last committed write's.
     revision: Revision,
@@ -63,19 +67,15 @@ pub(super) struct Writer {
     compact_waiters: Vec<oneshot::Sender<Result<()>>>,
     /// Set when a compaction step failed; cleared by the next `compact`, which retries.
     compaction_failed: bool,
-    events: broadcast::Sender<Arc<[Event]>>,
     published: Arc<Published>,
     options: SqliteOptions,
-    /// Writes the last commit carried, and how long it took: what `linger` expects back.
-    last_batch: usize,
-    last_commit: Duration,
 }
 
 impl Writer {
     pub fn new(
         connection: Connection,
         state: StoredState,
-        events: broadcast::Sender<Arc<[Event]>>,
+        sync: SyncHandle,
         published: Arc<Published>,
         options: SqliteOptions,
     ) -> Self {
@@ -86,11 +86,9 @@ impl Writer {
             compact_done: state.compact_done,
             compact_waiters: Vec::new(),
             compaction_failed: false,
-            events,
             published,
             options,
-            last_batch: 0,
-            last_commit: Duration::ZERO,
+            sync,
         }
     }
 
@@ -131,7 +129,6 @@ impl Writer {
                         next = commands.try_recv().ok();
                     }
                 }
-                self.linger(&mut commands, &mut batch, bytes);
                 self.serve(&mut batch);
             }
             if self.compaction_pending() {
@@ -139,44 +136,6 @@ impl Writer {
             }
         }
         tracing::debug!("SQLite writer stopping");
-    }
-
-    /// Waits a little for more writes when the batch is much smaller than the last one.
-    ///
-    /// Under many concurrent writers, the first answered caller's next write can reach the
-    /// writer while the others are still being answered; committing it alone costs a whole
-    /// fsync, during which everyone else queues up, and batches then alternate between one
-    /// write and all the others. Waiting for up to half of the last commit's duration (at most
-    /// `SqliteOptions::max_linger`) until about as many writes as last time have arrived
-    /// merges them, so that each fsync carries about everyone's write. A lone writer (the last
-    /// batch had one write) never waits.
-    fn linger(
-        &self,
-        commands: &mut mpsc::Receiver<Command>,
-        batch: &mut Vec<Command>,
-        mut bytes: usize,
-    ) {
-        if batch.len() * 2 > self.last_batch || self.options.max_linger.is_zero() {
-            return;
-        }
-        let deadline = Instant::now() + self.options.max_linger.min(self.last_commit / 2);
-        while batch.len() < self.last_batch
-            && batch.len() < self.options.max_batch_writes
-            && bytes < self.options.max_batch_bytes
-        {
-            match commands.try_recv() {
-                Ok(command) => {
-                    if let Command::Write(write, _) = &command {
-                        bytes += write.value_len();
-                    }
-                    batch.push(command);
-                }
-                Err(TryRecvError::Empty) if Instant::now() < deadline => {
-                    std::thread::sleep(LINGER_POLL);
-                }
-                Err(_) => break,
-            }
-        }
     }
 
     fn serve(&mut self, batch: &mut Vec<Command>) {
@@ -198,29 +157,34 @@ impl Writer {
 
     fn write_batch(&mut self, writes: Vec<(Write, oneshot::Sender<Result<Event>>)>) {
         let (writes, replies): (Vec<_>, Vec<_>) = writes.into_iter().unzip();
-        let started = std::time::Instant::now();
+        if let Some(error) = self.sync.failed() {
+            // An fsync failed: nothing written since can be acknowledged.
+            for reply in replies {
+                let _ = reply.send(Err(Error::backend("syncing the sqlite WAL", error.clone())));
+            }
+            return;
+        }
+        let started = Instant::now();
         match apply_batch(&mut self.connection, self.revision, &writes) {
             Ok((outcomes, revision)) => {
-                if revision > self.revision {
-                    let written = usize::try_from(revision - self.revision).unwrap_or(usize::MAX);
-                    self.last_batch = written;
-                    self.last_commit = started.elapsed();
-                    self.published.commits.record(written, self.last_commit);
+                let written = usize::try_from(revision - self.revision).unwrap_or(usize::MAX);
+                if written > 0 {
+                    self.sync.committed();
                 }
                 self.revision = revision;
-                self.published.revision.store(revision, Ordering::Release);
                 let events: Vec<Event> = outcomes
                     .iter()
                     .filter_map(|outcome| outcome.as_ref().ok().cloned())
                     .collect();
-                for (reply, outcome) in replies.into_iter().zip(outcomes) {
-                    // A caller that gave up waiting doesn't undo its write.
-                    let _ = reply.send(outcome);
-                }
-                if !events.is_empty() {
-                    // No subscriber is fine: nobody is watching.
-                    let _ = self.events.send(events.into());
-                }
+                // Even a batch whose writes all failed waits for the sync: a failure can
+                // reveal a write that is committed but not yet durable (the key it found).
+                self.sync.push(Pending::Writes {
+                    revision,
+                    written,
+                    outcomes: replies.into_iter().zip(outcomes).collect(),
+                    events,
+                    started,
+                });
             }
             Err(error) => {
                 tracing::error!(%error, writes = replies.len(), "Failed to commit a batch of writes");
@@ -236,10 +200,12 @@ impl Writer {
     }
 
     fn start_compaction(&mut self, revision: Revision, reply: oneshot::Sender<Result<()>>) {
-        if revision > self.revision {
+        // Only revisions that are durable (and so visible) can be compacted.
+        let durable = self.published.revision.load(Ordering::Acquire);
+        if revision > durable {
             let _ = reply.send(Err(Error::FutureRevision {
                 requested: revision,
-                current: self.revision,
+                current: durable,
             }));
             return;
         }
@@ -251,7 +217,8 @@ impl Writer {
             if self.compact_done < self.compacted {
                 self.compact_waiters.push(reply);
             } else {
-                let _ = reply.send(Ok(()));
+                // Answered once the compaction's last step is durable, like the first answer.
+                self.sync.push(Pending::Compacted(vec![reply]));
             }
             return;
         }
@@ -266,6 +233,7 @@ impl Writer {
             let _ = reply.send(Err(error));
             return;
         }
+        self.sync.committed();
         self.compacted = revision;
         self.published.compacted.store(revision, Ordering::Release);
         self.compaction_failed = false;
@@ -281,11 +249,12 @@ impl Writer {
         );
         match compact_chunk(&mut self.connection, self.compact_done, until) {
             Ok(()) => {
+                self.sync.committed();
                 self.compact_done = until;
-                if until == self.compacted {
-                    for waiter in self.compact_waiters.drain(..) {
-                        let _ = waiter.send(Ok(()));
-                    }
+                if until == self.compacted && !self.compact_waiters.is_empty() {
+                    self.sync.push(Pending::Compacted(std::mem::take(
+                        &mut self.compact_waiters,
+                    )));
                 }
             }
             Err(error) => {
@@ -333,7 +302,7 @@ pub(super) fn apply_batch(
         outcomes.push(outcome);
     }
     if next == revision {
-        // Nothing to commit: every write failed its precondition; skip the fsync.
+        // Nothing to commit: every write failed its precondition.
         return Ok((outcomes, revision));
     }
     tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'revision'")?
@@ -501,7 +470,7 @@ pub(super) enum BatchError {
 
 /// One failure reported to every caller of a batch: `Error` can't be cloned, this can.
 #[derive(Clone, Debug)]
-struct SharedError(Arc<dyn std::error::Error + Send + Sync>);
+pub(super) struct SharedError(pub Arc<dyn std::error::Error + Send + Sync>);
 
 impl std::fmt::Display for SharedError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
