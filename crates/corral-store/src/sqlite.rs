@@ -98,6 +98,8 @@
 //!   so recovery can't mix the two. The `-wal` file stays the same inode while the writer's
 //!   connection is open (truncated at most), and its directory entry is synced when the store
 //!   opens (`schema::open_wal`).
+//! - Opening a file fsyncs its WAL before anything is shown: a process killed between a
+//!   commit and its fsync leaves committed frames that only the page cache holds.
 //! - An fsync that fails leaves what reached the disk unknown: the sync thread then fails
 //!   everything waiting and every later write, until the store is reopened.
 //!

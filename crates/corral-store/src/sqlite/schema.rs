@@ -138,6 +138,10 @@ pub(super) fn open_writer(path: &Path) -> Result<(Connection, StoredState)> {
 /// the directory entry at its first fsync of it, which with `synchronous=NORMAL` comes only at
 /// a checkpoint. SQLite keeps the file (the same inode) while the writer's connection is
 /// open; it truncates it at most (`journal_size_limit`).
+///
+/// The file is synced once here too: a previous process killed between a commit and its
+/// fsync leaves committed frames that are in the page cache only, and this store is about to
+/// show their revisions.
 pub(super) fn open_wal(path: &Path) -> Result<std::fs::File> {
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
@@ -146,6 +150,8 @@ pub(super) fn open_wal(path: &Path) -> Result<std::fs::File> {
         .write(true)
         .open(&wal)
         .map_err(|e| Error::backend("opening the sqlite WAL file for syncing", e))?;
+    file.sync_data()
+        .map_err(|e| Error::backend("syncing the sqlite WAL file", e))?;
     sync_parent_dir(path)?;
     Ok(file)
 }
