@@ -218,7 +218,9 @@ async fn is_delete_node_allowed(
             Err(error) => return Err(Error::CheckDeleteNodeAllowed(error)),
         }
     }
-    let active_control_plane = super::machines_of(&controller.machines, &scope.cluster_key)
+    let active_control_plane = controller
+        .machines
+        .with_key(&scope.cluster_key, crate::runtime::index::key::CONTROL_PLANE)
         .iter()
         .filter(|m| m.metadata.deletion_timestamp.is_none())
         .filter(|m| m.labels().contains_key(labels::CONTROL_PLANE))

@@ -449,7 +449,11 @@ fn node_to_machines(machines: &SharedCache<Machine>, event: &NodeEvent) -> Vec<O
     else {
         return Vec::new();
     };
-    machines_of(machines, &event.cluster)
+    machines
+        .with_key(
+            &event.cluster,
+            &crate::runtime::index::key::provider_id(provider_id),
+        )
         .iter()
         .filter(|m| m.spec.provider_id.as_deref() == Some(provider_id))
         .map(|m| ObjectRef::from_obj(m.as_ref()))

@@ -114,12 +114,15 @@ pub(super) fn machines_of_machine_set(
         &machine_set.namespace().unwrap_or_default(),
         &machine_set.spec.cluster_name,
     );
+    let Some(uid) = uid else {
+        return Vec::new();
+    };
     machines
-        .of_cluster(&cluster)
+        .with_key(&cluster, &crate::runtime::index::key::controller(Some(&uid)))
         .iter()
         .filter(|machine| {
             controller_of_kind(machine.owner_references(), "MachineSet")
-                .is_some_and(|owner| Some(&owner.uid) == uid.as_ref())
+                .is_some_and(|owner| owner.uid == uid)
         })
         .map(|machine| ObjectRef::from_obj(machine.as_ref()))
         .collect()

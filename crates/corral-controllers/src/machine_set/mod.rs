@@ -64,6 +64,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
 use crate::runtime::coalesce::coalesce;
+use crate::runtime::index::key;
 use crate::runtime::shared::SharedCache;
 use crate::runtime::shared::trigger_own_coalesced;
 use crate::runtime::{self, Context, Queue, Shutdown};
@@ -484,15 +485,14 @@ impl MachineSetController {
             &machine_set.namespace().unwrap_or_default(),
             &machine_set.spec.cluster_name,
         );
-        self.machines
-            .of_cluster(&cluster)
-            .into_iter()
-            .filter(|machine| selector.matches(machine.labels()))
-            .filter(|machine| {
-                controller_of(machine.owner_references())
-                    .is_none_or(|owner| Some(&owner.uid) == uid.as_ref())
-            })
-            .collect()
+        // Its own Machines and those without a controller; never another's.
+        let mut machines = self.machines.with_key(&cluster, &key::controller(None));
+        if let Some(uid) = uid.as_deref() {
+            machines.extend(self.machines.with_key(&cluster, &key::controller(Some(uid))));
+        }
+        machines.retain(|machine| selector.matches(machine.labels()));
+        machines.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        machines
     }
 
     /// Whether the cache shows every Machine this MachineSet created or deleted; if not, how
@@ -504,13 +504,7 @@ impl MachineSetController {
         cluster: &ClusterKey,
     ) -> Option<Duration> {
         self.expectations.unmet(key, |name| {
-            if !self.machines.index().contains(cluster, name) {
-                return Seen::Absent;
-            }
-            match self
-                .machines
-                .get(&ObjectRef::new(name).within(&cluster.namespace))
-            {
+            match self.machines.index().get(cluster, name) {
                 None => Seen::Absent,
                 // Machines are only created and deleted, never waited on for an update, so
                 // their resourceVersion does not matter here.

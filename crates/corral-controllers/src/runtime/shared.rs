@@ -29,7 +29,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
-use super::index::{ClusterIndex, ClusterOf};
+use super::index::{ClusterIndex, ClusterOf, IndexKeys};
 use super::triggers::AbortOnDrop;
 
 /// A change a subscriber is told of.
@@ -92,9 +92,9 @@ impl<K> Cached for K where
 
 impl<K: Cached> SharedCache<K> {
     /// Starts watching every `K`; the returned task runs the watch until dropped.
-    fn start(client: Client, cluster_of: ClusterOf<K>) -> (Self, AbortOnDrop) {
+    fn start(client: Client, keys: IndexKeys<K>) -> (Self, AbortOnDrop) {
         let (store, mut writer) = reflector::store();
-        let index = ClusterIndex::new(cluster_of);
+        let index = ClusterIndex::new(keys);
         let subscribers: Subscribers<K> = Arc::new(Mutex::new(Vec::new()));
         let cache = SharedCache {
             store: store.clone(),
@@ -115,15 +115,21 @@ impl<K: Cached> SharedCache<K> {
                     }
                 };
                 writer.apply_watcher_event(&event);
-                index.apply(&event);
                 let change = match event {
-                    watcher::Event::Apply(object) => Some(Change {
+                    watcher::Event::Apply(object) => {
                         // The store's own copy, not a second one.
-                        object: store
+                        let object = store
                             .get(&ObjectRef::from_obj(&object))
-                            .unwrap_or_else(|| Arc::new(object)),
-                        deleted: false,
-                    }),
+                            .unwrap_or_else(|| Arc::new(object));
+                        index.insert(object.clone());
+                        Some(Change {
+                            object,
+                            deleted: false,
+                        })
+                    }
+                    event => {
+                        index.apply(&event, &store);
+                        match event {
                     watcher::Event::InitApply(object) => Some(Change {
                         object: Arc::new(object),
                         deleted: false,
@@ -132,7 +138,11 @@ impl<K: Cached> SharedCache<K> {
                         object: Arc::new(object),
                         deleted: true,
                     }),
-                    watcher::Event::Init | watcher::Event::InitDone => None,
+                            watcher::Event::Apply(_)
+                            | watcher::Event::Init
+                            | watcher::Event::InitDone => None,
+                        }
+                    }
                 };
                 if let Some(change) = change {
                     let mut subscribers = subscribers.lock().expect("subscribers lock");
@@ -161,7 +171,12 @@ impl<K: Cached> SharedCache<K> {
 
     /// `cluster`'s objects, sorted by name.
     pub fn of_cluster(&self, cluster: &crate::cluster_cache::ClusterKey) -> Vec<Arc<K>> {
-        self.index.objects(&self.store, cluster)
+        self.index.objects(cluster)
+    }
+
+    /// `cluster`'s objects with `key` ([`super::index::key`]), sorted by name.
+    pub fn with_key(&self, cluster: &crate::cluster_cache::ClusterKey, key: &str) -> Vec<Arc<K>> {
+        self.index.with_key(cluster, key)
     }
 
     /// Resolves once the store and the index hold a complete list.
@@ -224,8 +239,15 @@ impl Caches {
         }
     }
 
-    /// The shared cache of `K`, indexed by the Cluster `cluster_of` names.
+    /// The shared cache of `K`, indexed by the Cluster `cluster_of` names and by the keys of
+    /// [`IndexKeys::by_metadata`].
     pub fn get<K: Cached>(&self, cluster_of: ClusterOf<K>) -> SharedCache<K> {
+        self.get_keyed(IndexKeys::by_metadata(cluster_of))
+    }
+
+    /// The shared cache of `K`, indexed as `keys` says. The first call for a kind decides
+    /// (the helpers below are the one place each kind's keys are chosen).
+    pub fn get_keyed<K: Cached>(&self, keys: IndexKeys<K>) -> SharedCache<K> {
         let mut inner = self.inner.lock().expect("caches lock");
         if let Some(cache) = inner
             .caches
@@ -234,7 +256,7 @@ impl Caches {
         {
             return cache.clone();
         }
-        let (cache, task) = SharedCache::start(self.client.clone(), cluster_of);
+        let (cache, task) = SharedCache::start(self.client.clone(), keys);
         inner
             .caches
             .insert(TypeId::of::<K>(), Box::new(cache.clone()));
@@ -244,9 +266,18 @@ impl Caches {
 }
 
 impl Caches {
-    /// Machines, by `spec.clusterName`.
+    /// Machines, by `spec.clusterName`, controller, control-plane label and
+    /// `spec.providerID`.
     pub fn machines(&self) -> SharedCache<corral_api::Machine> {
-        self.get(|machine: &corral_api::Machine| machine.spec.cluster_name.as_str())
+        self.get_keyed(IndexKeys {
+            cluster_of: |machine: &corral_api::Machine| machine.spec.cluster_name.as_str(),
+            keys_of: |machine, keys| {
+                super::index::key::metadata_keys(machine, keys);
+                if let Some(id) = machine.spec.provider_id.as_deref() {
+                    keys.push(super::index::key::provider_id(id));
+                }
+            },
+        })
     }
 
     /// MachineSets, by `spec.clusterName`.
