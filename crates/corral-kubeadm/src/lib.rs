@@ -17,18 +17,47 @@ pub mod controlplane;
 pub mod kubeconfig;
 
 pub use api::crds;
+pub use corral_controllers::runtime::shared::Caches;
+use corral_controllers::runtime::shared::SharedCache;
 
 /// Runs the providers' controllers until `shutdown` completes: the KubeadmConfig controller
 /// ([`bootstrap::run`]) and the KubeadmControlPlane controller ([`controlplane::run`], with its
-/// default settings).
+/// default settings), over caches of their own (see [`run_with_caches`]).
 pub async fn run(
     client: kube::Client,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let caches = Caches::new(client.clone());
+    run_with_caches(client, caches, shutdown).await;
+}
+
+/// [`run`], both controllers reading Machines, Clusters and KubeadmConfigs through `caches`,
+/// which the core controllers and the infrastructure provider of the process may share: one
+/// watch of each kind for all of them.
+pub async fn run_with_caches(
+    client: kube::Client,
+    caches: Caches,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     use futures::FutureExt;
     let shutdown = shutdown.boxed().shared();
     futures::join!(
-        bootstrap::run(client.clone(), shutdown.clone()),
-        controlplane::run(client, controlplane::Config::default(), shutdown),
+        bootstrap::run_with_caches(client.clone(), caches.clone(), shutdown.clone()),
+        controlplane::run_with_caches(client, controlplane::Config::default(), caches, shutdown),
     );
+}
+
+/// The shared cache of KubeadmConfigs, indexed by their `cluster.x-k8s.io/cluster-name` label
+/// (a KubeadmConfig names no Cluster in its spec). Both controllers read it: the KubeadmConfig
+/// controller reconciles from it, the KubeadmControlPlane controller reads its Machines'.
+fn kubeadm_configs(caches: &Caches) -> SharedCache<api::bootstrap::KubeadmConfig> {
+    caches.get(|config: &api::bootstrap::KubeadmConfig| {
+        config
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(corral_api::labels::CLUSTER_NAME))
+            .map(String::as_str)
+            .unwrap_or_default()
+    })
 }

@@ -43,20 +43,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
+use corral_controllers::cluster_cache::ClusterKey;
 use corral_controllers::runtime::Queue;
 use corral_controllers::runtime::ready::CachesReady;
+use corral_controllers::runtime::shared::{self, Caches, SharedCache};
 use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::controller::{Action, trigger_self, trigger_with};
+use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher::{self, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -113,12 +112,12 @@ struct Context {
     client: kube::Client,
     recorder: Recorder,
     workload: WorkloadClients,
-    /// The Machines and Clusters (reflectors of the watches that wake the controller), read
-    /// instead of a GET of the KubeadmConfig's Machine and Cluster per reconcile (two requests
-    /// of every reconcile, a fifth of the controllers' requests in the KCP benchmark), as
-    /// upstream reads them from its cache.
-    machines: Store<Machine>,
-    clusters: Store<Cluster>,
+    /// The Machines and Clusters (the process's shared caches, whose watches wake the
+    /// controller), read instead of a GET of the KubeadmConfig's Machine and Cluster per
+    /// reconcile (two requests of every reconcile, a fifth of the controllers' requests in the
+    /// KCP benchmark), as upstream reads them from its cache.
+    machines: SharedCache<Machine>,
+    clusters: SharedCache<Cluster>,
     /// The caches above filled once (an empty cache would only make a reconcile wait).
     ready: CachesReady,
 }
@@ -180,53 +179,49 @@ enum Error {
     },
 }
 
-/// Runs the KubeadmConfig controller until `shutdown` completes.
+/// Runs the KubeadmConfig controller until `shutdown` completes, with caches of its own (see
+/// [`run_with_caches`]).
 ///
 /// The CRDs of [`crate::crds`] and the `cluster.x-k8s.io` CRDs must be installed; until they
 /// are, the watches fail and retry.
 pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send + 'static) {
+    let caches = Caches::new(client.clone());
+    run_with_caches(client, caches, shutdown).await;
+}
+
+/// [`run`], reading KubeadmConfigs, Machines and Clusters through `caches`, which the other
+/// controllers of the process may share: one watch of each kind for all of them.
+pub async fn run_with_caches(
+    client: kube::Client,
+    caches: Caches,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
     let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
-    let (config_store, config_writer) = reflector::store();
-    let (machine_store, machine_writer) = reflector::store();
-    let (cluster_store, cluster_writer) = reflector::store();
+    let configs = crate::kubeadm_configs(&caches);
+    let machines = caches.machines();
+    let clusters = caches.clusters();
+    let config_events = configs.applied();
+    let machine_events = machines.touched();
+    let cluster_events = clusters.touched();
     let context = Arc::new(Context {
         client: client.clone(),
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         workload: WorkloadClients::default(),
-        ready: CachesReady::new(vec![
-            CachesReady::store(&machine_store),
-            CachesReady::store(&cluster_store),
-        ]),
-        machines: machine_store,
-        clusters: cluster_store,
+        ready: CachesReady::new(vec![machines.ready(), clusters.ready()]),
+        machines,
+        clusters,
     });
-    let watch = watcher::Config::default();
-    let config_events = reflector::reflector(
-        config_writer,
-        watcher(Api::<KubeadmConfig>::all(client.clone()), watch.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let machine_events = reflector::reflector(
-        machine_writer,
-        watcher(Api::<Machine>::all(client.clone()), watch.clone()).default_backoff(),
-    )
-    .touched_objects();
-    let cluster_events = reflector::reflector(
-        cluster_writer,
-        watcher(Api::<Cluster>::all(client.clone()), watch).default_backoff(),
-    )
-    .touched_objects();
     // Machine and Cluster events wake a KubeadmConfig only when what it reads of them changed
     // (not for their conditions, which their controllers rewrite as the cluster comes up).
     let machines_seen = crate::changes::Fingerprints::default();
     let clusters_seen = crate::changes::Fingerprints::default();
-    let configs = config_store.clone();
     let mut queue: SelectAll<Queue<KubeadmConfig>> = SelectAll::new();
-    queue.push(trigger_self(config_events, ()).boxed());
+    queue.push(shared::trigger_own(config_events).boxed());
     queue.push(
-        trigger_with(machine_events, move |machine: Machine| {
+        trigger_with(machine_events, move |machine: Arc<Machine>| {
             let reference = machine.spec.bootstrap.config_ref.as_ref()?;
-            if !machines_seen.changed(&machine, &crate::changes::read_of_machine(&machine)) {
+            if !machines_seen.changed(machine.as_ref(), &crate::changes::read_of_machine(&machine))
+            {
                 return None;
             }
             (reference.kind == "KubeadmConfig"
@@ -237,20 +232,21 @@ pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send
         })
         .boxed(),
     );
+    let cluster_configs = configs.clone();
     queue.push(
-        trigger_with(cluster_events, move |cluster: Cluster| {
-            if !clusters_seen.changed(&cluster, &crate::changes::read_of_cluster(&cluster)) {
+        trigger_with(cluster_events, move |cluster: Arc<Cluster>| {
+            if !clusters_seen.changed(cluster.as_ref(), &crate::changes::read_of_cluster(&cluster))
+            {
                 return Vec::new();
             }
-            let namespace = cluster.namespace();
-            let name = cluster.name_any();
-            configs
-                .state()
+            // The Cluster's KubeadmConfigs (by their cluster-name label, the index).
+            let key = ClusterKey::new(
+                &cluster.namespace().unwrap_or_default(),
+                &cluster.name_any(),
+            );
+            cluster_configs
+                .of_cluster(&key)
                 .into_iter()
-                .filter(|config| {
-                    config.namespace() == namespace
-                        && config.labels().get(corral_api::labels::CLUSTER_NAME) == Some(&name)
-                })
                 .map(|config| ObjectRef::from_obj(config.as_ref()))
                 .collect::<Vec<_>>()
         })
@@ -266,7 +262,7 @@ pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send
         "kubeadm-config",
         context,
         &controllers_config,
-        config_store,
+        configs.store(),
         queue.boxed(),
         shutdown,
         reconcile,

@@ -138,7 +138,7 @@ pub(super) async fn adopt_machines(
     context: &Context,
     kcp: &KubeadmControlPlane,
     cluster: &Cluster,
-    owned: &[Machine],
+    owned: &[std::sync::Arc<Machine>],
 ) -> Result<Option<Action>, super::Error> {
     if !owned.is_empty() {
         return Ok(None);

@@ -27,7 +27,6 @@
 mod addons;
 mod adopt;
 pub mod etcd;
-mod machine_cache;
 mod machines;
 pub mod planner;
 mod pre_terminate;
@@ -42,13 +41,14 @@ use std::time::{Duration, Instant};
 
 use corral_api::annotations::{KCP_REMEDIATION_FOR, KCP_REMEDIATION_IN_PROGRESS};
 use corral_api::conditions::machine::{HEALTH_CHECK_SUCCEEDED, OWNER_REMEDIATED};
-use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE, CONTROL_PLANE_NAME};
+use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE};
 use corral_api::{Cluster, Machine};
 use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
 use corral_controllers::conditions;
 use corral_controllers::external::ExternalObjects;
 use corral_controllers::runtime::Queue;
 use corral_controllers::runtime::ready::CachesReady;
+use corral_controllers::runtime::shared::{Caches, SharedCache};
 use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -57,8 +57,8 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
@@ -184,21 +184,22 @@ struct Context {
     cache: ClusterCache,
     external: ExternalObjects,
     recorder: Recorder,
-    /// The Clusters (a reflector).
-    clusters: Store<Cluster>,
-    /// The control plane Machines of each Cluster (from the Machine watch), read instead of
-    /// listing them per reconcile: a list decodes every Machine of the namespace on the server,
-    /// and a scan of a cache of all Machines grows with the number of clusters too.
+    /// The Clusters (the shared cache of the process's controllers).
+    clusters: SharedCache<Cluster>,
+    /// The Machines, by Cluster (the shared cache and its index): a reconcile reads its
+    /// Cluster's instead of listing them (a list decodes every Machine of the namespace on the
+    /// server, and a scan of all Machines grows with the number of clusters too).
     /// [`Context::expected`] covers what the cache may not show yet.
-    machines: machine_cache::MachineCache,
+    machines: SharedCache<Machine>,
     /// Machines this controller created or deleted that the Machine cache may not show yet.
     expected: Expected,
     /// The caches above filled once: until then a control plane would look as if it had no
     /// Machines, and get a second first machine.
     ready: CachesReady,
-    /// The KubeadmConfigs of control plane Machines (a reflector); their spec is set when they
-    /// are created, so a cache a little behind is good enough to tell whether one is outdated.
-    configs: Store<KubeadmConfig>,
+    /// The KubeadmConfigs (the shared cache the KubeadmConfig controller reads too); their
+    /// spec is set when they are created, so a cache a little behind is good enough to tell
+    /// whether one is outdated.
+    configs: SharedCache<KubeadmConfig>,
     watches: WorkloadWatches,
     /// When each control plane's certificates and kubeconfig were last found in order (by
     /// KubeadmControlPlane uid; the flag: with the kubeconfig), so that reconciles woken by
@@ -258,7 +259,7 @@ impl Expected {
 
     /// Whether the cached Machines of the control plane show every change it made; the
     /// changes they show are forgotten.
-    fn satisfied(&self, kcp: &KubeadmControlPlane, cached: &[Machine]) -> bool {
+    fn satisfied(&self, kcp: &KubeadmControlPlane, cached: &[Arc<Machine>]) -> bool {
         let mut expected = self.0.lock().expect("expected lock");
         let uid = kcp.uid().unwrap_or_default();
         let Some(changes) = expected.get_mut(&uid) else {
@@ -338,10 +339,24 @@ impl Context {
     }
 }
 
-/// Runs the KubeadmControlPlane controller until `shutdown` resolves.
+/// Runs the KubeadmControlPlane controller until `shutdown` resolves, with caches of its own
+/// (see [`run_with_caches`]).
 pub async fn run(
     client: Client,
     config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let caches = Caches::new(client.clone());
+    run_with_caches(client, config, caches, shutdown).await;
+}
+
+/// [`run`], reading Machines, Clusters and KubeadmConfigs through `caches`, which the core
+/// controllers, the infrastructure provider and the KubeadmConfig controller of the process
+/// share: one watch of each kind for all of them, and the Machines indexed by Cluster.
+pub async fn run_with_caches(
+    client: Client,
+    config: Config,
+    caches: Caches,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
@@ -357,18 +372,16 @@ pub async fn run(
             connection_watches.connection_changed(&cluster);
         }
     });
-    let (cluster_store, cluster_writer) = reflector::store();
-    let (config_store, config_writer) = reflector::store();
-    let machine_cache = machine_cache::MachineCache::new();
-    let ready = CachesReady::new(vec![
-        CachesReady::store(&cluster_store),
-        CachesReady::store(&config_store),
-        machine_cache.filled(),
-    ]);
+    let machines = caches.machines();
+    let clusters = caches.clusters();
+    let configs = crate::kubeadm_configs(&caches);
+    let ready = CachesReady::new(vec![machines.ready(), clusters.ready(), configs.ready()]);
+    let machine_events = machines.touched();
+    let cluster_events = clusters.applied();
     let context = Arc::new(Context {
-        clusters: cluster_store,
-        configs: config_store,
-        machines: machine_cache.clone(),
+        clusters,
+        configs,
+        machines,
         expected: Expected::default(),
         ready,
         watches,
@@ -382,36 +395,16 @@ pub async fn run(
         cache,
         config: config.clone(),
     });
-    let watch_config = watcher::Config::default();
     let (kcp_store, writer) = reflector::store();
     let kcp_events = reflector::reflector(
         writer,
         watcher(
             Api::<KubeadmControlPlane>::all(client.clone()),
-            watch_config.clone(),
+            watcher::Config::default(),
         )
         .default_backoff(),
     )
     .applied_objects();
-    let machine_events = watcher(Api::<Machine>::all(client.clone()), watch_config.clone())
-        .default_backoff()
-        .try_filter_map(move |event| futures::future::ok(machine_cache.apply(event)));
-    let cluster_events = reflector::reflector(
-        cluster_writer,
-        watcher(Api::<Cluster>::all(client.clone()), watch_config.clone()).default_backoff(),
-    )
-    .applied_objects();
-    let config_events = reflector::reflector(
-        config_writer,
-        watcher(
-            Api::<KubeadmConfig>::all(client.clone()),
-            watch_config.labels(CONTROL_PLANE_NAME),
-        )
-        .default_backoff(),
-    )
-    .applied_objects()
-    .for_each(|_| async {});
-    let config_task = tokio::spawn(config_events);
 
     let mut queue: SelectAll<Queue<KubeadmControlPlane>> = SelectAll::new();
     queue.push(trigger_self(kcp_events, ()).boxed());
@@ -446,10 +439,12 @@ pub async fn run(
     );
     let seen = context.cluster_facts.clone();
     let cluster_events = cluster_events.try_filter(move |cluster| {
-        futures::future::ready(seen.changed(cluster, &crate::changes::read_of_cluster(cluster)))
+        futures::future::ready(
+            seen.changed(cluster.as_ref(), &crate::changes::read_of_cluster(cluster)),
+        )
     });
     queue.push(
-        trigger_with(cluster_events, |cluster: Cluster| {
+        trigger_with(cluster_events, |cluster: Arc<Cluster>| {
             let reference = cluster.spec.control_plane_ref.as_ref()?;
             (reference.kind == "KubeadmControlPlane"
                 && reference.api_group == crate::api::CONTROL_PLANE_GROUP)
@@ -481,7 +476,6 @@ pub async fn run(
     )
     .await;
     connection_task.abort();
-    config_task.abort();
     let _ = cache_task.await;
     tracing::info!("KubeadmControlPlane controller stopped");
 }
@@ -539,10 +533,10 @@ struct RemediationData {
 /// What one reconcile observed.
 struct Scope {
     kcp: Arc<KubeadmControlPlane>,
-    cluster: Cluster,
+    cluster: Arc<Cluster>,
     namespace: String,
-    /// The control plane Machines, oldest first.
-    machines: Vec<Machine>,
+    /// The control plane Machines, oldest first (the cache's own, not copies).
+    machines: Vec<Arc<Machine>>,
     views: Vec<MachineView>,
     /// Why each Machine is not up to date (empty when it is), by name.
     outdated: BTreeMap<String, Vec<String>>,
@@ -578,6 +572,7 @@ impl Scope {
     fn machine(&self, name: &str) -> Option<&Machine> {
         self.machines
             .iter()
+            .map(AsRef::as_ref)
             .find(|m| m.metadata.name.as_deref() == Some(name))
     }
 
@@ -625,8 +620,7 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     };
     let cluster = context
         .clusters
-        .get(&ObjectRef::new(&cluster_name).within(&namespace))
-        .map(|cluster| cluster.as_ref().clone());
+        .get(&ObjectRef::new(&cluster_name).within(&namespace));
     let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &namespace);
     if kcp.metadata.deletion_timestamp.is_some() {
         let machines = list_machines(&context, &kcp, &namespace, &cluster_name).await?;
@@ -862,26 +856,29 @@ async fn patch_status(
     .map_err(Error::PatchStatus)
 }
 
-/// The control plane's Machines from the cache, oldest first (see [`list_machines`]).
+/// The control plane's Machines from the cache, oldest first (see [`list_machines`]): the
+/// Cluster's Machines (the index) that carry the control plane label and are owned by `kcp`.
 fn cached_machines(
     context: &Context,
     kcp: &KubeadmControlPlane,
     namespace: &str,
     cluster: &str,
-) -> Vec<Machine> {
+) -> Vec<Arc<Machine>> {
     let uid = kcp.uid().unwrap_or_default();
-    let mut owned: Vec<Machine> = context
+    let mut owned: Vec<Arc<Machine>> = context
         .machines
-        .control_plane_machines(&ClusterKey::new(namespace, cluster))
+        .of_cluster(&ClusterKey::new(namespace, cluster))
         .into_iter()
-        .filter(|m| m.owner_references().iter().any(|o| o.uid == uid))
-        .map(|m| m.as_ref().clone())
+        .filter(|m| {
+            m.labels().contains_key(CONTROL_PLANE)
+                && m.owner_references().iter().any(|o| o.uid == uid)
+        })
         .collect();
     sort_oldest_first(&mut owned);
     owned
 }
 
-fn sort_oldest_first(machines: &mut [Machine]) {
+fn sort_oldest_first(machines: &mut [Arc<Machine>]) {
     machines.sort_by(|a, b| {
         (
             a.metadata.creation_timestamp.as_ref().map(|t| t.0),
@@ -901,16 +898,17 @@ async fn list_machines(
     kcp: &KubeadmControlPlane,
     namespace: &str,
     cluster: &str,
-) -> Result<Vec<Machine>, Error> {
+) -> Result<Vec<Arc<Machine>>, Error> {
     let machines: Api<Machine> = Api::namespaced(context.client.clone(), namespace);
     let uid = kcp.uid().unwrap_or_default();
-    let mut owned: Vec<Machine> = machines
+    let mut owned: Vec<Arc<Machine>> = machines
         .list(&ListParams::default().labels(&format!("{CLUSTER_NAME}={cluster},{CONTROL_PLANE}")))
         .await
         .map_err(Error::ListMachines)?
         .items
         .into_iter()
         .filter(|m| m.owner_references().iter().any(|o| o.uid == uid))
+        .map(Arc::new)
         .collect();
     sort_oldest_first(&mut owned);
     Ok(owned)
@@ -920,7 +918,7 @@ async fn machine_views(
     context: &Context,
     kcp: &KubeadmControlPlane,
     namespace: &str,
-    machines: &[Machine],
+    machines: &[Arc<Machine>],
     workload: Option<&WorkloadState>,
 ) -> Result<(Vec<MachineView>, BTreeMap<String, Vec<String>>), Error> {
     let configs: BTreeMap<String, Arc<KubeadmConfig>> = machines
@@ -1042,14 +1040,14 @@ async fn sync_machine_conditions(context: &Context, scope: &Scope) -> Result<(),
         if current == Some(&conditions) {
             continue;
         }
-        let mut updated = machine.clone();
+        let mut updated = machine.as_ref().clone();
         updated
             .status
             .get_or_insert_with(Default::default)
             .conditions = conditions;
         match corral_controllers::runtime::patch::patch_if_changed(
             &api,
-            machine,
+            machine.as_ref(),
             &updated,
             corral_controllers::runtime::patch::Part::Status,
         )
@@ -1112,7 +1110,11 @@ async fn reconcile_machines(
         && scope.views.iter().all(|v| v.has_node)
         && let Ok(members) = &workload.members
     {
-        let nodes: BTreeSet<String> = scope.machines.iter().filter_map(machine_node).collect();
+        let nodes: BTreeSet<String> = scope
+            .machines
+            .iter()
+            .filter_map(|m| machine_node(m))
+            .collect();
         for member in members.iter().filter(|m| !nodes.contains(&m.name)) {
             tracing::info!(member = %member.name, "Removing etcd member without a Machine");
             etcd.remove_member(member.id)
@@ -1365,7 +1367,11 @@ async fn reconcile_remediation(
     };
     // A member counts as healthy when it answers and a Machine of this control plane runs it
     // (upstream `canSafelyRemoveEtcdMember`).
-    let nodes: BTreeSet<String> = scope.machines.iter().filter_map(machine_node).collect();
+    let nodes: BTreeSet<String> = scope
+        .machines
+        .iter()
+        .filter_map(|m| machine_node(m))
+        .collect();
     let health: Vec<MemberHealth> = members
         .iter()
         .map(|m| MemberHealth {
@@ -1428,7 +1434,7 @@ async fn reconcile_delete(
     context: &Context,
     kcp: &KubeadmControlPlane,
     cluster: &str,
-    machines: Vec<Machine>,
+    machines: Vec<Arc<Machine>>,
 ) -> Result<Action, Error> {
     let namespace = kcp.namespace().unwrap_or_default();
     let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &namespace);
@@ -1543,12 +1549,12 @@ mod expected_tests {
         kcp
     }
 
-    fn machine(name: &str, deleting: bool) -> Machine {
+    fn machine(name: &str, deleting: bool) -> Arc<Machine> {
         let mut machine = Machine::new(name, corral_api::MachineSpec::default());
         if deleting {
             machine.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
         }
-        machine
+        Arc::new(machine)
     }
 
     /// A reconcile waits until the cache shows the Machine it created, then the expectation

@@ -126,6 +126,7 @@ pub(super) async fn reconcile_pre_terminate_hook(
     let deleting: Vec<&Machine> = scope
         .machines
         .iter()
+        .map(AsRef::as_ref)
         .filter(|m| m.metadata.deletion_timestamp.is_some())
         .collect();
     if deleting.is_empty() {
@@ -198,7 +199,11 @@ pub(super) async fn reconcile_pre_terminate_hook(
         remove_hook(context, machine).await?;
         return Ok(true);
     };
-    let nodes: BTreeSet<String> = scope.machines.iter().filter_map(machine_node).collect();
+    let nodes: BTreeSet<String> = scope
+        .machines
+        .iter()
+        .filter_map(|m| machine_node(m))
+        .collect();
     let health: Vec<MemberHealth> = members
         .iter()
         .map(|m| MemberHealth {
@@ -245,6 +250,7 @@ pub(super) fn leadership_candidate<'a>(
     let mut candidates: Vec<(&Machine, &EtcdMember)> = scope
         .machines
         .iter()
+        .map(AsRef::as_ref)
         .filter(|m| m.name_any() != leaving && m.metadata.deletion_timestamp.is_none())
         .filter_map(|m| {
             let node = machine_node(m)?;

@@ -5,6 +5,8 @@
 //! ControlPlaneComponentsHealthy, MachinesReady, MachinesUpToDate, RollingOut, ScalingUp,
 //! ScalingDown, Remediating, Deleting and Paused.
 
+use std::sync::Arc;
+
 use corral_api::{ConditionStatus, Machine, StatusVersion};
 use corral_controllers::conditions::{self, NewCondition, bool_status};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -36,7 +38,7 @@ pub mod types {
 /// What the status is computed from.
 pub struct Observed<'a> {
     pub kcp: &'a KubeadmControlPlane,
-    pub machines: &'a [Machine],
+    pub machines: &'a [Arc<Machine>],
     pub views: &'a [MachineView],
     /// The workload cluster, when it could be read.
     pub workload: Option<&'a WorkloadState>,
@@ -137,6 +139,7 @@ pub fn compute_status(
     // Etcd and the components, from the workload cluster.
     let with_node: Vec<(&Machine, String)> = machines
         .iter()
+        .map(AsRef::as_ref)
         .filter_map(|m| {
             let node = m.status.as_ref()?.node_ref.as_ref()?.name.clone();
             Some((m, node))

@@ -133,11 +133,27 @@ impl Plane {
         };
         let task = tokio::spawn(async move {
             let cloud = Arc::new(InProcessCloud::new());
-            let provider = corral_infra_inmemory::run(client.clone(), cloud, shutdown.clone());
-            let core = corral_controllers::run(client.clone(), core_config, shutdown.clone());
-            let control_plane =
-                corral_kubeadm::controlplane::run(client.clone(), kcp_config, shutdown.clone());
-            let bootstrap = corral_kubeadm::bootstrap::run(client, shutdown);
+            // One watch per kind for every controller, as `corral` runs them.
+            let caches = corral_kubeadm::Caches::new(client.clone());
+            let provider = corral_infra_inmemory::run_with_caches(
+                client.clone(),
+                cloud,
+                caches.clone(),
+                shutdown.clone(),
+            );
+            let core = corral_controllers::run_with_caches(
+                client.clone(),
+                core_config,
+                caches.clone(),
+                shutdown.clone(),
+            );
+            let control_plane = corral_kubeadm::controlplane::run_with_caches(
+                client.clone(),
+                kcp_config,
+                caches.clone(),
+                shutdown.clone(),
+            );
+            let bootstrap = corral_kubeadm::bootstrap::run_with_caches(client, caches, shutdown);
             let ((), result, (), ()) = tokio::join!(provider, core, control_plane, bootstrap);
             result.expect("the core controllers start");
         });

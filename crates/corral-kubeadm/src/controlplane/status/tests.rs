@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::controlplane::etcd::EtcdMember;
 use corral_api::Machine;
@@ -87,7 +88,7 @@ fn workload(members: &[(&str, bool)]) -> WorkloadState {
 
 fn observed<'a>(
     kcp: &'a KubeadmControlPlane,
-    machines: &'a [Machine],
+    machines: &'a [Arc<Machine>],
     views: &'a [MachineView],
     workload: Option<&'a WorkloadState>,
 ) -> Observed<'a> {
@@ -144,7 +145,8 @@ fn a_healthy_control_plane_is_available_with_its_lowest_version() {
         machine("m1", "v1.36.0", true),
         machine("m2", "v1.35.2", true),
         machine("m3", "v1.36.0", true),
-    ];
+    ]
+    .map(Arc::new);
     let views = [view("m1", true), view("m2", false), view("m3", true)];
     let workload = workload(&[("m1", true), ("m2", true), ("m3", true)]);
     let status = compute_status(
@@ -199,7 +201,8 @@ fn etcd_health_and_availability_follow_the_members() {
         machine("m1", "v1.36.0", true),
         machine("m2", "v1.36.0", true),
         machine("m3", "v1.36.0", true),
-    ];
+    ]
+    .map(Arc::new);
     let views = [view("m1", true), view("m2", true), view("m3", true)];
 
     // One member down: etcd is not healthy, but keeps quorum, so the control plane is available.
