@@ -130,14 +130,14 @@ impl<K: Cached> SharedCache<K> {
                     event => {
                         index.apply(&event, &store);
                         match event {
-                    watcher::Event::InitApply(object) => Some(Change {
-                        object: Arc::new(object),
-                        deleted: false,
-                    }),
-                    watcher::Event::Delete(object) => Some(Change {
-                        object: Arc::new(object),
-                        deleted: true,
-                    }),
+                            watcher::Event::InitApply(object) => Some(Change {
+                                object: Arc::new(object),
+                                deleted: false,
+                            }),
+                            watcher::Event::Delete(object) => Some(Change {
+                                object: Arc::new(object),
+                                deleted: true,
+                            }),
                             watcher::Event::Apply(_)
                             | watcher::Event::Init
                             | watcher::Event::InitDone => None,

@@ -82,7 +82,50 @@ where
     external: Arc<ExternalObjects>,
     triggers: Triggers<K>,
     watched: Mutex<HashMap<(String, String), AbortOnDrop>>,
-    referrers: Arc<Mutex<HashMap<ReferencedObject, HashSet<ObjectRef<K>>>>>,
+    referrers: Arc<Mutex<Referrers<K>>>,
+}
+
+/// Who references what, both ways, so that forgetting a referrer costs what it referenced,
+/// not a scan of every reference.
+struct Referrers<K: Resource> {
+    of_object: HashMap<ReferencedObject, HashSet<ObjectRef<K>>>,
+    of_referrer: HashMap<ObjectRef<K>, HashSet<ReferencedObject>>,
+}
+
+impl<K: Resource> Referrers<K>
+where
+    ObjectRef<K>: Hash + Eq + Clone,
+{
+    fn track(&mut self, object: ReferencedObject, referrer: ObjectRef<K>) {
+        self.of_referrer
+            .entry(referrer.clone())
+            .or_default()
+            .insert(object.clone());
+        self.of_object.entry(object).or_default().insert(referrer);
+    }
+
+    fn forget(&mut self, referrer: &ObjectRef<K>) {
+        let Some(objects) = self.of_referrer.remove(referrer) else {
+            return;
+        };
+        for object in objects {
+            if let Some(set) = self.of_object.get_mut(&object) {
+                set.remove(referrer);
+                if set.is_empty() {
+                    self.of_object.remove(&object);
+                }
+            }
+        }
+    }
+}
+
+impl<K: Resource> Default for Referrers<K> {
+    fn default() -> Self {
+        Referrers {
+            of_object: HashMap::new(),
+            of_referrer: HashMap::new(),
+        }
+    }
 }
 
 impl<K> ExternalWatches<K>
@@ -96,23 +139,24 @@ where
             external,
             triggers,
             watched: Mutex::new(HashMap::new()),
-            referrers: Arc::new(Mutex::new(HashMap::new())),
+            referrers: Arc::new(Mutex::new(Referrers::default())),
         }
     }
 
     /// Records that `referrer` references `object`, so that events on it reconcile `referrer`.
     pub fn track(&self, object: ReferencedObject, referrer: ObjectRef<K>) {
-        let mut referrers = self.referrers.lock().expect("referrers lock");
-        referrers.entry(object).or_default().insert(referrer);
+        self.referrers
+            .lock()
+            .expect("referrers lock")
+            .track(object, referrer);
     }
 
     /// Forgets what `referrer` referenced, once it is gone.
     pub fn forget(&self, referrer: &ObjectRef<K>) {
-        let mut referrers = self.referrers.lock().expect("referrers lock");
-        referrers.retain(|_, set| {
-            set.remove(referrer);
-            !set.is_empty()
-        });
+        self.referrers
+            .lock()
+            .expect("referrers lock")
+            .forget(referrer);
     }
 
     /// Starts following a kind, unless already followed.
@@ -145,7 +189,12 @@ where
                     namespace,
                     name: object.name_any(),
                 };
-                if let Some(set) = referrers.lock().expect("referrers lock").get(&key) {
+                if let Some(set) = referrers
+                    .lock()
+                    .expect("referrers lock")
+                    .of_object
+                    .get(&key)
+                {
                     targets.extend(set.iter().cloned());
                 }
                 for target in targets {
@@ -154,5 +203,44 @@ where
             }
         });
         watched.insert(key, AbortOnDrop(task));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use corral_api::Machine;
+
+    fn object(name: &str) -> ReferencedObject {
+        ReferencedObject {
+            group: "infrastructure.cluster.x-k8s.io".into(),
+            kind: "DevMachine".into(),
+            namespace: "default".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn forgetting_a_referrer_removes_it_from_every_object_it_referenced_and_only_it() {
+        let mut referrers = Referrers::<Machine>::default();
+        let (m1, m2) = (
+            ObjectRef::new("m1").within("default"),
+            ObjectRef::new("m2").within("default"),
+        );
+        referrers.track(object("a"), m1.clone());
+        referrers.track(object("b"), m1.clone());
+        referrers.track(object("a"), m2.clone());
+        referrers.forget(&m1);
+        assert_eq!(
+            referrers.of_object.get(&object("a")),
+            Some(&HashSet::from([m2.clone()]))
+        );
+        assert!(!referrers.of_object.contains_key(&object("b")));
+        assert!(!referrers.of_referrer.contains_key(&m1));
+        referrers.forget(&m2);
+        assert!(referrers.of_object.is_empty() && referrers.of_referrer.is_empty());
+        // Forgetting what was never tracked changes nothing.
+        referrers.forget(&m1);
+        assert!(referrers.of_object.is_empty());
     }
 }

@@ -97,7 +97,10 @@ fn a_relist_replaces_everything_once_complete_and_makes_the_index_ready() {
     assert!(index.ready().now_or_never().is_some());
     // It holds the store's own copies, not second ones.
     let from_store = store.get(&ObjectRef::new("new").within("a")).unwrap();
-    assert!(Arc::ptr_eq(&index.get(&key("a", "c1"), "new").unwrap(), &from_store));
+    assert!(Arc::ptr_eq(
+        &index.get(&key("a", "c1"), "new").unwrap(),
+        &from_store
+    ));
 }
 
 #[test]
@@ -139,25 +142,47 @@ fn objects_are_found_by_controller_control_plane_label_and_extra_keys() {
         ],
     );
     let c1 = key("a", "c1");
-    assert_eq!(names(&index.with_key(&c1, &key::controller(Some("ms-1")))), ["m1", "m2"]);
-    assert_eq!(names(&index.with_key(&c1, &key::controller(Some("ms-2")))), ["m3"]);
+    assert_eq!(
+        names(&index.with_key(&c1, &key::controller(Some("ms-1")))),
+        ["m1", "m2"]
+    );
+    assert_eq!(
+        names(&index.with_key(&c1, &key::controller(Some("ms-2")))),
+        ["m3"]
+    );
     assert_eq!(names(&index.with_key(&c1, &key::controller(None))), ["cp"]);
     assert_eq!(names(&index.with_key(&c1, key::CONTROL_PLANE)), ["cp"]);
-    assert!(index.with_key(&key("b", "c1"), key::CONTROL_PLANE).is_empty());
+    assert!(
+        index
+            .with_key(&key("b", "c1"), key::CONTROL_PLANE)
+            .is_empty()
+    );
 
     // A change of keys refiles the object; a change of anything else only replaces it.
     let mut moved = owned("m1", "ms-2");
     moved.spec.provider_id = Some("dev://m1".into());
     index.insert(Arc::new(moved));
-    assert_eq!(names(&index.with_key(&c1, &key::controller(Some("ms-1")))), ["m2"]);
-    assert_eq!(names(&index.with_key(&c1, &key::controller(Some("ms-2")))), ["m1", "m3"]);
-    assert_eq!(names(&index.with_key(&c1, &key::provider_id("dev://m1"))), ["m1"]);
+    assert_eq!(
+        names(&index.with_key(&c1, &key::controller(Some("ms-1")))),
+        ["m2"]
+    );
+    assert_eq!(
+        names(&index.with_key(&c1, &key::controller(Some("ms-2")))),
+        ["m1", "m3"]
+    );
+    assert_eq!(
+        names(&index.with_key(&c1, &key::provider_id("dev://m1"))),
+        ["m1"]
+    );
     let mut relabelled = control_plane;
     relabelled.spec.version = Some("v1.32.0".into());
     index.insert(Arc::new(relabelled));
     let found = index.with_key(&c1, key::CONTROL_PLANE);
     assert_eq!(found[0].spec.version.as_deref(), Some("v1.32.0"));
-    assert_eq!(index.get(&c1, "cp").unwrap().spec.version.as_deref(), Some("v1.32.0"));
+    assert_eq!(
+        index.get(&c1, "cp").unwrap().spec.version.as_deref(),
+        Some("v1.32.0")
+    );
 
     // Deleted: gone from every key, and empty keys and Clusters are dropped.
     let (store, _writer) = reflector::store::<Machine>();
