@@ -59,6 +59,10 @@ struct Queue {
     /// Transactions committed so far (by the writer) and made durable (by the sync thread).
     committed: u64,
     synced: u64,
+    /// Whether an fsync is running, and the writes the last one carried: what
+    /// `SyncHandle::syncing` tells the writer.
+    syncing: bool,
+    last_group: usize,
     /// Set when an fsync failed: what reached the disk is then unknown, so nothing committed
     /// since is ever acknowledged, and the writer refuses new writes.
     failed: Option<SharedError>,
@@ -68,7 +72,10 @@ struct Queue {
 #[derive(Default)]
 struct Shared {
     queue: Mutex<Queue>,
+    /// Wakes the sync thread: something was queued, or it should stop.
     wake: Condvar,
+    /// Wakes the writer: an fsync returned.
+    synced: Condvar,
 }
 
 /// The writer's end: hands committed transactions over, stops the thread when dropped.
@@ -151,6 +158,20 @@ impl SyncHandle {
         self.shared.wake.notify_one();
     }
 
+    /// While an fsync is running: how many writes the last one carried (at least 1).
+    pub fn syncing(&self) -> Option<usize> {
+        let queue = self.shared.queue.lock().unwrap();
+        queue.syncing.then_some(queue.last_group.max(1))
+    }
+
+    /// Waits until the running fsync returns, at most `timeout`.
+    pub fn wait_for_fsync(&self, timeout: Duration) {
+        let queue = self.shared.queue.lock().unwrap();
+        if queue.syncing {
+            let _ = self.shared.synced.wait_timeout(queue, timeout).unwrap();
+        }
+    }
+
     /// The error that stopped the sync thread acknowledging anything, if one did.
     pub fn failed(&self) -> Option<SharedError> {
         self.shared.queue.lock().unwrap().failed.clone()
@@ -198,6 +219,8 @@ impl Syncer {
                 }
                 queue = self.linger(queue, last_group, last_sync);
                 last_group = std::mem::take(&mut queue.queued_writes);
+                queue.last_group = last_group;
+                queue.syncing = queue.committed > queue.synced;
                 (
                     std::mem::take(&mut queue.entries),
                     queue.committed,
@@ -215,6 +238,14 @@ impl Syncer {
                 let started = Instant::now();
                 let result = self.wal.sync_data();
                 last_sync = started.elapsed();
+                {
+                    let mut queue = self.shared.queue.lock().unwrap();
+                    queue.syncing = false;
+                    if result.is_ok() {
+                        queue.synced = committed;
+                    }
+                }
+                self.shared.synced.notify_all();
                 if let Err(error) = result {
                     tracing::error!(%error, "Failed to fsync the SQLite WAL; refusing further writes");
                     let error = SharedError(Arc::new(error));
@@ -229,7 +260,6 @@ impl Syncer {
                     // (`push` does) until the store is dropped.
                     break;
                 }
-                self.shared.queue.lock().unwrap().synced = committed;
             }
             self.acknowledge(entries);
         }
@@ -250,7 +280,7 @@ impl Syncer {
         last_group: usize,
         last_sync: Duration,
     ) -> std::sync::MutexGuard<'a, Queue> {
-        if queue.queued_writes * 2 > last_group || self.max_linger.is_zero() {
+        if queue.queued_writes >= last_group || self.max_linger.is_zero() {
             return queue;
         }
         let deadline = Instant::now() + self.max_linger.min(last_sync / 2);

@@ -18,6 +18,9 @@ use super::sync::{Pending, SyncHandle};
 use super::{Published, SqliteOptions};
 use crate::{Error, Event, EventKind, KeyValue, Result, Revision};
 
+/// How often `Writer::gather` looks for more writes while an fsync runs.
+const GATHER_POLL: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// One write, as a caller asked for it.
 pub(super) enum Write {
     Create {
@@ -117,18 +120,9 @@ impl Writer {
                 // Group commit: everything that queued up while the last batch was being
                 // committed goes into this one.
                 let mut bytes = 0;
-                let mut next = Some(first);
-                while let Some(command) = next.take() {
-                    if let Command::Write(write, _) = &command {
-                        bytes += write.value_len();
-                    }
-                    batch.push(command);
-                    if batch.len() < self.options.max_batch_writes
-                        && bytes < self.options.max_batch_bytes
-                    {
-                        next = commands.try_recv().ok();
-                    }
-                }
+                batch.push(first);
+                self.take_queued(&mut commands, &mut batch, &mut bytes);
+                self.gather(&mut commands, &mut batch, &mut bytes);
                 self.serve(&mut batch);
             }
             if self.compaction_pending() {
@@ -136,6 +130,53 @@ impl Writer {
             }
         }
         tracing::debug!("SQLite writer stopping");
+    }
+
+    /// Moves queued commands into `batch`, up to the batch limits.
+    fn take_queued(
+        &self,
+        commands: &mut mpsc::Receiver<Command>,
+        batch: &mut Vec<Command>,
+        bytes: &mut usize,
+    ) {
+        while !self.batch_full(batch, *bytes) {
+            let Ok(command) = commands.try_recv() else {
+                return;
+            };
+            if let Command::Write(write, _) = &command {
+                *bytes += write.value_len();
+            }
+            batch.push(command);
+        }
+    }
+
+    fn batch_full(&self, batch: &[Command], bytes: usize) -> bool {
+        batch.len() >= self.options.max_batch_writes || bytes >= self.options.max_batch_bytes
+    }
+
+    /// While an fsync is in flight, keeps taking writes instead of committing them one
+    /// transaction at a time: they can't be acknowledged before the next fsync anyway, and
+    /// each transaction costs its own WAL pages (the meta row's, the log's last leaf). Commits
+    /// when the fsync returns, or as soon as as many writes are waiting as the last fsync
+    /// carried (so that applying them overlaps the fsync). With no fsync in flight, commits at
+    /// once: a lone write never waits.
+    fn gather(
+        &self,
+        commands: &mut mpsc::Receiver<Command>,
+        batch: &mut Vec<Command>,
+        bytes: &mut usize,
+    ) {
+        loop {
+            let expected = match self.sync.syncing() {
+                Some(expected) => expected,
+                None => return,
+            };
+            if batch.len() >= expected || self.batch_full(batch, *bytes) {
+                return;
+            }
+            self.sync.wait_for_fsync(GATHER_POLL);
+            self.take_queued(commands, batch, bytes);
+        }
     }
 
     fn serve(&mut self, batch: &mut Vec<Command>) {
