@@ -35,13 +35,16 @@
 //! the next batch. The sync thread runs one `fdatasync` of the WAL file at a time, each
 //! covering every transaction committed before it started; when it returns, it publishes the
 //! new revision, answers the callers and hands the events to watchers. So while one fsync is
-//! in flight, the writes that arrive meanwhile are applied and committed, and the next fsync
+//! in flight, the writes that arrive meanwhile are gathered and committed, and the next fsync
 //! takes them all: the number of writes per fsync grows with the fsync's latency, as etcd's
-//! WAL batches its entries. When far fewer writes are queued than the last fsync carried (the
-//! first answered callers' next writes racing the others), the sync thread waits for the rest,
-//! up to half of the last fsync's duration and `SqliteOptions::max_linger`, so that fsyncs
-//! don't alternate between one write and all the others. A single writer is what makes
-//! revisions gap-free without any locking: the thread hands them out in order.
+//! WAL batches its entries. The writer commits what it gathered when the fsync returns, or
+//! earlier once as many writes wait as the last fsync carried (so that applying them overlaps
+//! the fsync); with no fsync in flight it commits at once. When fewer writes are queued than
+//! the last fsync carried (the first answered callers' next writes racing the others), the
+//! sync thread waits for the rest, up to half of the last fsync's duration and
+//! `SqliteOptions::max_linger`, so that fsyncs don't alternate between one write and all the
+//! others. A single writer is what makes revisions gap-free without any locking: the thread
+//! hands them out in order.
 //!
 //! Reads run on a small pool of read-only connections in `spawn_blocking`, each in its own
 //! read transaction, so that a read sees one consistent snapshot (its revision and its rows)
@@ -156,7 +159,7 @@ pub struct SqliteOptions {
     pub max_readers: usize,
     /// Revisions whose rows one compaction step deletes before letting writes through.
     pub compaction_chunk: Revision,
-    /// Longest wait for more writes before an fsync when far fewer are queued than the last
+    /// Longest wait for more writes before an fsync when fewer are queued than the last
     /// fsync carried (never more than half of the last fsync's duration; zero turns it off).
     /// See the module docs.
     pub max_linger: std::time::Duration,

@@ -265,14 +265,14 @@ impl Syncer {
         }
     }
 
-    /// Waits a little for more writes before an fsync when far fewer are queued than the last
+    /// Waits a little for more writes before an fsync when fewer are queued than the last
     /// fsync carried.
     ///
     /// Under many concurrent writers, the first answered caller's next write can arrive while
     /// the others are still being answered; syncing it alone costs a whole fsync, during which
     /// everyone else queues up, and fsyncs then alternate between one write and all the others.
     /// Waiting for up to half of the last fsync's duration (at most
-    /// `SqliteOptions::max_linger`) until about as many writes as last time are queued merges
+    /// `SqliteOptions::max_linger`) until as many writes as last time are queued merges
     /// them. A lone writer (the last fsync carried one write) never waits.
     fn linger<'a>(
         &self,
