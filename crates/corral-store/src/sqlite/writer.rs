@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rusqlite::{Connection, TransactionBehavior};
@@ -19,7 +19,7 @@ use super::{Published, SqliteOptions};
 use crate::{Error, Event, EventKind, KeyValue, Result, Revision};
 
 /// How often `Writer::gather` looks for more writes while an fsync runs.
-const GATHER_POLL: std::time::Duration = std::time::Duration::from_micros(200);
+const GATHER_POLL: Duration = Duration::from_micros(200);
 
 /// One write, as a caller asked for it.
 pub(super) enum Write {
@@ -119,7 +119,10 @@ impl Writer {
             if let Some(first) = first {
                 // Group commit: everything that queued up while the last batch was being
                 // committed goes into this one.
-                let mut bytes = 0;
+                let mut bytes = match &first {
+                    Command::Write(write, _) => write.value_len(),
+                    Command::Compact(..) => 0,
+                };
                 batch.push(first);
                 self.take_queued(&mut commands, &mut batch, &mut bytes);
                 self.gather(&mut commands, &mut batch, &mut bytes);
