@@ -33,7 +33,7 @@ use kube::{Resource, ResourceExt};
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
-use crate::runtime::coalesce::{coalesce, coalesce_marked};
+use crate::runtime::coalesce::{Window, coalesce, coalesce_marked};
 use crate::runtime::patch;
 use crate::runtime::shared::SharedCache;
 use crate::runtime::triggers::{ExternalWatches, Triggers};
@@ -225,7 +225,18 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let mut queue: SelectAll<Queue<Cluster>> = SelectAll::new();
     // A Cluster's own status writes come back as watch events: held back with its
     // descendants' changes. Any other change of the Cluster is reconciled at once.
-    let window = ctx.config().coalesce_window;
+    // A Cluster of thousands of Machines is held back longer (`Window::scaled`): each
+    // reconcile sums up all its Machines.
+    let index = machine_cache.index().clone();
+    let window = Window::scaled(
+        ctx.config().coalesce_window,
+        move |key: &ObjectRef<Cluster>| {
+            index.count(&ClusterKey::new(
+                key.namespace.as_deref().unwrap_or_default(),
+                &key.name,
+            ))
+        },
+    );
     queue.push(coalesce_marked(
         clusters.map_ok(|cluster| {
             (
@@ -233,7 +244,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 patch::is_own_write(cluster.as_ref()),
             )
         }),
-        window,
+        window.clone(),
     ));
     // The descendants' changes come in bursts while a cluster comes up or rolls out; one
     // reconcile per burst writes the status once.
@@ -241,13 +252,13 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         trigger_with(machines, |machine: Arc<Machine>| {
             Some(cluster_ref(machine.as_ref(), &machine.spec.cluster_name))
         }),
-        window,
+        window.clone(),
     ));
     queue.push(coalesce(
         trigger_with(machine_deployments, |md: Arc<MachineDeployment>| {
             Some(cluster_ref(md.as_ref(), &md.spec.cluster_name))
         }),
-        window,
+        window.clone(),
     ));
     queue.push(coalesce(
         trigger_with(machine_sets, |ms: Arc<MachineSet>| {

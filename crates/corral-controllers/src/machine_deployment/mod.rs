@@ -74,7 +74,7 @@ use crate::external::api_group_of;
 use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
-use crate::runtime::coalesce::coalesce;
+use crate::runtime::coalesce::{Window, coalesce};
 use crate::runtime::shared::SharedCache;
 use crate::runtime::shared::trigger_own_coalesced;
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
@@ -286,8 +286,21 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let mut queue: SelectAll<Queue<MachineDeployment>> = SelectAll::new();
     // MachineSet status changes and the MachineDeployment's own status writes are held back
     // and joined (see `runtime::coalesce`).
-    let window = ctx.config().coalesce_window;
-    queue.push(trigger_own_coalesced(machine_deployments, window));
+    // A MachineDeployment in a Cluster of thousands of Machines is held back longer
+    // (`Window::scaled`): each reconcile sums up its Machines.
+    let (store, index) = (
+        machine_deployment_store.clone(),
+        machine_cache.index().clone(),
+    );
+    let window = Window::scaled(ctx.config().coalesce_window, move |key| {
+        store.get(key).map_or(0, |md| {
+            index.count(&ClusterKey::new(
+                &md.namespace().unwrap_or_default(),
+                &md.spec.cluster_name,
+            ))
+        })
+    });
+    queue.push(trigger_own_coalesced(machine_deployments, window.clone()));
     let store = machine_deployment_store.clone();
     queue.push(coalesce(
         trigger_with(machine_sets, move |machine_set: Arc<MachineSet>| {

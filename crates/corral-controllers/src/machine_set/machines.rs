@@ -502,12 +502,9 @@ fn in_sync(scope: &Scope, machine: &Machine, labels: &BTreeMap<String, String>) 
         want.iter().all(|(key, value)| have.get(key) == Some(value))
     };
     if machine.metadata.deletion_timestamp.is_none() {
-        let (stale_labels, stale_annotations) =
-            stale_propagated(machine, labels, &template.metadata.annotations);
         if !(contains(machine.labels(), labels)
             && contains(machine.annotations(), &template.metadata.annotations)
-            && stale_labels.is_empty()
-            && stale_annotations.is_empty())
+            && !has_stale_propagated(machine, labels, &template.metadata.annotations))
         {
             return false;
         }
@@ -620,19 +617,29 @@ async fn write_machine(
 
 /// The keys of a Machine's labels (`f:labels`) or annotations (`f:annotations`) that the
 /// MachineSet wrote, as the Machine's managed fields record them.
-fn propagated_keys(machine: &Machine, field: &str) -> Vec<String> {
-    let Some(entries) = &machine.metadata.managed_fields else {
-        return Vec::new();
-    };
-    entries
+fn propagated_keys<'a>(machine: &'a Machine, field: &'a str) -> impl Iterator<Item = &'a str> {
+    machine
+        .metadata
+        .managed_fields
         .iter()
+        .flatten()
         .filter(|entry| entry.manager.as_deref() == Some(MACHINE_SET_MANAGER))
         .filter_map(|entry| entry.fields_v1.as_ref())
-        .filter_map(|fields| fields.0.get("f:metadata")?.get(field)?.as_object())
+        .filter_map(move |fields| fields.0.get("f:metadata")?.get(field)?.as_object())
         .flat_map(|keys| keys.keys())
         .filter_map(|key| key.strip_prefix("f:"))
-        .map(str::to_owned)
-        .collect()
+}
+
+/// The labels (`f:labels`) or annotations (`f:annotations`) the MachineSet wrote on a Machine
+/// that `want` no longer has.
+fn stale_keys<'a>(
+    machine: &'a Machine,
+    field: &'a str,
+    have: &'a BTreeMap<String, String>,
+    want: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = &'a str> {
+    propagated_keys(machine, field)
+        .filter(|key| have.contains_key(*key) && !want.contains_key(*key))
 }
 
 /// The labels and annotations the MachineSet wrote on a Machine that its template no longer
@@ -643,16 +650,28 @@ fn stale_propagated(
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
 ) -> (Vec<String>, Vec<String>) {
-    let stale = |field: &str, have: &BTreeMap<String, String>, want: &BTreeMap<String, String>| {
-        propagated_keys(machine, field)
-            .into_iter()
-            .filter(|key| have.contains_key(key) && !want.contains_key(key))
-            .collect::<Vec<_>>()
-    };
     (
-        stale("f:labels", machine.labels(), labels),
-        stale("f:annotations", machine.annotations(), annotations),
+        stale_keys(machine, "f:labels", machine.labels(), labels)
+            .map(str::to_owned)
+            .collect(),
+        stale_keys(machine, "f:annotations", machine.annotations(), annotations)
+            .map(str::to_owned)
+            .collect(),
     )
+}
+
+/// Whether [`stale_propagated`] would find anything, without collecting it.
+fn has_stale_propagated(
+    machine: &Machine,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> bool {
+    stale_keys(machine, "f:labels", machine.labels(), labels)
+        .next()
+        .is_some()
+        || stale_keys(machine, "f:annotations", machine.annotations(), annotations)
+            .next()
+            .is_some()
 }
 
 /// Creates or deletes Machines until there are `spec.replicas` (upstream `syncReplicas`),

@@ -63,7 +63,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
-use crate::runtime::coalesce::coalesce;
+use crate::runtime::coalesce::{Window, coalesce};
 use crate::runtime::index::key;
 use crate::runtime::shared::SharedCache;
 use crate::runtime::shared::trigger_own_coalesced;
@@ -313,8 +313,17 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let mut queue: SelectAll<Queue<MachineSet>> = SelectAll::new();
     // Machines change many times while they come up, and each MachineSet status write comes
     // back as a watch event: both are held back and joined (see `runtime::coalesce`).
-    let window = ctx.config().coalesce_window;
-    queue.push(trigger_own_coalesced(machine_sets, window));
+    // A MachineSet of thousands is held back longer (`Window::scaled`): each reconcile sums
+    // up all its Machines.
+    let (store, index) = (machine_set_store.clone(), machine_cache.index().clone());
+    let window = Window::scaled(ctx.config().coalesce_window, move |key| {
+        store.get(key).map_or(0, |ms| {
+            let cluster =
+                ClusterKey::new(&ms.namespace().unwrap_or_default(), &ms.spec.cluster_name);
+            index.count_with_key(&cluster, &key::controller(ms.uid().as_deref()))
+        })
+    });
+    queue.push(trigger_own_coalesced(machine_sets, window.clone()));
     let store = machine_set_store.clone();
     queue.push(coalesce(
         trigger_with(machines, move |machine: Arc<Machine>| {
@@ -488,7 +497,10 @@ impl MachineSetController {
         // Its own Machines and those without a controller; never another's.
         let mut machines = self.machines.with_key(&cluster, &key::controller(None));
         if let Some(uid) = uid.as_deref() {
-            machines.extend(self.machines.with_key(&cluster, &key::controller(Some(uid))));
+            machines.extend(
+                self.machines
+                    .with_key(&cluster, &key::controller(Some(uid))),
+            );
         }
         machines.retain(|machine| selector.matches(machine.labels()));
         machines.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

@@ -12,9 +12,21 @@
 //! A change of the object itself (its spec, a user's edit) is reconciled at once; only its
 //! controller's own writes, whose watch events bring a reconcile that mostly finds nothing
 //! new, are held back with the rest ([`coalesce_marked`]).
+//!
+//! # A window that grows with the work
+//!
+//! A reconcile that sums up N Machines costs O(N), and Machines change at a rate that grows
+//! with N too: with a fixed window a MachineDeployment of 10,000 replicas had its MachineSets
+//! and its Cluster sum up 10,000 Machines five times a second each. A [`Window`] may depend on
+//! the object: [`Window::scaled`] holds requests for an object that sums up N Machines for
+//! `base × (1 + N / 1,000)`, at most ten times `base` (2 s with the default 200 ms), which
+//! keeps the share of CPU such reconciles take about constant as N grows. A status a little
+//! staler is the price, for big objects only; a change of the object itself is still
+//! reconciled at once.
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -25,11 +37,70 @@ use kube::Resource;
 use kube::runtime::controller::ReconcileRequest;
 use kube::runtime::reflector::ObjectRef;
 
+/// Machines per step of [`Window::scaled`].
+const MACHINES_PER_STEP: usize = 1_000;
+
+/// At most this many times the base window.
+const MAX_STEPS: u32 = 10;
+
+/// How long requests for an object are held: the same for every object, or growing with the
+/// number of Machines it sums up ([`Window::scaled`]).
+pub struct Window<K: Resource> {
+    base: Duration,
+    weight: Option<Arc<dyn Fn(&ObjectRef<K>) -> usize + Send + Sync>>,
+}
+
+impl<K: Resource> Clone for Window<K> {
+    fn clone(&self) -> Self {
+        Window {
+            base: self.base,
+            weight: self.weight.clone(),
+        }
+    }
+}
+
+impl<K: Resource> From<Duration> for Window<K> {
+    fn from(base: Duration) -> Self {
+        Window { base, weight: None }
+    }
+}
+
+impl<K: Resource> Window<K> {
+    /// `base × (1 + N / 1,000)`, at most `10 × base`, where `machines` tells N, the number
+    /// of Machines a reconcile of the object sums up.
+    pub fn scaled(
+        base: Duration,
+        machines: impl Fn(&ObjectRef<K>) -> usize + Send + Sync + 'static,
+    ) -> Self {
+        Window {
+            base,
+            weight: Some(Arc::new(machines)),
+        }
+    }
+
+    /// The window for `object`.
+    pub fn of(&self, object: &ObjectRef<K>) -> Duration {
+        match &self.weight {
+            None => self.base,
+            Some(machines) => scaled(self.base, machines(object)),
+        }
+    }
+}
+
+/// `base × (1 + machines / 1,000)`, at most `10 × base`.
+pub fn scaled(base: Duration, machines: usize) -> Duration {
+    let steps = u32::try_from(machines / MACHINES_PER_STEP)
+        .unwrap_or(u32::MAX)
+        .saturating_add(1)
+        .min(MAX_STEPS);
+    base * steps
+}
+
 /// `requests`, each held back by `window`, with requests for an object already held back
 /// dropped. A zero window passes them through unchanged.
 pub fn coalesce<K, E, S>(
     requests: S,
-    window: Duration,
+    window: impl Into<Window<K>>,
 ) -> Pin<Box<dyn Stream<Item = Result<ReconcileRequest<K>, E>> + Send>>
 where
     K: Resource + 'static,
@@ -46,7 +117,7 @@ where
 /// Like [`coalesce`] for requests marked to be held back (`true`) or passed on at once.
 pub fn coalesce_marked<K, E, S>(
     requests: S,
-    window: Duration,
+    window: impl Into<Window<K>>,
 ) -> Pin<Box<dyn Stream<Item = Result<ReconcileRequest<K>, E>> + Send>>
 where
     K: Resource + 'static,
@@ -54,7 +125,8 @@ where
     E: Send + 'static,
     S: Stream<Item = Result<(ReconcileRequest<K>, bool), E>> + Send + 'static,
 {
-    if window.is_zero() {
+    let window = window.into();
+    if window.base.is_zero() {
         return requests
             .map(|request| request.map(|(request, _)| request))
             .boxed();
@@ -76,7 +148,7 @@ struct Coalesce<K: Resource, E> {
     held: HashMap<ObjectRef<K>, ReconcileRequest<K>>,
     /// One timer per held request, resolving to its object.
     timers: FuturesUnordered<BoxFuture<'static, ObjectRef<K>>>,
-    window: Duration,
+    window: Window<K>,
 }
 
 // No field is pinned structurally: the input stream and the timers are boxed.
@@ -99,8 +171,8 @@ where
                         continue;
                     }
                     let object = request.obj_ref.clone();
+                    let window = this.window.of(&object);
                     this.held.insert(object.clone(), request);
-                    let window = this.window;
                     this.timers.push(
                         async move {
                             tokio::time::sleep(window).await;
@@ -208,5 +280,38 @@ mod tests {
         drop(tx);
         let all: Vec<_> = out.collect().await;
         assert_eq!(names(&all), ["a", "a"]);
+    }
+
+    #[test]
+    fn a_scaled_window_grows_a_step_per_thousand_machines_up_to_ten() {
+        let base = Duration::from_millis(200);
+        assert_eq!(scaled(base, 0), base);
+        assert_eq!(scaled(base, 999), base);
+        assert_eq!(scaled(base, 1_000), base * 2);
+        assert_eq!(scaled(base, 4_321), base * 5);
+        assert_eq!(scaled(base, 10_000), base * 10);
+        assert_eq!(scaled(base, usize::MAX), base * 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_object_is_held_for_its_own_window() {
+        let (tx, rx) = mpsc::unbounded();
+        let window = Window::scaled(Duration::from_millis(200), |object: &ObjectRef<Cluster>| {
+            if object.name == "big" { 5_000 } else { 10 }
+        });
+        let mut out = coalesce(rx, window);
+        let started = tokio::time::Instant::now();
+        tx.unbounded_send(request("big")).unwrap();
+        tx.unbounded_send(request("small")).unwrap();
+        let first = out.next().await.unwrap().unwrap();
+        assert_eq!(
+            (first.obj_ref.name.as_str(), started.elapsed()),
+            ("small", Duration::from_millis(200))
+        );
+        let second = out.next().await.unwrap().unwrap();
+        assert_eq!(
+            (second.obj_ref.name.as_str(), started.elapsed()),
+            ("big", Duration::from_millis(1_200))
+        );
     }
 }

@@ -328,6 +328,27 @@ where
             .unwrap_or_default()
     }
 
+    /// How many objects `cluster` has.
+    pub fn count(&self, cluster: &ClusterKey) -> usize {
+        self.state
+            .read()
+            .expect("index lock")
+            .by_cluster
+            .get(cluster)
+            .map_or(0, |filing| filing.all.len())
+    }
+
+    /// How many objects of `cluster` have `key`.
+    pub fn count_with_key(&self, cluster: &ClusterKey, key: &str) -> usize {
+        self.state
+            .read()
+            .expect("index lock")
+            .by_cluster
+            .get(cluster)
+            .and_then(|filing| filing.by_key.get(key))
+            .map_or(0, BTreeMap::len)
+    }
+
     /// `cluster`'s objects with `key` (see [`key`]), sorted by name.
     pub fn with_key(&self, cluster: &ClusterKey, key: &str) -> Vec<Arc<K>> {
         self.state

@@ -320,7 +320,10 @@ where
 /// [`trigger_own`] with the watch events of this process's own writes held back by `window`
 /// and joined with the other held requests of the same object
 /// ([`super::coalesce::coalesce_marked`]); any other change is reconciled at once.
-pub fn trigger_own_coalesced<K, S>(objects: S, window: std::time::Duration) -> super::Queue<K>
+pub fn trigger_own_coalesced<K, S>(
+    objects: S,
+    window: impl Into<super::coalesce::Window<K>>,
+) -> super::Queue<K>
 where
     K: Resource<DynamicType = ()> + Send + Sync + 'static,
     S: Stream<Item = Result<Arc<K>, watcher::Error>> + Send + 'static,

@@ -152,6 +152,9 @@ fn objects_are_found_by_controller_control_plane_label_and_extra_keys() {
     );
     assert_eq!(names(&index.with_key(&c1, &key::controller(None))), ["cp"]);
     assert_eq!(names(&index.with_key(&c1, key::CONTROL_PLANE)), ["cp"]);
+    assert_eq!(index.count(&c1), 4);
+    assert_eq!(index.count_with_key(&c1, &key::controller(Some("ms-1"))), 2);
+    assert_eq!(index.count_with_key(&key("b", "c1"), key::CONTROL_PLANE), 0);
     assert!(
         index
             .with_key(&key("b", "c1"), key::CONTROL_PLANE)
