@@ -235,7 +235,7 @@ pub async fn run_controllers(
     cloud: Cloud,
     shutdown: impl Future<Output = ()> + Send + Clone + 'static,
 ) -> Result<(), Error> {
-    // The provider and the core controllers share one watch per kind.
+    // The providers and the core controllers share one watch per kind.
     let caches = corral_infra_inmemory::Caches::new(client.clone());
     let provider = corral_infra_inmemory::run_with_caches(
         client.clone(),
@@ -243,10 +243,15 @@ pub async fn run_controllers(
         caches.clone(),
         shutdown.clone(),
     );
-    let bootstrap = corral_kubeadm::bootstrap::run(client.clone(), shutdown.clone());
-    let control_plane = corral_kubeadm::controlplane::run(
+    let bootstrap = corral_kubeadm::bootstrap::run_with_caches(
+        client.clone(),
+        caches.clone(),
+        shutdown.clone(),
+    );
+    let control_plane = corral_kubeadm::controlplane::run_with_caches(
         client.clone(),
         corral_kubeadm::controlplane::Config::default(),
+        caches.clone(),
         shutdown.clone(),
     );
     let core = corral_controllers::run_with_caches(
