@@ -737,7 +737,7 @@ async fn benchmark_clusters_with_a_control_plane_of_3_and_3_workers_come_up() {
         "controllers' requests to the management API server: {total} ({:.1} per cluster)",
         total as f64 / count as f64
     );
-    for (request, n) in requests.iter().take(25) {
+    for (request, n) in requests.iter().take(40) {
         eprintln!("  {:>7.1} per cluster  {request}", *n as f64 / count as f64);
     }
     for counted in corral_controllers::runtime::metrics::reconcile_counts() {

@@ -32,11 +32,22 @@ where
     corral_testenv::eventually(TIMEOUT, what, check).await
 }
 
-/// The controllers' requests to the management API server, by verb and resource (e.g.
-/// `PATCH machines/status`), for the benchmark.
+/// The controllers' requests to the management API server, by controller group (`core`,
+/// `infra`, `kcp`, `kubeadm` for the KubeadmConfig controller), verb and resource (e.g.
+/// `kcp PATCH machines/status`), for the benchmark.
 pub type RequestCounts = Arc<Mutex<BTreeMap<String, u64>>>;
 
-/// `LIST machines`, `WATCH clusters`, `PATCH kubeadmcontrolplanes/status`, ... of a request.
+/// What a Secret's name says it is: one of a cluster's certificate or kubeconfig Secrets
+/// (`-ca`, `-etcd`, `-proxy`, `-sa`, `-kubeconfig`), or another (bootstrap data).
+fn secret_kind(name: &str) -> &'static str {
+    ["-ca", "-etcd", "-proxy", "-sa", "-kubeconfig"]
+        .into_iter()
+        .find(|suffix| name.ends_with(suffix))
+        .unwrap_or("(other)")
+}
+
+/// `LIST machines`, `WATCH clusters`, `PATCH kubeadmcontrolplanes/status`, `GET secrets -ca`,
+/// ... of a request.
 fn request_key(method: &http::Method, uri: &http::Uri) -> String {
     let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
     let skip = match parts.iter().position(|part| *part == "namespaces") {
@@ -52,9 +63,12 @@ fn request_key(method: &http::Method, uri: &http::Uri) -> String {
         ("GET", 1) => "LIST",
         (method, _) => method,
     };
-    match rest.get(2) {
-        Some(subresource) => format!("{verb} {resource}/{subresource}"),
-        None => format!("{verb} {resource}"),
+    match (rest.get(2), rest.get(1)) {
+        (Some(subresource), _) => format!("{verb} {resource}/{subresource}"),
+        (None, Some(name)) if resource == "secrets" => {
+            format!("{verb} {resource} {}", secret_kind(name))
+        }
+        _ => format!("{verb} {resource}"),
     }
 }
 
@@ -98,24 +112,34 @@ impl Plane {
             let _ = stopped.await;
         }
         .shared();
-        let mut client = env.client.clone();
-        let mut requests = None;
-        if counting {
-            let counts = RequestCounts::default();
-            requests = Some(counts.clone());
-            let config = kube::Config::new(env.url().parse().unwrap());
-            let layer = tower::util::MapRequestLayer::new(
-                move |request: http::Request<kube::client::Body>| {
-                    let key = request_key(request.method(), request.uri());
-                    *counts.lock().unwrap().entry(key).or_default() += 1;
-                    request
-                },
-            );
-            client = kube::client::ClientBuilder::try_from(config)
-                .unwrap()
-                .with_layer(&layer)
-                .build();
-        }
+        let requests = counting.then(RequestCounts::default);
+        // With counting, each group of controllers has a client of its own, whose requests
+        // are counted under its name.
+        let client_of = |group: &'static str| match &requests {
+            None => env.client.clone(),
+            Some(counts) => {
+                let counts = counts.clone();
+                let config = kube::Config::new(env.url().parse().unwrap());
+                let layer = tower::util::MapRequestLayer::new(
+                    move |request: http::Request<kube::client::Body>| {
+                        let key =
+                            format!("{group} {}", request_key(request.method(), request.uri()));
+                        *counts.lock().unwrap().entry(key).or_default() += 1;
+                        request
+                    },
+                );
+                kube::client::ClientBuilder::try_from(config)
+                    .unwrap()
+                    .with_layer(&layer)
+                    .build()
+            }
+        };
+        let (core_client, infra_client, kcp_client, kubeadm_client) = (
+            client_of("core"),
+            client_of("infra"),
+            client_of("kcp"),
+            client_of("kubeadm"),
+        );
         let cache = ClusterCacheConfig {
             probe_interval: Duration::from_millis(500),
             probe_timeout: Duration::from_secs(2),
@@ -133,27 +157,29 @@ impl Plane {
         };
         let task = tokio::spawn(async move {
             let cloud = Arc::new(InProcessCloud::new());
-            // One watch per kind for every controller, as `corral` runs them.
-            let caches = corral_kubeadm::Caches::new(client.clone());
+            // One watch per kind for every controller, as `corral` runs them (the shared
+            // watches' requests count as the core controllers').
+            let caches = corral_kubeadm::Caches::new(core_client.clone());
             let provider = corral_infra_inmemory::run_with_caches(
-                client.clone(),
+                infra_client,
                 cloud,
                 caches.clone(),
                 shutdown.clone(),
             );
             let core = corral_controllers::run_with_caches(
-                client.clone(),
+                core_client,
                 core_config,
                 caches.clone(),
                 shutdown.clone(),
             );
             let control_plane = corral_kubeadm::controlplane::run_with_caches(
-                client.clone(),
+                kcp_client,
                 kcp_config,
                 caches.clone(),
                 shutdown.clone(),
             );
-            let bootstrap = corral_kubeadm::bootstrap::run_with_caches(client, caches, shutdown);
+            let bootstrap =
+                corral_kubeadm::bootstrap::run_with_caches(kubeadm_client, caches, shutdown);
             let ((), result, (), ()) = tokio::join!(provider, core, control_plane, bootstrap);
             result.expect("the core controllers start");
         });
