@@ -23,6 +23,11 @@
 //! keeps the share of CPU such reconciles take about constant as N grows. A status a little
 //! staler is the price, for big objects only; a change of the object itself is still
 //! reconciled at once.
+//!
+//! The window grows with the backlog too: while many objects are held at once (a thousand
+//! clusters coming up), each is held a step longer per hundred held, again at most ten times
+//! `base` in all, so that a busy controller joins more changes into each write; when the
+//! burst is over the window is back to `base`.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -39,6 +44,9 @@ use kube::runtime::reflector::ObjectRef;
 
 /// Machines per step of [`Window::scaled`].
 const MACHINES_PER_STEP: usize = 1_000;
+
+/// Objects held at once per step of a window's growth with the backlog.
+const HELD_PER_STEP: usize = 100;
 
 /// At most this many times the base window.
 const MAX_STEPS: u32 = 10;
@@ -78,18 +86,17 @@ impl<K: Resource> Window<K> {
         }
     }
 
-    /// The window for `object`.
-    pub fn of(&self, object: &ObjectRef<K>) -> Duration {
-        match &self.weight {
-            None => self.base,
-            Some(machines) => scaled(self.base, machines(object)),
-        }
+    /// The window for `object` while `held` objects are held.
+    pub fn of(&self, object: &ObjectRef<K>, held: usize) -> Duration {
+        let machines = self.weight.as_ref().map_or(0, |machines| machines(object));
+        scaled(self.base, machines, held)
     }
 }
 
-/// `base × (1 + machines / 1,000)`, at most `10 × base`.
-pub fn scaled(base: Duration, machines: usize) -> Duration {
-    let steps = u32::try_from(machines / MACHINES_PER_STEP)
+/// `base × (1 + machines / 1,000 + held / 100)`, at most `10 × base`.
+pub fn scaled(base: Duration, machines: usize, held: usize) -> Duration {
+    let steps = (machines / MACHINES_PER_STEP).saturating_add(held / HELD_PER_STEP);
+    let steps = u32::try_from(steps)
         .unwrap_or(u32::MAX)
         .saturating_add(1)
         .min(MAX_STEPS);
@@ -171,7 +178,7 @@ where
                         continue;
                     }
                     let object = request.obj_ref.clone();
-                    let window = this.window.of(&object);
+                    let window = this.window.of(&object, this.held.len());
                     this.held.insert(object.clone(), request);
                     this.timers.push(
                         async move {
@@ -270,6 +277,33 @@ mod tests {
         );
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_backlog_holds_the_later_requests_longer() {
+        let (tx, rx) = mpsc::unbounded();
+        let mut out = coalesce(rx, Duration::from_millis(200));
+        let started = tokio::time::Instant::now();
+        for index in 0..150 {
+            tx.unbounded_send(request(&format!("c{index:03}"))).unwrap();
+        }
+        drop(tx);
+        let mut released = Vec::new();
+        while let Some(request) = out.next().await {
+            released.push((request.unwrap().obj_ref.name, started.elapsed()));
+        }
+        // The first hundred arrived with fewer than a hundred held; the rest with more.
+        assert_eq!(released.len(), 150);
+        assert!(
+            released[..100]
+                .iter()
+                .all(|(_, at)| *at == Duration::from_millis(200))
+        );
+        assert!(
+            released[100..]
+                .iter()
+                .all(|(_, at)| *at == Duration::from_millis(400))
+        );
+    }
+
     #[tokio::test]
     async fn a_zero_window_passes_everything_through() {
         let (tx, rx) = mpsc::unbounded();
@@ -283,14 +317,18 @@ mod tests {
     }
 
     #[test]
-    fn a_scaled_window_grows_a_step_per_thousand_machines_up_to_ten() {
+    fn a_window_grows_a_step_per_thousand_machines_and_per_hundred_held_up_to_ten() {
         let base = Duration::from_millis(200);
-        assert_eq!(scaled(base, 0), base);
-        assert_eq!(scaled(base, 999), base);
-        assert_eq!(scaled(base, 1_000), base * 2);
-        assert_eq!(scaled(base, 4_321), base * 5);
-        assert_eq!(scaled(base, 10_000), base * 10);
-        assert_eq!(scaled(base, usize::MAX), base * 10);
+        assert_eq!(scaled(base, 0, 0), base);
+        assert_eq!(scaled(base, 999, 99), base);
+        assert_eq!(scaled(base, 1_000, 0), base * 2);
+        assert_eq!(scaled(base, 4_321, 0), base * 5);
+        assert_eq!(scaled(base, 10_000, 0), base * 10);
+        assert_eq!(scaled(base, usize::MAX, 0), base * 10);
+        // The backlog adds a step per hundred objects held.
+        assert_eq!(scaled(base, 0, 100), base * 2);
+        assert_eq!(scaled(base, 1_000, 250), base * 4);
+        assert_eq!(scaled(base, 0, usize::MAX), base * 10);
     }
 
     #[tokio::test(start_paused = true)]
