@@ -296,68 +296,69 @@ where
         self.get(cluster, name).is_some()
     }
 
-    /// The object `name` of `cluster`, as the index lists it.
-    pub fn get(&self, cluster: &ClusterKey, name: &str) -> Option<Arc<K>> {
+    /// `read` of `cluster`'s filing, if it has objects.
+    fn read_cluster<T>(
+        &self,
+        cluster: &ClusterKey,
+        read: impl FnOnce(&Filing<K>) -> T,
+    ) -> Option<T> {
         self.state
             .read()
             .expect("index lock")
             .by_cluster
             .get(cluster)
-            .and_then(|filing| filing.all.get(name).cloned())
+            .map(read)
+    }
+
+    /// `read` of `cluster`'s objects with `key`, if there are any.
+    fn read_key<T>(
+        &self,
+        cluster: &ClusterKey,
+        key: &str,
+        read: impl FnOnce(&Objects<K>) -> T,
+    ) -> Option<T> {
+        self.state
+            .read()
+            .expect("index lock")
+            .by_cluster
+            .get(cluster)
+            .and_then(|filing| filing.by_key.get(key))
+            .map(read)
+    }
+
+    /// The object `name` of `cluster`, as the index lists it.
+    pub fn get(&self, cluster: &ClusterKey, name: &str) -> Option<Arc<K>> {
+        self.read_cluster(cluster, |filing| filing.all.get(name).cloned())
+            .flatten()
     }
 
     /// The names of `cluster`'s objects, sorted.
     pub fn names(&self, cluster: &ClusterKey) -> Vec<String> {
-        self.state
-            .read()
-            .expect("index lock")
-            .by_cluster
-            .get(cluster)
-            .map(|filing| filing.all.keys().cloned().collect())
+        self.read_cluster(cluster, |filing| filing.all.keys().cloned().collect())
             .unwrap_or_default()
     }
 
     /// `cluster`'s objects, sorted by name.
     pub fn objects(&self, cluster: &ClusterKey) -> Vec<Arc<K>> {
-        self.state
-            .read()
-            .expect("index lock")
-            .by_cluster
-            .get(cluster)
-            .map(|filing| filing.all.values().cloned().collect())
+        self.read_cluster(cluster, |filing| filing.all.values().cloned().collect())
             .unwrap_or_default()
     }
 
     /// How many objects `cluster` has.
     pub fn count(&self, cluster: &ClusterKey) -> usize {
-        self.state
-            .read()
-            .expect("index lock")
-            .by_cluster
-            .get(cluster)
-            .map_or(0, |filing| filing.all.len())
+        self.read_cluster(cluster, |filing| filing.all.len())
+            .unwrap_or_default()
     }
 
     /// How many objects of `cluster` have `key`.
     pub fn count_with_key(&self, cluster: &ClusterKey, key: &str) -> usize {
-        self.state
-            .read()
-            .expect("index lock")
-            .by_cluster
-            .get(cluster)
-            .and_then(|filing| filing.by_key.get(key))
-            .map_or(0, BTreeMap::len)
+        self.read_key(cluster, key, BTreeMap::len)
+            .unwrap_or_default()
     }
 
     /// `cluster`'s objects with `key` (see [`key`]), sorted by name.
     pub fn with_key(&self, cluster: &ClusterKey, key: &str) -> Vec<Arc<K>> {
-        self.state
-            .read()
-            .expect("index lock")
-            .by_cluster
-            .get(cluster)
-            .and_then(|filing| filing.by_key.get(key))
-            .map(|objects| objects.values().cloned().collect())
+        self.read_key(cluster, key, |objects| objects.values().cloned().collect())
             .unwrap_or_default()
     }
 }
