@@ -296,17 +296,16 @@ fn key_lookups_are_not_replanned_between_writes() {
 async fn wait_for_commit(path: &std::path::Path, revision: Revision) {
     let reader = open_reader(path).unwrap();
     loop {
-        let stored: Revision = reader
-            .query_row(
-                "SELECT value FROM meta WHERE name = 'revision'",
-                [],
-                |row| row.get(0),
-            )
-            .unwrap();
-        if stored >= revision {
-            return;
+        let stored: rusqlite::Result<Revision> = reader.query_row(
+            "SELECT value FROM meta WHERE name = 'revision'",
+            [],
+            |row| row.get(0),
+        );
+        match stored {
+            Ok(stored) if stored >= revision => return,
+            // Not there yet, or the WAL index changing under the read: look again.
+            Ok(_) | Err(_) => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
         }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
 
@@ -349,13 +348,17 @@ async fn nothing_is_acknowledged_or_shown_before_its_fsync() {
     );
     assert_eq!(store.current_revision().await.unwrap(), 1);
     assert_eq!(store.get("/a", None).await.unwrap(), None);
-    assert!(matches!(
-        store.get("/a", Some(2)).await,
-        Err(Error::FutureRevision {
-            requested: 2,
-            current: 1
-        })
-    ));
+    let past = store.get("/a", Some(2)).await;
+    assert!(
+        matches!(
+            past,
+            Err(Error::FutureRevision {
+                requested: 2,
+                current: 1
+            })
+        ),
+        "{past:?}"
+    );
     let listed = store
         .range(RangeRequest {
             prefix: "/".into(),
@@ -364,13 +367,17 @@ async fn nothing_is_acknowledged_or_shown_before_its_fsync() {
         .await
         .unwrap();
     assert_eq!((listed.kvs.len(), listed.revision), (0, 1));
-    assert!(matches!(
-        store.compact(2).await,
-        Err(Error::FutureRevision {
-            requested: 2,
-            current: 1
-        })
-    ));
+    let compacted = store.compact(2).await;
+    assert!(
+        matches!(
+            compacted,
+            Err(Error::FutureRevision {
+                requested: 2,
+                current: 1
+            })
+        ),
+        "{compacted:?}"
+    );
     assert!(
         tokio::time::timeout(std::time::Duration::from_millis(50), watch.next())
             .await
@@ -380,10 +387,11 @@ async fn nothing_is_acknowledged_or_shown_before_its_fsync() {
 
     gate.set_open(true);
     assert_eq!(create.await.unwrap().unwrap(), 2);
-    assert!(matches!(
-        again.await.unwrap(),
-        Err(Error::AlreadyExists { .. })
-    ));
+    let again = again.await.unwrap();
+    assert!(
+        matches!(again, Err(Error::AlreadyExists { .. })),
+        "{again:?}"
+    );
     assert_eq!(store.current_revision().await.unwrap(), 2);
     let kv = store.get("/a", None).await.unwrap().unwrap();
     assert_eq!((kv.value.as_ref(), kv.mod_revision), (&b"a"[..], 2));

@@ -162,7 +162,8 @@ impl Writer {
     /// each transaction costs its own WAL pages (the meta row's, the log's last leaf). Commits
     /// when the fsync returns, or as soon as as many writes are waiting as the last fsync
     /// carried (so that applying them overlaps the fsync). With no fsync in flight, commits at
-    /// once: a lone write never waits.
+    /// once: a lone write never waits. A `compact` is served at once too: it may be refused
+    /// without waiting for anything.
     fn gather(
         &self,
         commands: &mut mpsc::Receiver<Command>,
@@ -174,7 +175,12 @@ impl Writer {
                 Some(expected) => expected,
                 None => return,
             };
-            if batch.len() >= expected || self.batch_full(batch, *bytes) {
+            if batch.len() >= expected
+                || self.batch_full(batch, *bytes)
+                || batch
+                    .iter()
+                    .any(|command| matches!(command, Command::Compact(..)))
+            {
                 return;
             }
             self.sync.wait_for_fsync(GATHER_POLL);
