@@ -241,7 +241,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let sqlite = corral_store::sqlite::SqliteStore::open(&dir.path().join("corral.db"))
         .context("opening the SQLite store")?;
     report.environment.push(
-        "SQLite store: WAL, synchronous=FULL, one writer thread with group commit (crate defaults)"
+        "SQLite store: WAL, one writer thread with group commit, fsyncs pipelined on a sync thread (crate defaults)"
             .into(),
     );
     // Kept to read group commit's counters around the SQLite write runs.

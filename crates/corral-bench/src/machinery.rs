@@ -349,7 +349,7 @@ pub async fn run(config: &MachineryConfig) -> anyhow::Result<MachineryReport> {
         .tempdir_in(&root)
         .with_context(|| format!("creating a data dir under {}", root.display()))?;
     report.environment.push(format!(
-        "data: {}; SQLite store, crate defaults (WAL, synchronous=FULL, group commit)",
+        "data: {}; SQLite store, crate defaults (WAL, group commit, pipelined fsyncs)",
         crate::env::describe_dir(dir.path())
     ));
     let store = corral_store::sqlite::SqliteStore::open(&dir.path().join("corral.db"))

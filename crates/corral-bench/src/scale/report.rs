@@ -78,7 +78,7 @@ fn environment(data: String) -> Vec<String> {
         .unwrap_or_else(|_| "unknown".into());
     vec![
         format!("{cores} CPUs; load average at start {load}"),
-        format!("SQLite store (WAL, synchronous=FULL) in {data}"),
+        format!("SQLite store (WAL, fsyncs pipelined with commits) in {data}"),
     ]
 }
 
