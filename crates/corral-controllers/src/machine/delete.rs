@@ -220,7 +220,10 @@ async fn is_delete_node_allowed(
     }
     let active_control_plane = controller
         .machines
-        .with_key(&scope.cluster_key, crate::runtime::index::key::CONTROL_PLANE)
+        .with_key(
+            &scope.cluster_key,
+            crate::runtime::index::key::CONTROL_PLANE,
+        )
         .iter()
         .filter(|m| m.metadata.deletion_timestamp.is_none())
         .filter(|m| m.labels().contains_key(labels::CONTROL_PLANE))

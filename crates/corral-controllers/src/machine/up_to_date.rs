@@ -118,7 +118,10 @@ pub(super) fn machines_of_machine_set(
         return Vec::new();
     };
     machines
-        .with_key(&cluster, &crate::runtime::index::key::controller(Some(&uid)))
+        .with_key(
+            &cluster,
+            &crate::runtime::index::key::controller(Some(&uid)),
+        )
         .iter()
         .filter(|machine| {
             controller_of_kind(machine.owner_references(), "MachineSet")
