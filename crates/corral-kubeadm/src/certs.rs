@@ -438,15 +438,10 @@ pub async fn lookup(
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let mut found = Vec::with_capacity(4);
     for purpose in Purpose::ALL {
-        let name = purpose.secret_name(cluster);
-        let Some(existing) = secrets.get_opt(&name).await.map_err(|source| Error::Read {
-            name: name.clone(),
-            source,
-        })?
-        else {
+        let Some(material) = lookup_one(&secrets, purpose, cluster).await? else {
             return Ok(None);
         };
-        found.push(checked(purpose, &name, &existing)?);
+        found.push(material);
     }
     let [cluster_ca, etcd_ca, front_proxy_ca, service_account]: [KeyMaterial; 4] =
         found.try_into().expect("one per purpose");
@@ -467,7 +462,16 @@ pub async fn lookup_cluster_ca(
     cluster: &str,
 ) -> Result<Option<KeyMaterial>, Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let name = Purpose::ClusterCa.secret_name(cluster);
+    lookup_one(&secrets, Purpose::ClusterCa, cluster).await
+}
+
+/// Reads and checks the cluster's Secret for `purpose`: `None` while it is missing.
+async fn lookup_one(
+    secrets: &Api<Secret>,
+    purpose: Purpose,
+    cluster: &str,
+) -> Result<Option<KeyMaterial>, Error> {
+    let name = purpose.secret_name(cluster);
     let Some(existing) = secrets.get_opt(&name).await.map_err(|source| Error::Read {
         name: name.clone(),
         source,
@@ -475,7 +479,7 @@ pub async fn lookup_cluster_ca(
     else {
         return Ok(None);
     };
-    checked(Purpose::ClusterCa, &name, &existing).map(Some)
+    checked(purpose, &name, &existing).map(Some)
 }
 
 fn checked(purpose: Purpose, name: &str, secret: &Secret) -> Result<KeyMaterial, Error> {
