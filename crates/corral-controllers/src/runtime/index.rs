@@ -176,11 +176,17 @@ impl<K> State<K> {
             // `Arc`s change.
             let filing = self.by_cluster.entry(cluster).or_default();
             for key in &keys {
-                if let Some(objects) = filing.by_key.get_mut(key) {
-                    objects.insert(at.1.clone(), object.clone());
+                if let Some(slot) = filing
+                    .by_key
+                    .get_mut(key)
+                    .and_then(|objects| objects.get_mut(&at.1))
+                {
+                    *slot = object.clone();
                 }
             }
-            filing.all.insert(at.1, object);
+            if let Some(slot) = filing.all.get_mut(&at.1) {
+                *slot = object;
+            }
             return;
         }
         self.remove(&at.0, &at.1);
