@@ -173,17 +173,20 @@ pub fn parse_resource_version(raw: &str) -> Result<Revision, ApiError> {
         .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {raw:?}")))
 }
 
-/// The object with everything but `metadata` and `status` — what `generation` tracks.
-pub fn spec_part(object: &Value) -> Map<String, Value> {
-    object
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
+fn is_non_spec_field(field: &str) -> bool {
+    matches!(field, "metadata" | "status" | "apiVersion" | "kind")
+}
+
+/// Whether two objects are the same in everything but `metadata`, `status`, `apiVersion` and
+/// `kind` — what `generation` tracks. Compared in place: every update asks.
+pub fn same_spec_part(a: &Value, b: &Value) -> bool {
+    let empty = Map::new();
+    let a = a.as_object().unwrap_or(&empty);
+    let b = b.as_object().unwrap_or(&empty);
+    let count = |map: &Map<String, Value>| map.keys().filter(|k| !is_non_spec_field(k)).count();
+    count(a) == count(b)
+        && a
+            .iter()
+            .filter(|(k, _)| !is_non_spec_field(k))
+            .all(|(k, v)| b.get(k) == Some(v))
 }

@@ -763,6 +763,13 @@ pub enum Change {
 /// Applies an update or patch, retrying on a concurrent write unless the client set a
 /// resourceVersion precondition. Returns the object as stored (or as it would be, with
 /// dryRun).
+///
+/// The first attempt starts from the resource's watch cache when it holds the object (no
+/// store read, no decode), as kube-apiserver's `GuaranteedUpdate` starts from its watch
+/// cache's object. The cache may lag the store, so only a write conditional on the cached
+/// modification revision that succeeds is answered from it; every other outcome (an error, a
+/// write that changes nothing, a lost race) is computed again from the store, so a client
+/// gets exactly the answer it would get without the cache.
 pub async fn update(
     state: &ApiState,
     target: &Target,
@@ -771,137 +778,236 @@ pub async fn update(
     change: Change,
 ) -> Result<Response, ApiError> {
     let key = target.key(name);
-    let status_only = target.subresource.as_deref() == Some("status");
+    // A PUT names the revision it expects: a cached object of another revision would only
+    // fail, and be read again.
+    let expected = match &change {
+        Change::Replace(body) => {
+            object::resource_version(body).and_then(|raw| object::parse_resource_version(raw).ok())
+        }
+        Change::Patch(_) | Change::Apply(_) => None,
+    };
+    let mut cached = cached_current(state, target, &key, query.dry_run)
+        .filter(|current| expected.is_none_or(|expected| expected == current.mod_revision));
     for _attempt in 0..16 {
-        let kv = state
-            .store
-            .get(&key, None)
-            .await?
-            .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
-        let mut current = object::decode_stored(&kv)?;
-        target.to_request_version(&mut current);
-        let mut new = match &change {
-            Change::Replace(body) => body.clone(),
-            Change::Patch(apply) | Change::Apply(apply) => apply(&current)?,
-        };
-        if !new.is_object() {
-            return Err(ApiError::bad_request("the result must be a JSON object"));
-        }
-        check_type(target, &mut new)?;
-        check_namespace(state, target, &mut new, false).await?;
-        match object::name(&new) {
-            None => {
-                object::metadata_mut(&mut new).insert("name".into(), json!(name));
-            }
-            Some(given) if given == name => {}
-            Some(given) => {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({given}) does not match the name on the URL ({name})"
-                )));
-            }
-        }
-        let precondition = object::resource_version(&new).map(str::to_string);
-        if let Some(expected) = &precondition {
-            if object::parse_resource_version(expected)? != kv.mod_revision {
-                return Err(ApiError::stale(target.subject(name)));
-            }
-        }
-        if let Some(uid) = object::uid(&new) {
-            if !uid.is_empty() && Some(uid) != object::uid(&current) {
-                return Err(ApiError::conflict(
-                    target.subject(name),
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        object::uid(&current).unwrap_or("")
-                    ),
-                ));
-            }
-        }
-        let mut new = if status_only {
-            status_update(&current, new)
-        } else {
-            main_update(target, &current, new)
-        };
-        preserve_server_metadata(target, &current, &mut new);
-        crate::hooks::prepare_update(target, &current, &mut new)?;
-        let warnings = crate::admission::admit(
-            state,
-            &crate::admission::Request {
-                operation: crate::admission::Operation::Update,
-                target,
-                query,
-                old: Some(&current),
-            },
-            &mut new,
-        )
-        .await?;
-        let operation = match &change {
-            Change::Apply(_) => crate::apply::Operation::Apply,
-            Change::Replace(_) | Change::Patch(_) => crate::apply::Operation::Update,
-        };
-        crate::apply::track(target, query, Some(&current), &mut new, operation);
-        let respond = |object: &Value| {
-            crate::admission::with_warnings(json_response(StatusCode::OK, object), &warnings)
-        };
-        validate_metadata(target, &new)?;
-        check_finalizers(target, &current, &new)?;
-        crate::hooks::validate(state, target, &new, Some(&current))?;
-
-        // The last finalizer of a deleted object is gone: delete it for real.
-        if object::deletion_timestamp(&new).is_some()
-            && crate::hooks::finalizers_on_delete(target, &new).is_empty()
-        {
-            if query.dry_run {
-                return Ok(respond(&new));
-            }
-            match state.store.delete(&key, kv.mod_revision).await {
-                Ok((revision, _)) => {
-                    object::set_resource_version(&mut new, revision);
-                    crate::hooks::after_delete(state, target, &new).await;
-                    return Ok(respond(&new));
-                }
-                // Another write came first: start over; a resourceVersion the client sent
-                // is checked against the new state then.
-                Err(corral_store::Error::Conflict { .. }) => continue,
-                Err(corral_store::Error::NotFound { .. }) => {
-                    return Err(ApiError::not_found(target.subject(name)));
-                }
-                Err(other) => return Err(other.into()),
-            }
-        }
-
-        let bytes = object::encode_for_storage(&new);
-        if bytes == kv.value {
-            // Nothing changed: no new revision, no watch event.
-            return Ok(respond(&current));
-        }
-        if query.dry_run {
-            // As in kube-apiserver, a dry-run update answers with the stored resourceVersion
-            // (`kubectl diff --server-side` shows no resourceVersion change).
-            object::set_resource_version(&mut new, kv.mod_revision);
-            target.admitted_to_request_version(&mut new);
-            return Ok(respond(&new));
-        }
-        match state.store.update(&key, bytes, kv.mod_revision).await {
-            Ok(revision) => {
-                object::set_resource_version(&mut new, revision);
-                crate::hooks::after_write(state, target, &new).await;
-                target.admitted_to_request_version(&mut new);
-                return Ok(respond(&new));
-            }
-            // Another write came first: start over; a resourceVersion the client sent
-            // is checked against the new state then.
-            Err(corral_store::Error::Conflict { .. }) => continue,
-            Err(corral_store::Error::NotFound { .. }) => {
-                return Err(ApiError::not_found(target.subject(name)));
-            }
-            Err(other) => return Err(other.into()),
+        let from_cache = cached.is_some();
+        let base = read_base(state, target, &key, name, cached.take()).await?;
+        match update_once(state, target, name, query, &change, &key, base, from_cache).await {
+            Ok(Attempt::Done(response)) => return Ok(response),
+            // Another write came first (or the cached object was not current): start over
+            // from the store; a resourceVersion the client sent is checked against the new
+            // state then.
+            Ok(Attempt::Again) => continue,
+            // Computed from a cached object, which may not be the current one: the store
+            // decides (kube-apiserver's `GuaranteedUpdate` does the same).
+            Err(_) if from_cache => continue,
+            Err(error) => return Err(error),
         }
     }
     Err(ApiError::conflict(
         target.subject(name),
         "too many concurrent writes; try again",
     ))
+}
+
+/// The watch cache's copy of the object at `key`, if its resource's cacher runs and holds it;
+/// never for a dry run, which writes nothing that would check the copy against the store.
+fn cached_current(
+    state: &ApiState,
+    target: &Target,
+    key: &str,
+    dry_run: bool,
+) -> Option<crate::watch_cache::Current> {
+    if dry_run {
+        return None;
+    }
+    state
+        .hub
+        .running(&target.resource.key_prefix())?
+        .current(key)
+}
+
+/// The state a write attempt starts from: `cached` if given, else read from the store.
+async fn read_base(
+    state: &ApiState,
+    target: &Target,
+    key: &str,
+    name: &str,
+    cached: Option<crate::watch_cache::Current>,
+) -> Result<Base, ApiError> {
+    let (mod_revision, value, mut object) = match cached {
+        Some(current) => (
+            current.mod_revision,
+            current.value,
+            Arc::unwrap_or_clone(current.object),
+        ),
+        None => {
+            let kv = state
+                .store
+                .get(key, None)
+                .await?
+                .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
+            let object = object::decode_stored(&kv)?;
+            (kv.mod_revision, kv.value, object)
+        }
+    };
+    target.to_request_version(&mut object);
+    Ok(Base {
+        mod_revision,
+        value,
+        object,
+    })
+}
+
+/// The state a write attempt starts from.
+struct Base {
+    mod_revision: Revision,
+    /// The stored bytes.
+    value: bytes::Bytes,
+    /// Decoded, in the request's version.
+    object: Value,
+}
+
+/// How an update attempt ended, short of an error.
+enum Attempt {
+    Done(Response),
+    /// Start over from the store.
+    Again,
+}
+
+/// One attempt of [`update`] from `base`; `from_cache`: `base` came from the watch cache and
+/// may be stale, so only a successful conditional write is answered from it.
+#[allow(clippy::too_many_arguments)]
+async fn update_once(
+    state: &ApiState,
+    target: &Target,
+    name: &str,
+    query: &Query,
+    change: &Change,
+    key: &str,
+    base: Base,
+    from_cache: bool,
+) -> Result<Attempt, ApiError> {
+    let status_only = target.subresource.as_deref() == Some("status");
+    let Base {
+        mod_revision,
+        value: stored,
+        object: current,
+    } = base;
+    let mut new = match change {
+        Change::Replace(body) => body.clone(),
+        Change::Patch(apply) | Change::Apply(apply) => apply(&current)?,
+    };
+    if !new.is_object() {
+        return Err(ApiError::bad_request("the result must be a JSON object"));
+    }
+    check_type(target, &mut new)?;
+    check_namespace(state, target, &mut new, false).await?;
+    match object::name(&new) {
+        None => {
+            object::metadata_mut(&mut new).insert("name".into(), json!(name));
+        }
+        Some(given) if given == name => {}
+        Some(given) => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({given}) does not match the name on the URL ({name})"
+            )));
+        }
+    }
+    let precondition = object::resource_version(&new).map(str::to_string);
+    if let Some(expected) = &precondition {
+        if object::parse_resource_version(expected)? != mod_revision {
+            return Err(ApiError::stale(target.subject(name)));
+        }
+    }
+    if let Some(uid) = object::uid(&new) {
+        if !uid.is_empty() && Some(uid) != object::uid(&current) {
+            return Err(ApiError::conflict(
+                target.subject(name),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    object::uid(&current).unwrap_or("")
+                ),
+            ));
+        }
+    }
+    let mut new = if status_only {
+        status_update(&current, new)
+    } else {
+        main_update(target, &current, new)
+    };
+    preserve_server_metadata(target, &current, &mut new);
+    crate::hooks::prepare_update(target, &current, &mut new)?;
+    let warnings = crate::admission::admit(
+        state,
+        &crate::admission::Request {
+            operation: crate::admission::Operation::Update,
+            target,
+            query,
+            old: Some(&current),
+        },
+        &mut new,
+    )
+    .await?;
+    let operation = match change {
+        Change::Apply(_) => crate::apply::Operation::Apply,
+        Change::Replace(_) | Change::Patch(_) => crate::apply::Operation::Update,
+    };
+    crate::apply::track(target, query, Some(&current), &mut new, operation);
+    let respond = |object: &Value| {
+        crate::admission::with_warnings(json_response(StatusCode::OK, object), &warnings)
+    };
+    validate_metadata(target, &new)?;
+    check_finalizers(target, &current, &new)?;
+    crate::hooks::validate(state, target, &new, Some(&current))?;
+
+    // The last finalizer of a deleted object is gone: delete it for real.
+    if object::deletion_timestamp(&new).is_some()
+        && crate::hooks::finalizers_on_delete(target, &new).is_empty()
+    {
+        if query.dry_run {
+            return Ok(Attempt::Done(respond(&new)));
+        }
+        return match state.store.delete(key, mod_revision).await {
+            Ok((revision, _)) => {
+                object::set_resource_version(&mut new, revision);
+                crate::hooks::after_delete(state, target, &new).await;
+                Ok(Attempt::Done(respond(&new)))
+            }
+            Err(corral_store::Error::Conflict { .. }) => Ok(Attempt::Again),
+            Err(corral_store::Error::NotFound { .. }) => {
+                Err(ApiError::not_found(target.subject(name)))
+            }
+            Err(other) => Err(other.into()),
+        };
+    }
+
+    let bytes = object::encode_for_storage(&new);
+    if bytes == stored {
+        if from_cache {
+            // Whether nothing changed is known only against the current object.
+            return Ok(Attempt::Again);
+        }
+        // Nothing changed: no new revision, no watch event.
+        return Ok(Attempt::Done(respond(&current)));
+    }
+    if query.dry_run {
+        // As in kube-apiserver, a dry-run update answers with the stored resourceVersion
+        // (`kubectl diff --server-side` shows no resourceVersion change).
+        object::set_resource_version(&mut new, mod_revision);
+        target.admitted_to_request_version(&mut new);
+        return Ok(Attempt::Done(respond(&new)));
+    }
+    match state.store.update(key, bytes, mod_revision).await {
+        Ok(revision) => {
+            object::set_resource_version(&mut new, revision);
+            crate::hooks::after_write(state, target, &new).await;
+            target.admitted_to_request_version(&mut new);
+            Ok(Attempt::Done(respond(&new)))
+        }
+        Err(corral_store::Error::Conflict { .. }) => Ok(Attempt::Again),
+        Err(corral_store::Error::NotFound { .. }) => Err(ApiError::not_found(target.subject(name))),
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// A write to the main resource: with a status subresource, `status` is kept as it is.
@@ -948,8 +1054,9 @@ fn status_update(current: &Value, new: Value) -> Value {
 
 /// Keeps the metadata only the server may set, and bumps `generation` when the spec changed.
 fn preserve_server_metadata(target: &Target, current: &Value, new: &mut Value) {
-    let current_meta = object::metadata(current).cloned().unwrap_or_default();
-    let spec_changed = object::spec_part(current) != object::spec_part(new);
+    let empty = Map::new();
+    let current_meta = object::metadata(current).unwrap_or(&empty);
+    let spec_changed = !object::same_spec_part(current, new);
     let metadata = object::metadata_mut(new);
     for field in [
         "uid",
@@ -1075,119 +1182,144 @@ pub async fn delete(
     options: &DeleteOptions,
 ) -> Result<Deleted, ApiError> {
     let key = target.key(name);
+    // As in `update`: the first attempt starts from the watch cache's copy, and only a
+    // conditional write that succeeds is answered from it.
+    let expected = options.resource_version.as_deref();
+    let mut cached = cached_current(state, target, &key, options.dry_run).filter(|current| {
+        expected
+            .is_none_or(|rv| object::parse_resource_version(rv).ok() == Some(current.mod_revision))
+    });
     for _attempt in 0..16 {
-        let kv = state
-            .store
-            .get(&key, None)
-            .await?
-            .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
-        let mut current = object::decode_stored(&kv)?;
-        target.to_request_version(&mut current);
-        if let Some(uid) = &options.uid {
-            if Some(uid.as_str()) != object::uid(&current) {
-                return Err(ApiError::conflict(
-                    target.subject(name),
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        object::uid(&current).unwrap_or("")
-                    ),
-                ));
-            }
-        }
-        if let Some(rv) = &options.resource_version {
-            if object::parse_resource_version(rv)? != kv.mod_revision {
-                return Err(ApiError::conflict(
-                    target.subject(name),
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        kv.mod_revision
-                    ),
-                ));
-            }
-        }
-        crate::webhook::admit_delete(state, target, name, &current, options).await?;
-        // The garbage collector's finalizers follow the propagation policy, also on an
-        // object already being deleted.
-        let collector_finalizers = crate::gc::finalizers_after_delete(
-            &object::finalizers(&current),
-            options.propagation_policy,
-            options.orphan_dependents,
-        );
-        let mut marked = current.clone();
-        if let Some(list) = &collector_finalizers {
-            let metadata = object::metadata_mut(&mut marked);
-            if list.is_empty() {
-                metadata.remove("finalizers");
-            } else {
-                metadata.insert("finalizers".into(), json!(list));
-            }
-        }
-        let finalizers = crate::hooks::finalizers_on_delete(target, &marked);
-        if !finalizers.is_empty() {
-            let already_deleting = object::deletion_timestamp(&current).is_some();
-            if already_deleting && collector_finalizers.is_none() {
-                return Ok(Deleted::Marked(current));
-            }
-            if !already_deleting {
-                let metadata = object::metadata_mut(&mut marked);
-                metadata.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
-                metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
-                if target.resource.tracks_generation {
-                    let generation = object::generation(&current);
-                    metadata.insert("generation".into(), json!(generation + 1));
-                }
-            }
-            crate::hooks::prepare_delete(target, &mut marked);
-            if options.dry_run {
-                return Ok(Deleted::Marked(marked));
-            }
-            match state
-                .store
-                .update(&key, object::encode_for_storage(&marked), kv.mod_revision)
-                .await
-            {
-                Ok(revision) => {
-                    object::set_resource_version(&mut marked, revision);
-                    crate::hooks::after_write(state, target, &marked).await;
-                    return Ok(Deleted::Marked(marked));
-                }
-                Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => {
-                    continue;
-                }
-                Err(corral_store::Error::Conflict { .. }) => {
-                    return Err(ApiError::stale(target.subject(name)));
-                }
-                Err(corral_store::Error::NotFound { .. }) => {
-                    return Err(ApiError::not_found(target.subject(name)));
-                }
-                Err(other) => return Err(other.into()),
-            }
-        }
-        if options.dry_run {
-            return Ok(Deleted::Gone(current));
-        }
-        match state.store.delete(&key, kv.mod_revision).await {
-            Ok((revision, _)) => {
-                object::set_resource_version(&mut current, revision);
-                crate::hooks::after_delete(state, target, &current).await;
-                return Ok(Deleted::Gone(current));
-            }
-            Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => {
-                continue;
-            }
-            Err(corral_store::Error::Conflict { .. }) => {
-                return Err(ApiError::stale(target.subject(name)));
-            }
-            Err(corral_store::Error::NotFound { .. }) => {
-                return Err(ApiError::not_found(target.subject(name)));
-            }
-            Err(other) => return Err(other.into()),
+        let from_cache = cached.is_some();
+        let base = read_base(state, target, &key, name, cached.take()).await?;
+        match delete_once(state, target, name, options, &key, base, from_cache).await {
+            Ok(Some(deleted)) => return Ok(deleted),
+            // Another write came first, or the copy was not current: start over from the store.
+            Ok(None) => continue,
+            Err(_) if from_cache => continue,
+            Err(error) => return Err(error),
         }
     }
     Err(ApiError::conflict(
         target.subject(name),
         "too many concurrent writes; try again",
     ))
+}
+
+/// One attempt of [`delete`] from `base`; `None`: start over from the store. `from_cache`:
+/// `base` is the watch cache's copy, so only a successful conditional write is answered.
+async fn delete_once(
+    state: &ApiState,
+    target: &Target,
+    name: &str,
+    options: &DeleteOptions,
+    key: &str,
+    base: Base,
+    from_cache: bool,
+) -> Result<Option<Deleted>, ApiError> {
+    let Base {
+        mod_revision,
+        object: mut current,
+        ..
+    } = base;
+    if let Some(uid) = &options.uid {
+        if Some(uid.as_str()) != object::uid(&current) {
+            return Err(ApiError::conflict(
+                target.subject(name),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    object::uid(&current).unwrap_or("")
+                ),
+            ));
+        }
+    }
+    if let Some(rv) = &options.resource_version {
+        if object::parse_resource_version(rv)? != mod_revision {
+            return Err(ApiError::conflict(
+                target.subject(name),
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {mod_revision}"
+                ),
+            ));
+        }
+    }
+    crate::webhook::admit_delete(state, target, name, &current, options).await?;
+    // The garbage collector's finalizers follow the propagation policy, also on an
+    // object already being deleted.
+    let collector_finalizers = crate::gc::finalizers_after_delete(
+        &object::finalizers(&current),
+        options.propagation_policy,
+        options.orphan_dependents,
+    );
+    let mut marked = current.clone();
+    if let Some(list) = &collector_finalizers {
+        let metadata = object::metadata_mut(&mut marked);
+        if list.is_empty() {
+            metadata.remove("finalizers");
+        } else {
+            metadata.insert("finalizers".into(), json!(list));
+        }
+    }
+    // A write conditional on the client's resourceVersion lost to another one: stale, unless
+    // the copy it started from was the cache's, which the store decides about.
+    let lost_race = || match from_cache {
+        true => Ok(None),
+        false => Err(ApiError::stale(target.subject(name))),
+    };
+    let finalizers = crate::hooks::finalizers_on_delete(target, &marked);
+    if !finalizers.is_empty() {
+        let already_deleting = object::deletion_timestamp(&current).is_some();
+        if already_deleting && collector_finalizers.is_none() {
+            // Nothing to write: the answer is only as good as the copy it comes from.
+            return Ok((!from_cache).then_some(Deleted::Marked(current)));
+        }
+        if !already_deleting {
+            let metadata = object::metadata_mut(&mut marked);
+            metadata.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
+            metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
+            if target.resource.tracks_generation {
+                let generation = object::generation(&current);
+                metadata.insert("generation".into(), json!(generation + 1));
+            }
+        }
+        crate::hooks::prepare_delete(target, &mut marked);
+        if options.dry_run {
+            return Ok(Some(Deleted::Marked(marked)));
+        }
+        return match state
+            .store
+            .update(key, object::encode_for_storage(&marked), mod_revision)
+            .await
+        {
+            Ok(revision) => {
+                object::set_resource_version(&mut marked, revision);
+                crate::hooks::after_write(state, target, &marked).await;
+                Ok(Some(Deleted::Marked(marked)))
+            }
+            Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => {
+                Ok(None)
+            }
+            Err(corral_store::Error::Conflict { .. }) => lost_race(),
+            Err(corral_store::Error::NotFound { .. }) => {
+                Err(ApiError::not_found(target.subject(name)))
+            }
+            Err(other) => Err(other.into()),
+        };
+    }
+    if options.dry_run {
+        return Ok(Some(Deleted::Gone(current)));
+    }
+    match state.store.delete(key, mod_revision).await {
+        Ok((revision, _)) => {
+            object::set_resource_version(&mut current, revision);
+            crate::hooks::after_delete(state, target, &current).await;
+            Ok(Some(Deleted::Gone(current)))
+        }
+        Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => Ok(None),
+        Err(corral_store::Error::Conflict { .. }) => lost_race(),
+        Err(corral_store::Error::NotFound { .. }) => Err(ApiError::not_found(target.subject(name))),
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// The answer to a DELETE: the object while it is still there (finalizers), or a success

@@ -245,17 +245,18 @@ impl Writer {
     async fn send_event(&self, event: &CachedEvent) -> Result<(), Closed> {
         let now = self.passes(&event.object);
         let before = event.prev.as_ref().is_some_and(|prev| self.passes(prev));
+        let after: &Value = &event.object;
         let (event_type, object) = match event.kind {
-            EventKind::Delete if now || before => ("DELETED", &event.object),
+            EventKind::Delete if now || before => ("DELETED", after),
             EventKind::Delete => return Ok(()),
-            EventKind::Put if event.prev.is_none() && now => ("ADDED", &event.object),
-            EventKind::Put if now && before => ("MODIFIED", &event.object),
-            EventKind::Put if now => ("ADDED", &event.object),
+            EventKind::Put if event.prev.is_none() && now => ("ADDED", after),
+            EventKind::Put if now && before => ("MODIFIED", after),
+            EventKind::Put if now => ("ADDED", after),
             EventKind::Put if before => ("DELETED", event.prev.as_ref().unwrap()),
             EventKind::Put => return Ok(()),
         };
         let as_stored = self.encoder.is_none() && !self.target.needs_conversion();
-        if as_stored && std::ptr::eq(object, &event.object) {
+        if as_stored && std::ptr::eq(object, after) {
             self.send_line(event_type, &event.object_json).await
         } else {
             self.send_object(event_type, object).await

@@ -16,6 +16,14 @@
 //!
 //! Registration and fan-out happen under the cacher's lock, so a watcher gets exactly the
 //! history after its resourceVersion followed by every later event: no gap, no duplicate.
+//!
+//! A cacher also keeps the **current state** of every key it has seen change (its stored
+//! bytes, its modification revision and the decoded object the event shared with watchers),
+//! so that an update need not read and decode the object again (`rest::update`). The map is
+//! exact as of the latest event the cacher saw, for the keys it holds; a key it does not hold
+//! (unchanged since the cacher started, or written after its latest event) is read from the
+//! store. It may lag the store, never lead it: a caller uses it only to compute a write that
+//! is conditional on the cached modification revision (see [`Current`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -37,8 +45,8 @@ pub struct CachedEvent {
     pub revision: Revision,
     pub kind: EventKind,
     /// The object after the change; for a delete, its last state. Its resourceVersion is
-    /// the event's revision.
-    pub object: Value,
+    /// the event's revision. Shared with the cacher's current state of its key.
+    pub object: Arc<Value>,
     /// `object` serialized, so that watchers of the storage version need not serialize again.
     pub object_json: Bytes,
     /// The object before the change (`None` for a create), with the event's revision as its
@@ -91,6 +99,24 @@ impl WatchCacheConfig {
     }
 }
 
+/// The state of one key as the cacher last saw it change.
+///
+/// It is the key's state as of [`Cacher::latest`] at the time it was read, which may be older
+/// than the store's: the store may have changed or deleted the key since. What makes serving
+/// writes from it safe is that `mod_revision` names exactly one write, so a store write
+/// conditional on it succeeds only if these are still the key's current bytes; a caller that
+/// computed anything other than a successful conditional write from it (an error, a no-op, a
+/// dry run) must compute it again from the store, as kube-apiserver does with its watch
+/// cache's object in `GuaranteedUpdate`.
+#[derive(Clone, Debug)]
+pub struct Current {
+    pub mod_revision: Revision,
+    /// The stored bytes.
+    pub value: Bytes,
+    /// Decoded, with `mod_revision` as its resourceVersion.
+    pub object: Arc<Value>,
+}
+
 /// A resourceVersion older than the cache can serve.
 #[derive(Debug)]
 pub struct TooOld {
@@ -138,6 +164,9 @@ struct CacherState {
 /// The fan-out of one resource. See the module docs.
 pub struct Cacher {
     state: Mutex<CacherState>,
+    /// The current state of every key seen changing, by key; deleted keys are removed. A lock
+    /// of its own, so that updates reading it do not wait for a fan-out to watchers.
+    objects: Mutex<HashMap<String, Current>>,
     config: WatchCacheConfig,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -169,6 +198,7 @@ impl Cacher {
                 watchers: Vec::new(),
                 next_id: 0,
             }),
+            objects: Mutex::new(HashMap::new()),
             config,
             task: Mutex::new(None),
         })
@@ -218,9 +248,31 @@ impl Cacher {
         self.state.lock().unwrap().latest
     }
 
+    /// The key's state as of the latest event seen, if the cacher has seen it change and it
+    /// was not deleted since. See [`Current`] for what it may be used for.
+    pub fn current(&self, key: &str) -> Option<Current> {
+        self.objects.lock().unwrap().get(key).cloned()
+    }
+
     /// Hands `event`, decoded from `stored`, to every watcher and keeps `stored` in the
     /// history, evicting the oldest events beyond the history's bounds.
     fn publish(&self, event: CachedEvent, stored: corral_store::Event) {
+        {
+            let mut objects = self.objects.lock().unwrap();
+            match event.kind {
+                EventKind::Put => {
+                    let current = Current {
+                        mod_revision: event.revision,
+                        value: stored.kv.value.clone(),
+                        object: event.object.clone(),
+                    };
+                    objects.insert(stored.kv.key.clone(), current);
+                }
+                EventKind::Delete => {
+                    objects.remove(&stored.kv.key);
+                }
+            }
+        }
         let event = Arc::new(event);
         let stored = HistoryEvent::new(stored);
         let mut state = self.state.lock().unwrap();
@@ -251,8 +303,21 @@ impl Cacher {
             });
     }
 
+    /// Forgets the current state of a key (its change could not be decoded).
+    fn forget(&self, key: &str) {
+        self.objects.lock().unwrap().remove(key);
+    }
+
+    /// [`Self::expire`] after the store watch lost events (it fell behind a compaction): the
+    /// current states may miss changes and deletes too, so they are forgotten.
+    fn lost_events(&self, revision: Revision) {
+        self.objects.lock().unwrap().clear();
+        self.expire(revision);
+    }
+
     /// Forgets history up to `revision` and ends every watch, as a store compaction does:
-    /// clients that resume from an older resourceVersion get 410 Expired and relist.
+    /// clients that resume from an older resourceVersion get 410 Expired and relist. The
+    /// current states stay: a compaction changes no key's current state.
     fn expire(&self, revision: Revision) {
         let mut state = self.state.lock().unwrap();
         state.history.retain(|e| e.revision() > revision);
@@ -307,6 +372,11 @@ impl WatchHub {
         Ok(cacher)
     }
 
+    /// The cacher of a key prefix if it is running (without starting one).
+    pub fn running(&self, prefix: &str) -> Option<Arc<Cacher>> {
+        self.cachers.lock().unwrap().get(prefix).cloned()
+    }
+
     /// Stops the cacher of a prefix (its resource is no longer served); its watchers end.
     pub fn remove(&self, prefix: &str) {
         self.cachers.lock().unwrap().remove(prefix);
@@ -351,7 +421,7 @@ async fn feed(
                     current,
                     "Watch cache fell behind a compaction; expiring it"
                 );
-                cacher.expire(current);
+                cacher.lost_events(current);
                 after = current;
                 continue;
             }
@@ -376,13 +446,14 @@ async fn feed(
                     match decode_event(&event) {
                         Ok(cached) => cacher.publish(cached, event),
                         Err(error) => {
+                            cacher.forget(&event.kv.key);
                             tracing::error!(key = event.kv.key, %error, "Skipping an undecodable stored object")
                         }
                     }
                 }
                 Err(corral_store::Error::Compacted { .. }) => {
                     let current = store.current_revision().await.unwrap_or(after);
-                    cacher.expire(current);
+                    cacher.lost_events(current);
                     after = current;
                     break;
                 }
@@ -414,7 +485,7 @@ fn decode_event(event: &corral_store::Event) -> Result<CachedEvent, crate::error
     Ok(CachedEvent {
         revision,
         kind: event.kind,
-        object,
+        object: Arc::new(object),
         object_json,
         prev,
     })

@@ -207,3 +207,52 @@ fn expiring_ends_watches_and_moves_the_oldest_revision() {
     assert!(cacher.subscribe(20).is_ok());
     assert_eq!(cacher.state.lock().unwrap().history_bytes, 0);
 }
+
+#[test]
+fn the_current_state_follows_puts_and_deletes() {
+    let cacher = cacher(100, 100);
+    let key = format!("{KEY_PREFIX}a");
+    assert!(cacher.current(&key).is_none(), "not seen yet");
+    let created = stored(11, "a", 3, None);
+    publish(&cacher, created.clone());
+    let updated = stored(12, "a", 5, Some(&created.kv));
+    publish(&cacher, updated.clone());
+    let current = cacher.current(&key).expect("seen");
+    assert_eq!(current.mod_revision, 12);
+    assert_eq!(current.value, updated.kv.value);
+    assert_eq!(current.object["data"]["padding"], "xxxxx");
+    assert_eq!(current.object["metadata"]["resourceVersion"], "12");
+    // The decoded object is the one the watchers got, not a copy.
+    let mut live = cacher.subscribe(12).unwrap();
+    publish_create(&cacher, 13);
+    let event = live.receiver.try_recv().unwrap();
+    let o13 = cacher.current(&format!("{KEY_PREFIX}o13")).unwrap();
+    assert!(Arc::ptr_eq(&event.object, &o13.object));
+
+    publish(
+        &cacher,
+        Event {
+            kind: EventKind::Delete,
+            kv: KeyValue {
+                mod_revision: 14,
+                ..updated.kv.clone()
+            },
+            prev: Some(updated.kv.clone()),
+        },
+    );
+    assert!(cacher.current(&key).is_none(), "deleted");
+    assert!(cacher.current(&format!("{KEY_PREFIX}o13")).is_some());
+}
+
+#[test]
+fn a_compaction_keeps_the_current_state_and_lost_events_forget_it() {
+    let cacher = cacher(100, 100);
+    publish_create(&cacher, 11);
+    let key = format!("{KEY_PREFIX}o11");
+    cacher.expire(11);
+    assert_eq!(cacher.current(&key).unwrap().mod_revision, 11);
+    // Events missed while the store watch was behind a compaction may have changed or
+    // deleted any key.
+    cacher.lost_events(20);
+    assert!(cacher.current(&key).is_none());
+}

@@ -206,7 +206,7 @@ async fn follow(
                 };
                 let Some(state) = state.upgrade() else { return };
                 let name = object::name(&event.object).unwrap_or("");
-                let object = (event.kind == EventKind::Put).then_some(&event.object);
+                let object = (event.kind == EventKind::Put).then_some(&*event.object);
                 state.webhooks.observe(kind, name, event.revision, object);
             }
         } else {
@@ -877,8 +877,8 @@ fn keep_server_fields(
     // A webhook's change to the spec counts for `generation` like the client's.
     if let Some(old) = request.old
         && target.resource.tracks_generation
-        && object::spec_part(before) == object::spec_part(old)
-        && object::spec_part(object) != object::spec_part(old)
+        && object::same_spec_part(before, old)
+        && !object::same_spec_part(object, old)
     {
         let generation = object::generation(old) + 1;
         object::metadata_mut(object).insert("generation".into(), json!(generation));

@@ -47,3 +47,4 @@ mod runtime;
 mod schema;
 mod watch;
 mod webhooks;
+mod write_cache;
