@@ -419,12 +419,14 @@ where
 }
 
 /// Writes `patch` (a JSON merge patch of the spec or metadata) to the object, and returns what
-/// the API server stored, remembered as an own write.
+/// the API server stored, remembered as an own write that replaced `base` (the copy's version,
+/// or the one an earlier write of the same reconcile produced).
 async fn write_spec<K>(
     context: &Context,
     api: &Api<K>,
     object: &K,
     patch: serde_json::Value,
+    base: Option<&str>,
 ) -> Result<K, Error>
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -441,9 +443,7 @@ where
             name: object.name_any(),
             source,
         })?;
-    context
-        .own_writes
-        .remember(&written, object.resource_version().as_deref());
+    context.own_writes.remember(&written, base);
     Ok(written)
 }
 

@@ -11,6 +11,7 @@ use corral_infra_inmemory::api::{DevCluster, DevMachine};
 use corral_infra_inmemory::cloud::{Cloud, InProcessCloud};
 use corral_testenv::TestEnv;
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
@@ -537,6 +538,8 @@ async fn a_dev_machine_waits_for_the_cluster_infrastructure_and_the_bootstrap_da
     )
     .await;
     assert_eq!(machine_condition(&waiting, "Ready").unwrap().0, "False");
+    // Nothing exists in the cloud yet, so nothing for a finalizer to guard.
+    assert_eq!(waiting.finalizers(), &[] as &[String]);
 
     plane.provisioned_cluster("dev").await;
     // A worker without bootstrap data waits for the control plane first (upstream's reason).
@@ -1025,6 +1028,39 @@ impl Versions {
             })
     }
 
+    /// Waits for the DevMachine's deletion, and returns its last state.
+    async fn until_deleted(&mut self) -> DevMachine {
+        use futures::StreamExt;
+        use kube::api::WatchEvent;
+        let wait = async {
+            while let Some(event) = self.stream.next().await {
+                match event.unwrap() {
+                    WatchEvent::Added(object) | WatchEvent::Modified(object)
+                        if object.metadata.name.as_deref() == Some(self.name.as_str()) =>
+                    {
+                        self.seen.push(object);
+                    }
+                    WatchEvent::Deleted(object)
+                        if object.metadata.name.as_deref() == Some(self.name.as_str()) =>
+                    {
+                        return object;
+                    }
+                    WatchEvent::Error(error) => panic!("watching DevMachines: {error}"),
+                    _ => {}
+                }
+            }
+            panic!("the DevMachine watch ended before its deletion");
+        };
+        tokio::time::timeout(super::PATIENCE, wait)
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "timed out waiting for the deletion; versions: {}",
+                    self.describe()
+                )
+            })
+    }
+
     /// The versions seen after the first (the test's create): the provider's writes.
     fn writes(&self) -> usize {
         self.seen.len().saturating_sub(1)
@@ -1073,7 +1109,7 @@ fn complete(dev_machine: &DevMachine) -> bool {
 }
 
 #[tokio::test]
-async fn at_zero_delay_a_worker_dev_machine_is_provisioned_in_three_writes() {
+async fn at_zero_delay_a_worker_dev_machine_is_provisioned_in_two_writes() {
     let plane = Plane::start().await;
     plane.cluster("dev", json!({})).await;
     plane.provisioned_cluster("dev").await;
@@ -1091,12 +1127,26 @@ async fn at_zero_delay_a_worker_dev_machine_is_provisioned_in_three_writes() {
     let done = versions.until("a complete status", complete).await;
     eprintln!("{} writes:{}", versions.writes(), versions.describe());
 
-    // The finalizer; the providerID; one status write with everything already true.
+    // The finalizer with the providerID (spec and metadata are one endpoint); one status
+    // write with everything already true.
     assert!(
-        versions.writes() <= 3,
+        versions.writes() <= 2,
         "{} writes:{}",
         versions.writes(),
         versions.describe()
+    );
+    let first = &versions.seen[1];
+    assert_eq!(
+        first.spec.provider_id.as_deref(),
+        Some("in-memory://worker-0"),
+        "the finalizer's write carries the providerID:{}",
+        versions.describe()
+    );
+    assert!(
+        first
+            .finalizers()
+            .iter()
+            .any(|f| f.starts_with("dockermachine"))
     );
     let status = done.status.as_ref().unwrap();
     assert_eq!(
@@ -1121,7 +1171,7 @@ async fn at_zero_delay_a_worker_dev_machine_is_provisioned_in_three_writes() {
 }
 
 #[tokio::test]
-async fn at_zero_delay_a_control_plane_dev_machine_is_provisioned_in_three_writes() {
+async fn at_zero_delay_a_control_plane_dev_machine_is_provisioned_in_two_writes() {
     let plane = Plane::start().await;
     plane.cluster("dev", json!({})).await;
     plane.provisioned_cluster("dev").await;
@@ -1140,7 +1190,7 @@ async fn at_zero_delay_a_control_plane_dev_machine_is_provisioned_in_three_write
     eprintln!("{} writes:{}", versions.writes(), versions.describe());
 
     assert!(
-        versions.writes() <= 3,
+        versions.writes() <= 2,
         "{} writes:{}",
         versions.writes(),
         versions.describe()
@@ -1193,12 +1243,51 @@ async fn with_startup_durations_each_step_a_user_can_observe_is_one_write() {
     versions.until("a complete status", complete).await;
     eprintln!("{} writes:{}", versions.writes(), versions.describe());
 
-    // Finalizer; VM booting; providerID and VM up with the Node starting; Node up. A reconcile
-    // that comes late sees two steps at once and writes less.
+    // Finalizer (without the providerID: the VM is not up); VM booting; providerID and VM up
+    // with the Node starting; Node up. A reconcile that comes late sees two steps at once and
+    // writes less.
     assert!(
         versions.writes() <= 5,
         "{} writes:{}",
         versions.writes(),
         versions.describe()
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_provisioned_dev_machine_costs_the_provider_one_write() {
+    let plane = Plane::start().await;
+    plane.cluster("dev", json!({})).await;
+    plane.provisioned_cluster("dev").await;
+    let mut versions = Versions::watch(&plane, "worker-0").await;
+    plane
+        .machine("dev", "worker-0", MachineOptions::default())
+        .await;
+    versions.until("a complete status", complete).await;
+    let before = versions.seen.len();
+
+    plane
+        .dev_machines()
+        .delete("worker-0", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted = versions.until_deleted().await;
+    eprintln!("{} versions:{}", versions.seen.len(), versions.describe());
+    // The test's delete (the deletionTimestamp), then the provider's removal of its finalizer,
+    // which deletes the object: no status write on the way out.
+    assert_eq!(
+        versions.seen.len(),
+        before + 1,
+        "versions after the delete:{}",
+        versions.describe()
+    );
+    assert!(deleted.metadata.deletion_timestamp.is_some());
+    assert!(
+        plane
+            .cloud
+            .get_vm(&vm_key("dev", "worker-0"))
+            .await
+            .unwrap()
+            .is_none()
     );
 }

@@ -261,7 +261,8 @@ async fn reconcile(
         let patch = json!({
             "spec": { "controlPlaneEndpoint": { "host": endpoint.host, "port": endpoint.port } }
         });
-        let written = write_spec(&context, &api, dev_cluster.as_ref(), patch).await?;
+        let written =
+            write_spec(&context, &api, dev_cluster.as_ref(), patch, base.as_deref()).await?;
         generation = written.metadata.generation;
         base = written.resource_version();
     }
@@ -293,17 +294,8 @@ async fn reconcile(
     )
     .await?;
     if first_time {
-        context
-            .event(
-                dev_cluster.as_ref(),
-                EventType::Normal,
-                reasons::PROVISIONED,
-                format!(
-                    "Simulated workload cluster {key} answers at {}",
-                    endpoint.url()
-                ),
-            )
-            .await;
+        // No Event: upstream's provider records none, and the endpoint is in the spec.
+        tracing::info!(cluster = %key, url = %endpoint.url(), "The simulated workload cluster answers");
     }
     Ok(Action::requeue(super::RESYNC))
 }

@@ -10,18 +10,20 @@
 //! DevMachine deletes the VM, and with it the Node, before the finalizer goes.
 //!
 //! Every write costs the API server, the store and each watcher, so the controller writes what a
-//! person can observe and no more: the finalizer; a status per wait reason and per boot step
-//! that takes time; and once the VM is up, the providerID (spec) and then one status with
-//! everything already true. A step that is due is given a moment to complete in the cloud
-//! before the status is written ([`status::settling`]), so at zero delay a DevMachine is
-//! provisioned in three writes (finalizer, providerID, status).
+//! person can observe and no more: a status per wait reason; the finalizer just before the VM
+//! is created (nothing needs guarding before); a status per boot step that takes time; and once
+//! the VM is up, the providerID (spec) and then one status with everything already true. A VM
+//! that boots at once gets its providerID with the finalizer, and a step that is due is given
+//! a moment to complete in the cloud before the status is written ([`status::settling`]), so at
+//! zero delay a DevMachine is provisioned in two writes (finalizer with providerID, status)
+//! and deleted in one (the finalizer's removal); no Events but warnings, as upstream.
 
 mod status;
 
 use std::sync::Arc;
 
 use corral_api::{Cluster, Machine};
-use corral_controllers::runtime::shared::trigger_own;
+use corral_controllers::runtime::shared::{SharedCache, trigger_own};
 use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
@@ -92,13 +94,13 @@ pub(super) async fn run(
         .boxed(),
     );
     let cluster_signatures = Signatures::default();
-    let store = dev_machine_store.clone();
+    let by_cluster = dev_machine_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
             if !cluster_signatures.changed(cluster.as_ref(), cluster_signature(&cluster)) {
                 return Vec::new();
             }
-            cluster_to_dev_machines(&store, &cluster)
+            cluster_to_dev_machines(&by_cluster, &cluster)
         })
         .boxed(),
     );
@@ -149,20 +151,19 @@ fn machine_to_dev_machine(machine: &Machine) -> Option<ObjectRef<DevMachine>> {
 }
 
 /// A Cluster's change (paused, infrastructure provisioned) concerns the DevMachines labelled
-/// with its name (upstream `util.ClusterToTypedObjectsMapper`).
+/// with its name (upstream `util.ClusterToTypedObjectsMapper`), which the shared cache's index
+/// files under the Cluster: a lookup, not a scan of every Cluster's DevMachines.
 fn cluster_to_dev_machines(
-    store: &Store<DevMachine>,
+    dev_machines: &SharedCache<DevMachine>,
     cluster: &Cluster,
 ) -> Vec<ObjectRef<DevMachine>> {
-    let namespace = cluster.namespace();
-    let name = cluster.name_any();
-    store
-        .state()
+    let key = corral_controllers::cluster_cache::ClusterKey::new(
+        &cluster.namespace().unwrap_or_default(),
+        &cluster.name_any(),
+    );
+    dev_machines
+        .of_cluster(&key)
         .iter()
-        .filter(|dev_machine| dev_machine.namespace() == namespace)
-        .filter(|dev_machine| {
-            dev_machine.labels().get(corral_api::labels::CLUSTER_NAME) == Some(&name)
-        })
         .map(|dev_machine| ObjectRef::from_obj(dev_machine.as_ref()))
         .collect()
 }
@@ -248,19 +249,8 @@ async fn reconcile(
     let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
     let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
 
-    // Only once the Machine owns the DevMachine, as upstream: before, there is nothing to clean.
-    if !deleting
-        && !dev_machine
-            .finalizers()
-            .iter()
-            .any(|f| f == finalizers::DEV_MACHINE)
-    {
-        set_finalizer(&context, &api, &dev_machine, finalizers::DEV_MACHINE, true).await?;
-        return Ok(Action::await_change());
-    }
-
     let mut status = dev_machine.status.clone().unwrap_or_default();
-    let generation = dev_machine.metadata.generation;
+    let mut generation = dev_machine.metadata.generation;
     if let Some(message) = paused(cluster.as_ref(), dev_machine.as_ref(), "DevMachine") {
         conditions::set(
             &mut status.conditions,
@@ -366,6 +356,28 @@ async fn reconcile(
             node_not_ready: annotation_is_true(&dev_machine, NODE_NOT_READY),
         },
     };
+
+    // The finalizer guards the VM, so it is in place before the VM is created (upstream adds it
+    // first of all; until the VM exists there is nothing to clean, so the waits above need
+    // none). A VM that boots at once is up moments later: its providerID, which is known
+    // beforehand, goes in the same write.
+    let mut base = dev_machine.resource_version();
+    let mut provider_id_set = dev_machine.spec.provider_id.clone();
+    if !dev_machine
+        .finalizers()
+        .iter()
+        .any(|f| f == finalizers::DEV_MACHINE)
+    {
+        let instant = spec.timings.vm.startup.is_zero() && !spec.faults.fail_boot;
+        let written = add_finalizer(&context, &api, &dev_machine, instant).await?;
+        if written.metadata.generation != generation {
+            generation = written.metadata.generation;
+            conditions::observe(&mut status.conditions, generation);
+        }
+        base = written.resource_version();
+        provider_id_set = written.spec.provider_id;
+    }
+
     let vm = match context.cloud.ensure_vm(&key, &spec).await {
         Ok(vm) => vm,
         Err(error) => {
@@ -373,7 +385,16 @@ async fn reconcile(
             let failed = Desired::new(VM_PROVISIONED, false, reasons::CLOUD_ERROR)
                 .with_message(message.clone());
             set_step_conditions(&mut status, &[failed], generation);
-            patch_status(&context, &api, &dev_machine, &status).await?;
+            let current = dev_machine.status.as_ref();
+            write_status(
+                &context,
+                &api,
+                &dev_machine,
+                current,
+                &status,
+                base.as_deref(),
+            )
+            .await?;
             context
                 .event(
                     dev_machine.as_ref(),
@@ -400,16 +421,16 @@ async fn reconcile(
         has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED) && !boot_failed_before;
 
     // The contract: providerID, then provisioned, which never goes back to false. The
-    // providerID is in the spec, the rest in the status: two writes, the status one against
-    // the generation the first produced.
-    let mut base = dev_machine.resource_version();
+    // providerID is in the spec, the rest in the status: two writes (unless the finalizer's
+    // carried the providerID), the status one against the generation the first produced.
     let mut provisioned_now = false;
     if vm.vm.is_done() {
         let provider_id = provider_id(&name);
-        if dev_machine.spec.provider_id.as_deref() != Some(provider_id.as_str()) {
+        if provider_id_set.as_deref() != Some(provider_id.as_str()) {
             tracing::info!(%provider_id, "Setting the providerID");
             let patch = json!({ "spec": { "providerID": provider_id } });
-            let written = write_spec(&context, &api, dev_machine.as_ref(), patch).await?;
+            let written =
+                write_spec(&context, &api, dev_machine.as_ref(), patch, base.as_deref()).await?;
             conditions::observe(&mut status.conditions, written.metadata.generation);
             base = written.resource_version();
         }
@@ -440,26 +461,41 @@ async fn reconcile(
             .await;
     }
     if provisioned_now {
-        // The one Normal Event of a DevMachine's life: the milestone a person looks for in
-        // `kubectl describe`. Upstream's provider records none; the boot steps are in the
-        // conditions, and an Event per step would double the writes of a boot.
-        context
-            .event(
-                dev_machine.as_ref(),
-                EventType::Normal,
-                reasons::PROVISIONED,
-                format!(
-                    "Simulated VM {name} is up in workload cluster {}",
-                    key.cluster
-                ),
-            )
-            .await;
+        // No Event: upstream's provider records none, the conditions and
+        // `status.initialization.provisioned` say it, and an Event is a write per Machine.
+        tracing::info!(cluster = %key.cluster, "The simulated VM is up");
     }
 
     Ok(match status::compute_requeue(&vm, now) {
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
+}
+
+/// Adds the DevMachine's finalizer, with a merge patch conditional on the copy's
+/// resourceVersion so that a concurrent change of the finalizers is not lost, and with
+/// `spec.providerID` when `with_provider_id`. Returns what the API server stored.
+async fn add_finalizer(
+    context: &Context,
+    api: &Api<DevMachine>,
+    dev_machine: &DevMachine,
+    with_provider_id: bool,
+) -> Result<DevMachine, Error> {
+    let mut finalizers = dev_machine.finalizers().to_vec();
+    finalizers.push(finalizers::DEV_MACHINE.to_string());
+    let mut patch = json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": dev_machine.resource_version(),
+        }
+    });
+    if with_provider_id {
+        let provider_id = provider_id(&dev_machine.name_any());
+        tracing::info!(%provider_id, "Adding the finalizer and setting the providerID");
+        patch["spec"] = json!({ "providerID": provider_id });
+    }
+    let base = dev_machine.resource_version();
+    write_spec(context, api, dev_machine, patch, base.as_deref()).await
 }
 
 /// An object from a watch cache, or from the API server when the cache does not have it (yet):
