@@ -257,9 +257,78 @@ struct State {
 
 struct Connection {
     client: Client,
-    nodes: Store<Node>,
+    nodes: Nodes,
     secret_version: String,
     _node_watch: AbortOnDrop,
+}
+
+/// A workload cluster's Nodes: the reflector's store and the Node name of each provider ID
+/// (upstream indexes its Node cache by `spec.providerID` the same way), so that finding a
+/// Machine's Node costs a lookup, not a scan of every Node of the cluster.
+#[derive(Clone)]
+struct Nodes {
+    store: Store<Node>,
+    provider_ids: Arc<Mutex<HashMap<String, String>>>,
+}
+
+fn provider_id_of(node: &Node) -> Option<&str> {
+    node.spec
+        .as_ref()
+        .and_then(|spec| spec.provider_id.as_deref())
+        .filter(|id| !id.is_empty())
+}
+
+impl Nodes {
+    /// The Node with `spec.providerID` equal to `provider_id`. The index only points at a
+    /// name; the store's Node is checked, so an entry left by a Node whose provider ID
+    /// changed never answers for another.
+    fn by_provider_id(&self, provider_id: &str) -> Option<Arc<Node>> {
+        let name = self
+            .provider_ids
+            .lock()
+            .expect("node index lock")
+            .get(provider_id)?
+            .clone();
+        self.store
+            .get(&reflector::ObjectRef::new(&name))
+            .filter(|node| provider_id_of(node) == Some(provider_id))
+    }
+
+    /// Files a Node the store has just applied.
+    fn file(&self, node: &Node) {
+        if let (Some(id), Some(name)) = (provider_id_of(node), node.metadata.name.as_deref()) {
+            let mut index = self.provider_ids.lock().expect("node index lock");
+            if index.get(id).map(String::as_str) != Some(name) {
+                index.insert(id.to_owned(), name.to_owned());
+            }
+        }
+    }
+
+    /// Forgets a deleted Node, unless its provider ID already points at another Node.
+    fn unfile(&self, node: &Node) {
+        if let (Some(id), Some(name)) = (provider_id_of(node), node.metadata.name.as_deref()) {
+            let mut index = self.provider_ids.lock().expect("node index lock");
+            if index.get(id).map(String::as_str) == Some(name) {
+                index.remove(id);
+            }
+        }
+    }
+
+    /// Rebuilds the index from the store once a relist has replaced it.
+    fn refile_all(&self) {
+        let index: HashMap<String, String> = self
+            .store
+            .state()
+            .iter()
+            .filter_map(|node| {
+                Some((
+                    provider_id_of(node)?.to_owned(),
+                    node.metadata.name.clone()?,
+                ))
+            })
+            .collect();
+        *self.provider_ids.lock().expect("node index lock") = index;
+    }
 }
 
 impl ClusterCache {
@@ -321,22 +390,16 @@ impl ClusterCache {
         cluster: &ClusterKey,
         provider_id: &str,
     ) -> Result<Option<Arc<Node>>, Error> {
-        let nodes = self.nodes(cluster).await?;
-        Ok(nodes.state().into_iter().find(|node| {
-            node.spec
-                .as_ref()
-                .and_then(|spec| spec.provider_id.as_deref())
-                == Some(provider_id)
-        }))
+        Ok(self.nodes(cluster).await?.by_provider_id(provider_id))
     }
 
     /// The Node named `name`, from the cluster's Node cache.
     pub async fn node(&self, cluster: &ClusterKey, name: &str) -> Result<Option<Arc<Node>>, Error> {
         let nodes = self.nodes(cluster).await?;
-        Ok(nodes.get(&reflector::ObjectRef::new(name)))
+        Ok(nodes.store.get(&reflector::ObjectRef::new(name)))
     }
 
-    async fn nodes(&self, cluster: &ClusterKey) -> Result<Store<Node>, Error> {
+    async fn nodes(&self, cluster: &ClusterKey) -> Result<Nodes, Error> {
         self.client(cluster).await?;
         let tracked = self.track(cluster);
         let store = {
@@ -347,7 +410,7 @@ impl ClusterCache {
             }
         };
         let timeout = self.inner.config.probe_timeout;
-        match tokio::time::timeout(timeout, store.wait_until_ready()).await {
+        match tokio::time::timeout(timeout, store.store.wait_until_ready()).await {
             Ok(Ok(())) => Ok(store),
             _ => Err(Error::ListNodes {
                 cluster: cluster.clone(),
@@ -628,38 +691,54 @@ impl Inner {
         }
     }
 
-    fn watch_nodes(&self, cluster: &ClusterKey, client: Client) -> (Store<Node>, AbortOnDrop) {
+    fn watch_nodes(&self, cluster: &ClusterKey, client: Client) -> (Nodes, AbortOnDrop) {
         let (store, writer) = reflector::store();
-        let nodes: Api<Node> = Api::all(client);
+        let nodes = Nodes {
+            store,
+            provider_ids: Arc::new(Mutex::new(HashMap::new())),
+        };
+        let api: Api<Node> = Api::all(client);
         let subscribers: Vec<_> = self
             .node_subscribers
             .lock()
             .expect("subscribers lock")
             .clone();
         let cluster = cluster.clone();
+        let index = nodes.clone();
         let task = tokio::spawn(async move {
-            let mut events = watcher(nodes, watcher::Config::default())
+            let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
                 .reflect(writer)
-                .touched_objects()
                 .boxed();
             while let Some(event) = events.next().await {
-                match event {
-                    Ok(node) => {
-                        for subscriber in &subscribers {
-                            let _ = subscriber.unbounded_send(NodeEvent {
-                                cluster: cluster.clone(),
-                                node: node.clone(),
-                            });
-                        }
+                let node = match event {
+                    Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
+                        index.file(&node);
+                        node
                     }
+                    Ok(watcher::Event::Delete(node)) => {
+                        index.unfile(&node);
+                        node
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        index.refile_all();
+                        continue;
+                    }
+                    Ok(watcher::Event::Init) => continue,
                     Err(error) => {
                         tracing::debug!(%error, cluster = %cluster, "Node watch failed, retrying");
+                        continue;
                     }
+                };
+                for subscriber in &subscribers {
+                    let _ = subscriber.unbounded_send(NodeEvent {
+                        cluster: cluster.clone(),
+                        node: node.clone(),
+                    });
                 }
             }
         });
-        (store, AbortOnDrop(task))
+        (nodes, AbortOnDrop(task))
     }
 
     /// Whether the attempt just made is the one after which a cluster never reached counts as
@@ -700,5 +779,80 @@ fn record_probe(state: &mut State, result: &Result<(), Error>, threshold: u32) -
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::NodeSpec;
+    use kube::runtime::reflector::store::Writer;
+
+    fn node(name: &str, provider_id: &str) -> Node {
+        Node {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec {
+                provider_id: Some(provider_id.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn nodes() -> (Nodes, Writer<Node>) {
+        let (store, writer) = reflector::store();
+        let nodes = Nodes {
+            store,
+            provider_ids: Arc::new(Mutex::new(HashMap::new())),
+        };
+        (nodes, writer)
+    }
+
+    fn apply(nodes: &Nodes, writer: &mut Writer<Node>, node: Node) {
+        writer.apply_watcher_event(&watcher::Event::Apply(node.clone()));
+        nodes.file(&node);
+    }
+
+    fn name_for(nodes: &Nodes, provider_id: &str) -> Option<String> {
+        nodes
+            .by_provider_id(provider_id)
+            .map(|node| node.name_any())
+    }
+
+    #[test]
+    fn nodes_are_found_by_provider_id_through_changes_deletes_and_relists() {
+        let (nodes, mut writer) = nodes();
+        apply(&nodes, &mut writer, node("a", "mem://a"));
+        apply(&nodes, &mut writer, node("b", "mem://b"));
+        assert_eq!(name_for(&nodes, "mem://a").as_deref(), Some("a"));
+        assert_eq!(name_for(&nodes, "mem://b").as_deref(), Some("b"));
+        assert_eq!(name_for(&nodes, "mem://c"), None);
+
+        // A Node whose provider ID changes answers for the new one only.
+        apply(&nodes, &mut writer, node("a", "mem://a2"));
+        assert_eq!(name_for(&nodes, "mem://a"), None);
+        assert_eq!(name_for(&nodes, "mem://a2").as_deref(), Some("a"));
+
+        // A deleted Node is gone; deleting an old holder keeps the new one's entry.
+        apply(&nodes, &mut writer, node("c", "mem://b"));
+        let b = node("b", "mem://b");
+        writer.apply_watcher_event(&watcher::Event::Delete(b.clone()));
+        nodes.unfile(&b);
+        assert_eq!(name_for(&nodes, "mem://b").as_deref(), Some("c"));
+        let c = node("c", "mem://b");
+        writer.apply_watcher_event(&watcher::Event::Delete(c.clone()));
+        nodes.unfile(&c);
+        assert_eq!(name_for(&nodes, "mem://b"), None);
+
+        // A relist replaces everything: the index follows the store.
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitApply(node("d", "mem://d")));
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        nodes.refile_all();
+        assert_eq!(name_for(&nodes, "mem://a2"), None);
+        assert_eq!(name_for(&nodes, "mem://d").as_deref(), Some("d"));
     }
 }
