@@ -22,18 +22,28 @@ use corral_controllers::runtime::shared::SharedCache;
 
 /// Runs the providers' controllers until `shutdown` completes: the KubeadmConfig controller
 /// ([`bootstrap::run`]) and the KubeadmControlPlane controller ([`controlplane::run`], with its
-/// default settings), over caches of their own (see [`run_with_caches`]).
+/// default settings), over caches of their own (see [`run_with_caches`]), watching the
+/// kubeconfig Secrets for their connections to workload clusters themselves.
 pub async fn run(
     client: kube::Client,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
+    use futures::FutureExt;
+    let shutdown = shutdown.boxed().shared();
     let caches = Caches::new(client.clone());
+    let cache_task = tokio::spawn(
+        caches
+            .cluster_cache(&controlplane::Config::default().cluster_cache)
+            .run(shutdown.clone()),
+    );
     run_with_caches(client, caches, shutdown).await;
+    let _ = cache_task.await;
 }
 
 /// [`run`], both controllers reading Machines, Clusters and KubeadmConfigs through `caches`,
 /// which the core controllers and the infrastructure provider of the process may share: one
-/// watch of each kind for all of them.
+/// watch of each kind and one connection per workload cluster for all of them (the core
+/// controllers run the kubeconfig Secret watch of the caches' `ClusterCache`).
 pub async fn run_with_caches(
     client: kube::Client,
     caches: Caches,

@@ -139,7 +139,8 @@ impl Context {
         );
         Arc::new(Context {
             external: Arc::new(ExternalObjects::new(client.clone())),
-            cluster_cache: ClusterCache::new(client.clone(), config.cluster_cache.clone()),
+            // Shared with the providers' controllers on the same caches.
+            cluster_cache: caches.cluster_cache(&config.cluster_cache),
             caches,
             recorder,
             client,

@@ -228,6 +228,7 @@ pub struct Caches {
 struct CachesInner {
     caches: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     tasks: Vec<AbortOnDrop>,
+    cluster_cache: Option<crate::cluster_cache::ClusterCache>,
 }
 
 impl Caches {
@@ -262,6 +263,24 @@ impl Caches {
             .insert(TypeId::of::<K>(), Box::new(cache.clone()));
         inner.tasks.push(task);
         cache
+    }
+
+    /// The connections to workload clusters of the controllers sharing these caches, made by
+    /// the first call with its `config` (later calls get the same, whatever they pass): one
+    /// connection, Node watch and health probe per workload cluster for all of them. Its
+    /// kubeconfig Secret watch ([`crate::cluster_cache::ClusterCache::run`]) is run by the core
+    /// controllers ([`super::run_with_caches`]).
+    pub fn cluster_cache(
+        &self,
+        config: &crate::cluster_cache::ClusterCacheConfig,
+    ) -> crate::cluster_cache::ClusterCache {
+        let mut inner = self.inner.lock().expect("caches lock");
+        inner
+            .cluster_cache
+            .get_or_insert_with(|| {
+                crate::cluster_cache::ClusterCache::new(self.client.clone(), config.clone())
+            })
+            .clone()
     }
 }
 

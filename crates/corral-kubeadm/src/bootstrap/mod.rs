@@ -35,7 +35,6 @@ pub mod kubeadm_yaml;
 pub mod lock;
 mod status;
 pub mod token;
-mod workload;
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
@@ -43,10 +42,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
-use corral_controllers::cluster_cache::ClusterKey;
-use corral_controllers::runtime::Queue;
+use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
 use corral_controllers::runtime::ready::CachesReady;
 use corral_controllers::runtime::shared::{self, Caches, SharedCache};
+use corral_controllers::runtime::{Queue, patch};
 use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::ByteString;
@@ -67,7 +66,6 @@ use cloud_init::{CloudConfig, KubeadmCommand, WriteFile};
 use kubeadm_yaml::ClusterFacts;
 use status::{Conditions, condition_types, reasons};
 use token::BootstrapToken;
-use workload::WorkloadClients;
 
 /// The name the controller reports as, in Events.
 const CONTROLLER_NAME: &str = "corral-kubeadm-bootstrap";
@@ -111,7 +109,9 @@ impl Found {
 struct Context {
     client: kube::Client,
     recorder: Recorder,
-    workload: WorkloadClients,
+    /// The workload clusters' clients, for join tokens: the process's shared connections
+    /// (built from the `<cluster>-kubeconfig` Secret once, not read per token).
+    cluster_cache: ClusterCache,
     /// The Machines and Clusters (the process's shared caches, whose watches wake the
     /// controller), read instead of a GET of the KubeadmConfig's Machine and Cluster per
     /// reconcile (two requests of every reconcile, a fifth of the controllers' requests in the
@@ -190,12 +190,23 @@ enum Error {
 /// The CRDs of [`crate::crds`] and the `cluster.x-k8s.io` CRDs must be installed; until they
 /// are, the watches fail and retry.
 pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send + 'static) {
+    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
     let caches = Caches::new(client.clone());
+    // No core controllers share these caches to watch the kubeconfig Secrets.
+    let cache_task = tokio::spawn(
+        caches
+            .cluster_cache(&ClusterCacheConfig::default())
+            .run(shutdown.clone()),
+    );
     run_with_caches(client, caches, shutdown).await;
+    let _ = cache_task.await;
 }
 
 /// [`run`], reading KubeadmConfigs, Machines and Clusters through `caches`, which the other
-/// controllers of the process may share: one watch of each kind for all of them.
+/// controllers of the process may share: one watch of each kind for all of them. Workload
+/// clusters are reached through the caches' `ClusterCache` (its default settings hold when
+/// this controller is the first to ask for it), whose kubeconfig Secret watch the core
+/// controllers on the same caches run.
 pub async fn run_with_caches(
     client: kube::Client,
     caches: Caches,
@@ -208,10 +219,12 @@ pub async fn run_with_caches(
     let config_events = configs.applied();
     let machine_events = machines.touched();
     let cluster_events = clusters.touched();
+    let cluster_cache = caches.cluster_cache(&ClusterCacheConfig::default());
+    let connections = cluster_cache.subscribe_connections();
     let context = Arc::new(Context {
         client: client.clone(),
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
-        workload: WorkloadClients::default(),
+        cluster_cache,
         ready: CachesReady::new(vec![machines.ready(), clusters.ready()]),
         released_locks: Mutex::default(),
         machines,
@@ -258,6 +271,22 @@ pub async fn run_with_caches(
         })
         .boxed(),
     );
+    // A workload cluster connected (or lost): its KubeadmConfigs waiting to create or refresh
+    // a join token go on at once rather than at their next retry.
+    let connection_configs = configs.clone();
+    queue.push(
+        connections
+            .flat_map(move |cluster: ClusterKey| {
+                let waiting: Vec<_> = connection_configs
+                    .of_cluster(&cluster)
+                    .into_iter()
+                    .filter(|config| waits_on_workload_cluster(config))
+                    .map(|config| Ok(ObjectRef::from_obj(config.as_ref()).into()))
+                    .collect();
+                futures::stream::iter(waiting)
+            })
+            .boxed(),
+    );
     // A failed reconcile is retried after ERROR_REQUEUE, every time.
     let controllers_config = corral_controllers::Config {
         backoff_initial: ERROR_REQUEUE,
@@ -295,6 +324,24 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// Whether a KubeadmConfig may need its workload cluster: for a join token, until its data
+/// Secret is written, or to refresh the token it recorded (which a Machine with a Node no longer
+/// needs, but the KubeadmConfig does not tell).
+fn waits_on_workload_cluster(config: &KubeadmConfig) -> bool {
+    let written = config
+        .status
+        .as_ref()
+        .is_some_and(|status| status.initialization.data_secret_created == Some(true));
+    !written
+        || config
+            .spec
+            .join_configuration
+            .discovery
+            .bootstrap_token
+            .token
+            .is_some()
 }
 
 /// The name of the Machine that owns a KubeadmConfig.
@@ -400,12 +447,29 @@ async fn reconcile_config(
         machine: &machine,
         cluster: &cluster,
         status,
+        recorded: None,
     };
     let action = scope.reconcile_phases().await;
-    let Scope { mut status, .. } = scope;
-    status::set_ready(&mut status, config.metadata.generation);
-    status.observed_generation = config.metadata.generation;
-    write_status(&context, &config, status).await?;
+    let Scope {
+        mut status,
+        recorded,
+        ..
+    } = scope;
+    // After recording a join token the status is written on top of that spec write: what it
+    // says was computed with the token, so it has observed the new generation (otherwise the
+    // next reconcile would write again only to move observedGeneration).
+    let written = recorded.as_ref().unwrap_or(&config);
+    let generation = written.metadata.generation;
+    if generation != config.metadata.generation {
+        for condition in &mut status.conditions {
+            if condition.observed_generation == config.metadata.generation {
+                condition.observed_generation = generation;
+            }
+        }
+    }
+    status::set_ready(&mut status, generation);
+    status.observed_generation = generation;
+    write_status(&context, written, status).await?;
     action
 }
 
@@ -416,6 +480,8 @@ struct Scope<'a> {
     machine: &'a Machine,
     cluster: &'a Cluster,
     status: KubeadmConfigStatus,
+    /// The KubeadmConfig as stored after this reconcile recorded a join token in its spec.
+    recorded: Option<KubeadmConfig>,
 }
 
 /// A reason not to write bootstrap data yet, for the DataSecretAvailable condition.
@@ -605,8 +671,11 @@ impl Scope<'_> {
                 }
             }
             if discovery.token.is_none() {
-                let Some(workload) = self.workload_client().await? else {
-                    return waiting("Waiting for the workload cluster's kubeconfig".into());
+                let workload = match self.workload_client().await {
+                    Ok(client) => client,
+                    Err(reason) => {
+                        return waiting(format!("Waiting for the workload cluster: {reason}"));
+                    }
                 };
                 let token = BootstrapToken::generate();
                 token::create(&workload, &token, OffsetDateTime::now_utc())
@@ -747,53 +816,37 @@ impl Scope<'_> {
         }
     }
 
-    /// A client of the workload cluster, or `None` while its kubeconfig Secret is missing or
-    /// unusable.
-    async fn workload_client(&mut self) -> Result<Option<kube::Client>, Error> {
-        let namespace = self.cluster.namespace().unwrap_or_default();
-        let name = crate::kubeconfig::secret_name(&self.cluster.name_any());
-        let secrets: Api<Secret> = Api::namespaced(self.context.client.clone(), &namespace);
-        let Some(secret) = get_opt(&secrets, "Secret", &name).await? else {
-            return Ok(None);
-        };
-        let Some(value) = secret
-            .data
-            .as_ref()
-            .and_then(|data| data.get(crate::kubeconfig::DATA_KEY))
-        else {
-            return Ok(None);
-        };
-        match self
-            .context
-            .workload
-            .client(&namespace, &self.cluster.name_any(), &value.0)
+    /// A client of the workload cluster from the shared cluster cache, or why there is none
+    /// (its kubeconfig Secret is missing or unusable, or the cluster does not answer); the
+    /// cache's connection event reconciles again once there is.
+    async fn workload_client(&self) -> Result<kube::Client, String> {
+        let key = ClusterKey::new(
+            &self.cluster.namespace().unwrap_or_default(),
+            &self.cluster.name_any(),
+        );
+        self.context
+            .cluster_cache
+            .client(&key)
             .await
-        {
-            Ok(client) => Ok(Some(client)),
-            Err(reason) => {
-                tracing::warn!(secret = %name, %reason, "The workload cluster's kubeconfig is unusable");
-                Ok(None)
-            }
-        }
+            .map_err(|error| corral_controllers::runtime::error_chain(&error))
     }
 
     /// Records a join token in the KubeadmConfig's spec, as upstream does, so that later
-    /// reconciles find it to refresh it.
-    async fn record_token(&self, token: &BootstrapToken) -> Result<(), Error> {
+    /// reconciles find it to refresh it. The write carries the resourceVersion read; a copy
+    /// it replaced is not reconciled (see `corral_controllers::runtime::patch`).
+    async fn record_token(&mut self, token: &BootstrapToken) -> Result<(), Error> {
         let configs: Api<KubeadmConfig> = Api::namespaced(
             self.context.client.clone(),
             &self.config.namespace().unwrap_or_default(),
         );
-        let patch = json!({
-            "metadata": { "resourceVersion": self.config.resource_version() },
-            "spec": { "joinConfiguration": { "discovery": { "bootstrapToken": { "token": token.to_string() } } } },
-        });
-        configs
-            .patch(
-                &self.config.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
+        let mut updated = self.config.clone();
+        updated
+            .spec
+            .join_configuration
+            .discovery
+            .bootstrap_token
+            .token = Some(token.to_string());
+        self.recorded = patch::patch_if_changed(&configs, self.config, &updated, patch::Part::Main)
             .await
             .map_err(|source| Error::PatchSpec {
                 name: self.config.name_any(),
@@ -824,8 +877,12 @@ impl Scope<'_> {
         if joined {
             return Ok(Action::await_change());
         }
-        let Some(workload) = self.workload_client().await? else {
-            return Ok(Action::requeue(RETRY));
+        let workload = match self.workload_client().await {
+            Ok(client) => client,
+            Err(reason) => {
+                tracing::debug!(%reason, "Waiting for the workload cluster to refresh the join token");
+                return Ok(Action::requeue(RETRY));
+            }
         };
         let refresh = token::ensure_fresh(&workload, &token, OffsetDateTime::now_utc())
             .await
@@ -1099,7 +1156,9 @@ fn add_uninitialized_taint(registration: &mut crate::api::bootstrap::NodeRegistr
     }
 }
 
-/// Writes the status when it changed.
+/// Writes the status when it changed, as a merge patch of what changed guarded by the
+/// resourceVersion of `config` (a lost race is retried from a fresh copy; a copy this write
+/// replaced is not reconciled, see `corral_controllers::runtime::patch`).
 async fn write_status(
     context: &Context,
     config: &KubeadmConfig,
@@ -1112,13 +1171,9 @@ async fn write_status(
         context.client.clone(),
         &config.namespace().unwrap_or_default(),
     );
-    let patch = json!({ "status": status });
-    configs
-        .patch_status(
-            &config.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
+    let mut updated = config.clone();
+    updated.status = Some(status);
+    patch::patch_if_changed(&configs, config, &updated, patch::Part::Status)
         .await
         .map_err(|source| Error::PatchStatus {
             name: config.name_any(),

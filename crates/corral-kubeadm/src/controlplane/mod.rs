@@ -79,7 +79,9 @@ const DEFAULT_MIN_HEALTHY_PERIOD_SECONDS: i64 = 3600;
 /// Settings of the controller.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// How workload clusters are reached.
+    /// How workload clusters are reached, when the controller is the first of the caches'
+    /// controllers to ask for their [`ClusterCache`] (the core controllers' settings hold
+    /// otherwise).
     pub cluster_cache: ClusterCacheConfig,
     /// How often a control plane that is waiting for something is looked at again anyway (a
     /// safety net: the controller is woken by changes of its Machines, its Cluster, the workload
@@ -147,8 +149,10 @@ pub enum Error {
     Etcd {
         operation: &'static str,
         member: String,
+        /// Boxed: an etcd error holds a kube error and more, which would make every
+        /// `Result` of the controller as large.
         #[source]
-        source: EtcdError,
+        source: Box<EtcdError>,
     },
     #[error(transparent)]
     Adopt(#[from] adopt::AdoptError),
@@ -346,13 +350,24 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
     let caches = Caches::new(client.clone());
+    // No core controllers share these caches to watch the kubeconfig Secrets.
+    let cache_task = tokio::spawn(
+        caches
+            .cluster_cache(&config.cluster_cache)
+            .run(shutdown.clone()),
+    );
     run_with_caches(client, config, caches, shutdown).await;
+    let _ = cache_task.await;
 }
 
 /// [`run`], reading Machines, Clusters and KubeadmConfigs through `caches`, which the core
 /// controllers, the infrastructure provider and the KubeadmConfig controller of the process
-/// share: one watch of each kind for all of them, and the Machines indexed by Cluster.
+/// share: one watch of each kind for all of them, and the Machines indexed by Cluster. The
+/// workload clusters are reached through the caches' [`ClusterCache`] (one connection, Node
+/// watch and probe per cluster for every controller), whose kubeconfig Secret watch the core
+/// controllers on the same caches run.
 pub async fn run_with_caches(
     client: Client,
     config: Config,
@@ -360,8 +375,7 @@ pub async fn run_with_caches(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
-    let cache = ClusterCache::new(client.clone(), config.cluster_cache.clone());
-    let cache_task = tokio::spawn(cache.clone().run(shutdown.clone()));
+    let cache = caches.cluster_cache(&config.cluster_cache);
     let (watches, workload_changes) = WorkloadWatches::new(config.cluster_cache.probe_timeout);
     // A connection that came up, went down or was rebuilt: restart the cluster's watches.
     let mut connections = cache.subscribe_connections();
@@ -476,7 +490,6 @@ pub async fn run_with_caches(
     )
     .await;
     connection_task.abort();
-    let _ = cache_task.await;
     tracing::info!("KubeadmControlPlane controller stopped");
 }
 
@@ -788,7 +801,9 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         new_status.last_remediation = Some(last);
     }
     if new_status != previous {
-        patch_status(&kcps, &kcp, &new_status).await?;
+        // On top of this reconcile's own metadata write, if it made one.
+        let written = outcome.written.as_ref().unwrap_or(kcp.as_ref());
+        patch_status(&kcps, written, &new_status).await?;
     }
 
     if paused {
@@ -838,18 +853,27 @@ struct Outcome {
     waiting: bool,
     remediation_blocked: Option<String>,
     last_remediation: Option<LastRemediationStatus>,
+    /// The KubeadmControlPlane as stored after a write of its metadata (the remediation
+    /// annotation): the status write's resourceVersion precondition is this one's.
+    written: Option<KubeadmControlPlane>,
 }
 
+/// Writes what changed of the status, guarded by the resourceVersion read: a reconcile of a
+/// copy this write replaced (the KubeadmControlPlane cache a little behind) is skipped rather
+/// than writing the same status again, and the write's own watch event reconciles next (see
+/// `corral_controllers::runtime::patch`).
 async fn patch_status(
     kcps: &Api<KubeadmControlPlane>,
     kcp: &KubeadmControlPlane,
     status: &crate::api::controlplane::KubeadmControlPlaneStatus,
 ) -> Result<(), Error> {
-    let patch = json!({ "status": status });
-    kcps.patch_status(
-        &kcp.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
+    let mut updated = kcp.clone();
+    updated.status = Some(status.clone());
+    corral_controllers::runtime::patch::patch_if_changed(
+        kcps,
+        kcp,
+        &updated,
+        corral_controllers::runtime::patch::Part::Status,
     )
     .await
     .map(|_| ())
@@ -1122,7 +1146,7 @@ async fn reconcile_machines(
                 .map_err(|source| Error::Etcd {
                     operation: "remove",
                     member: member.name.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             outcome.waiting = true;
         }
@@ -1191,13 +1215,15 @@ async fn scale_up(context: &Context, scope: &Scope, outcome: &mut Outcome) -> Re
         let kcps: Api<KubeadmControlPlane> =
             Api::namespaced(context.client.clone(), &scope.namespace);
         let patch = json!({ "metadata": { "annotations": { KCP_REMEDIATION_IN_PROGRESS: null } } });
-        kcps.patch(
-            &scope.kcp.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(Error::Patch)?;
+        let written = kcps
+            .patch(
+                &scope.kcp.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(Error::Patch)?;
+        outcome.written = Some(written);
     }
     Ok(())
 }
@@ -1232,7 +1258,7 @@ async fn remove_machine(context: &Context, scope: &Scope, name: &str) -> Result<
             .map_err(|source| Error::Etcd {
                 operation: "move leadership",
                 member: member.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
     }
     tracing::info!(machine = %name, "Deleting control plane Machine");
@@ -1400,13 +1426,15 @@ async fn reconcile_remediation(
     let patch = json!({ "metadata": { "annotations": {
         KCP_REMEDIATION_IN_PROGRESS: serde_json::to_string(&record).expect("serializes"),
     } } });
-    kcps.patch(
-        &kcp.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map_err(Error::Patch)?;
+    let written = kcps
+        .patch(
+            &kcp.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(Error::Patch)?;
+    outcome.written = Some(written);
     remove_machine(context, scope, &target.name).await?;
     context
         .event(
@@ -1505,6 +1533,8 @@ async fn reconcile_delete(
             .remove(&kcp.uid().unwrap_or_default());
         context.addons.forget(&kcp.uid().unwrap_or_default());
         context.cluster_facts.forget(&namespace, cluster);
+        // The workload cluster goes with its control plane: its connection is dropped for
+        // every controller sharing the cache (one that asks again reconnects).
         context.cache.forget(&key);
         return Ok(Action::await_change());
     }

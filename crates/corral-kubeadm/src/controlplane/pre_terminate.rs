@@ -224,7 +224,7 @@ pub(super) async fn reconcile_pre_terminate_hook(
             .map_err(|source| Error::Etcd {
                 operation: "move leadership",
                 member: member.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
     }
     tracing::info!(member = %member.name, machine = %name, "Removing etcd member of the deleting Machine");
@@ -233,7 +233,7 @@ pub(super) async fn reconcile_pre_terminate_hook(
         .map_err(|source| Error::Etcd {
             operation: "remove",
             member: member.name.clone(),
-            source,
+            source: Box::new(source),
         })?;
     remove_hook(context, machine).await?;
     Ok(true)

@@ -160,6 +160,9 @@ impl Plane {
             // One watch per kind for every controller, as `corral` runs them (the shared
             // watches' requests count as the core controllers').
             let caches = corral_kubeadm::Caches::new(core_client.clone());
+            // One connection per workload cluster for every controller, with the harness's
+            // settings whoever asks first.
+            caches.cluster_cache(&kcp_config.cluster_cache);
             let provider = corral_infra_inmemory::run_with_caches(
                 infra_client,
                 cloud,
