@@ -684,11 +684,17 @@ async fn benchmark_clusters_with_a_control_plane_of_3_and_3_workers_come_up() {
     // cluster's seven objects in order (as `kubectl apply` of one cluster's manifest sends
     // them): one by one, creation alone took 18–23 s of 100 clusters' bring-up.
     const CREATING: usize = 16;
+    let timeline = crate::timeline::Timeline::start(&plane.env.client, NAMESPACE);
+    let cpu_before = cpu_seconds();
     let started = std::time::Instant::now();
     futures::stream::iter(0..count)
         .map(|index| {
-            let plane = &plane;
-            async move { plane.create_named_cluster(&format!("c{index}"), 3, 3).await }
+            let (plane, timeline) = (&plane, &timeline);
+            async move {
+                let name = format!("c{index}");
+                timeline.creating(&name);
+                plane.create_named_cluster(&name, 3, 3).await
+            }
         })
         .buffer_unordered(CREATING)
         .collect::<()>()
@@ -725,10 +731,14 @@ async fn benchmark_clusters_with_a_control_plane_of_3_and_3_workers_come_up() {
     }
     let up = started.elapsed();
     eprintln!(
-        "{count} clusters (KCP 3 + MD 3): created in {:.1} s, all up in {:.1} s",
+        "{count} clusters (KCP 3 + MD 3): created in {:.1} s, all up in {:.1} s, {:.1} CPU s \
+         since the first create ({:.1} since the process started)",
         created.as_secs_f64(),
-        up.as_secs_f64()
+        up.as_secs_f64(),
+        cpu_seconds() - cpu_before,
+        cpu_seconds()
     );
+    eprint!("{}", timeline.report());
     let requests = plane.requests.as_ref().unwrap().lock().unwrap().clone();
     let total: u64 = requests.values().sum();
     let mut requests: Vec<(String, u64)> = requests.into_iter().collect();
@@ -750,5 +760,20 @@ async fn benchmark_clusters_with_a_control_plane_of_3_and_3_workers_come_up() {
     }
     kcp_watch.abort();
     md_watch.abort();
+    drop(timeline);
     plane.stop().await;
+}
+
+/// The process's user and system CPU seconds so far (`/proc/self/stat`, in clock ticks of
+/// 1/100 s, Linux's `USER_HZ`).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |index: usize| fields.get(index).and_then(|f| f.parse::<f64>().ok());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    ticks(11).unwrap_or_default() / 100.0 + ticks(12).unwrap_or_default() / 100.0
 }

@@ -11,6 +11,7 @@ mod crds;
 mod ignition;
 mod kubeconfig;
 mod plane;
+mod timeline;
 mod upstream;
 mod validation;
 
