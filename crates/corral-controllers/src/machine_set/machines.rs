@@ -25,6 +25,7 @@ use kube::api::{
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 
+use super::in_sync::{Checked, Inputs};
 use super::naming::{self, random_suffix};
 use super::status::{self, is_unhealthy_and_owner_remediated, list_to_string, machine_conditions};
 use super::templates::{self, TemplateFailure};
@@ -549,10 +550,16 @@ pub(super) async fn sync_machines(
         );
     }
     let labels = machine_labels(scope);
+    let key = ObjectRef::from_obj(scope.before.as_ref());
+    let inputs = Inputs::new(&scope.machine_set, &labels);
+    let known = controller.in_sync.take(&key, inputs.clone());
+    let mut checked = Checked::new(inputs);
     let mut writes: Vec<(usize, Machine)> = Vec::new();
     for (index, machine) in scope.machines.iter().enumerate() {
-        // Most Machines are in sync most of the time; checking is much cheaper than diffing.
-        if in_sync(scope, machine, &labels) {
+        // Most Machines are in sync most of the time, and unchanged since the last check;
+        // checking is much cheaper than diffing, and remembering cheaper than checking.
+        if known.contains(machine) || in_sync(scope, machine, &labels) {
+            checked.insert(machine);
             continue;
         }
         let desired = desired_machine(scope, machine, &labels);
@@ -562,6 +569,8 @@ pub(super) async fn sync_machines(
             writes.push((index, desired));
         }
     }
+    drop(known);
+    controller.in_sync.put(key, checked);
     if writes.is_empty() {
         return Ok(());
     }

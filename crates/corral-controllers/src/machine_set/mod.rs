@@ -40,6 +40,7 @@
 
 pub mod deletion_order;
 pub mod expectations;
+mod in_sync;
 mod machines;
 pub mod naming;
 pub mod status;
@@ -202,6 +203,8 @@ pub(crate) struct MachineSetController {
     expectations: Expectations<ObjectRef<MachineSet>>,
     /// The MachineSets this controller wrote, to skip reconciles of a copy it replaced.
     own_writes: OwnWrites<ObjectRef<MachineSet>>,
+    /// The Machines each MachineSet last found in sync with its template.
+    in_sync: in_sync::InSyncMemo,
     /// MachineSets (by uid) whose provider objects left without a Machine by an interrupted
     /// creation were cleaned up since this process started.
     orphans_checked: Mutex<HashSet<String>>,
@@ -405,6 +408,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         machine_deployments: machine_deployment_cache.store(),
         expectations: Expectations::default(),
         own_writes: OwnWrites::default(),
+        in_sync: Default::default(),
         orphans_checked: Mutex::new(HashSet::new()),
     });
     runtime::run_controller(
@@ -556,6 +560,7 @@ async fn reconcile(
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
         controller.own_writes.forget(&object_ref);
+        controller.in_sync.forget(&object_ref);
         return Ok(Action::await_change());
     }
 
