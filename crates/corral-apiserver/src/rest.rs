@@ -725,15 +725,10 @@ async fn create_as(
             return Ok(respond(StatusCode::CREATED, &object));
         }
         let key = target.key(&name);
-        match state
-            .store
-            .create(&key, object::encode_for_storage(&object))
-            .await
-        {
+        let bytes = object::encode_for_storage(&object);
+        match state.store.create(&key, bytes.clone()).await {
             Ok(revision) => {
-                object::set_resource_version(&mut object, revision);
-                crate::hooks::after_write(state, target, &object).await;
-                target.admitted_to_request_version(&mut object);
+                let object = written(state, target, &key, revision, bytes, object).await;
                 return Ok(respond(StatusCode::CREATED, &object));
             }
             Err(corral_store::Error::AlreadyExists { .. })
@@ -807,6 +802,42 @@ pub async fn update(
         target.subject(name),
         "too many concurrent writes; try again",
     ))
+}
+
+/// After the store acknowledged `object` (admitted, in storage form) at `revision`: stamps
+/// the revision, runs the kind's hooks, hands the object to the resource's watch cache (whose
+/// feed then need not decode the write's event, and whose next update of it can start from
+/// it) and returns the object to answer with, in the request's version. When that version
+/// is the stored form, the answer and the cache share one object instead of a copy.
+async fn written(
+    state: &ApiState,
+    target: &Target,
+    key: &str,
+    revision: Revision,
+    bytes: bytes::Bytes,
+    mut object: Value,
+) -> Arc<Value> {
+    object::set_resource_version(&mut object, revision);
+    crate::hooks::after_write(state, target, &object).await;
+    let object = Arc::new(object);
+    if let Some(cacher) = state.hub.running(&target.resource.key_prefix()) {
+        let current = crate::watch_cache::Current {
+            mod_revision: revision,
+            value: bytes,
+            object: object.clone(),
+        };
+        cacher.record_write(key, current);
+    }
+    // What `admitted_to_request_version` would change: nothing, in the storage version of
+    // a resource that is not converted.
+    if target.version == target.resource.storage_version()
+        && !crate::conversion::converts(&target.resource)
+    {
+        return object;
+    }
+    let mut answer = Value::clone(&object);
+    target.admitted_to_request_version(&mut answer);
+    Arc::new(answer)
 }
 
 /// The watch cache's copy of the object at `key`, if its resource's cacher runs and holds it;
@@ -997,11 +1028,9 @@ async fn update_once(
         target.admitted_to_request_version(&mut new);
         return Ok(Attempt::Done(respond(&new)));
     }
-    match state.store.update(key, bytes, mod_revision).await {
+    match state.store.update(key, bytes.clone(), mod_revision).await {
         Ok(revision) => {
-            object::set_resource_version(&mut new, revision);
-            crate::hooks::after_write(state, target, &new).await;
-            target.admitted_to_request_version(&mut new);
+            let new = written(state, target, key, revision, bytes, new).await;
             Ok(Attempt::Done(respond(&new)))
         }
         Err(corral_store::Error::Conflict { .. }) => Ok(Attempt::Again),

@@ -252,7 +252,12 @@ impl Writer {
             EventKind::Put if event.prev.is_none() && now => ("ADDED", after),
             EventKind::Put if now && before => ("MODIFIED", after),
             EventKind::Put if now => ("ADDED", after),
-            EventKind::Put if before => ("DELETED", event.prev.as_ref().unwrap()),
+            EventKind::Put if before => {
+                // It left the filter: its last state that matched, at the event's revision.
+                let mut prev = Value::clone(event.prev.as_ref().unwrap());
+                object::set_resource_version(&mut prev, event.revision);
+                return self.send_object("DELETED", &prev).await;
+            }
             EventKind::Put => return Ok(()),
         };
         let as_stored = self.encoder.is_none() && !self.target.needs_conversion();

@@ -49,9 +49,11 @@ pub struct CachedEvent {
     pub object: Arc<Value>,
     /// `object` serialized, so that watchers of the storage version need not serialize again.
     pub object_json: Bytes,
-    /// The object before the change (`None` for a create), with the event's revision as its
-    /// resourceVersion, for watchers whose filter it matched.
-    pub prev: Option<Value>,
+    /// The object before the change (`None` for a create), for watchers whose filter it
+    /// matched. Its resourceVersion is its own (the revision of the write that made it): it
+    /// is the cacher's current copy of the key before the change, shared, not decoded again.
+    /// A watcher that sends it stamps the event's revision, as kube-apiserver does.
+    pub prev: Option<Arc<Value>>,
 }
 
 /// Tuning of the watch caches.
@@ -117,6 +119,18 @@ pub struct Current {
     pub object: Arc<Value>,
 }
 
+/// The current states a cacher keeps.
+#[derive(Default)]
+struct Objects {
+    /// Every key seen changing, as of `fed`; deleted keys are removed.
+    current: HashMap<String, Current>,
+    /// Writes made through this server after `fed` (see [`Cacher::record_write`]); each is
+    /// removed when the feed delivers its revision or a later one of its key.
+    written: HashMap<String, Current>,
+    /// The revision of the last event applied to `current`.
+    fed: Revision,
+}
+
 /// A resourceVersion older than the cache can serve.
 #[derive(Debug)]
 pub struct TooOld {
@@ -164,9 +178,9 @@ struct CacherState {
 /// The fan-out of one resource. See the module docs.
 pub struct Cacher {
     state: Mutex<CacherState>,
-    /// The current state of every key seen changing, by key; deleted keys are removed. A lock
-    /// of its own, so that updates reading it do not wait for a fan-out to watchers.
-    objects: Mutex<HashMap<String, Current>>,
+    /// The current state of every key seen changing. A lock of its own, so that updates
+    /// reading it do not wait for a fan-out to watchers.
+    objects: Mutex<Objects>,
     config: WatchCacheConfig,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -198,7 +212,7 @@ impl Cacher {
                 watchers: Vec::new(),
                 next_id: 0,
             }),
-            objects: Mutex::new(HashMap::new()),
+            objects: Mutex::new(Objects::default()),
             config,
             task: Mutex::new(None),
         })
@@ -251,7 +265,39 @@ impl Cacher {
     /// The key's state as of the latest event seen, if the cacher has seen it change and it
     /// was not deleted since. See [`Current`] for what it may be used for.
     pub fn current(&self, key: &str) -> Option<Current> {
-        self.objects.lock().unwrap().get(key).cloned()
+        let objects = self.objects.lock().unwrap();
+        let seen = objects.current.get(key);
+        match objects.written.get(key) {
+            Some(written) if seen.is_none_or(|seen| seen.mod_revision < written.mod_revision) => {
+                Some(written.clone())
+            }
+            _ => seen.cloned(),
+        }
+    }
+
+    /// Records a write this server made and the store acknowledged at `current.mod_revision`,
+    /// before its event arrives: the event is then not decoded again (the feed takes this
+    /// object), and an update that follows it at once starts from it. Ignored when the feed
+    /// has already delivered that revision.
+    pub fn record_write(&self, key: &str, current: Current) {
+        let mut objects = self.objects.lock().unwrap();
+        if current.mod_revision <= objects.fed {
+            return;
+        }
+        let newer = objects
+            .written
+            .get(key)
+            .is_none_or(|written| written.mod_revision < current.mod_revision);
+        if newer {
+            objects.written.insert(key.to_string(), current);
+        }
+    }
+
+    /// The object of a write recorded by [`Self::record_write`] at `revision`, if any.
+    fn written(&self, key: &str, revision: Revision) -> Option<Arc<Value>> {
+        let objects = self.objects.lock().unwrap();
+        let written = objects.written.get(key)?;
+        (written.mod_revision == revision).then(|| written.object.clone())
     }
 
     /// Hands `event`, decoded from `stored`, to every watcher and keeps `stored` in the
@@ -259,6 +305,15 @@ impl Cacher {
     fn publish(&self, event: CachedEvent, stored: corral_store::Event) {
         {
             let mut objects = self.objects.lock().unwrap();
+            let key = &stored.kv.key;
+            objects.fed = event.revision;
+            if objects
+                .written
+                .get(key)
+                .is_some_and(|written| written.mod_revision <= event.revision)
+            {
+                objects.written.remove(key);
+            }
             match event.kind {
                 EventKind::Put => {
                     let current = Current {
@@ -266,10 +321,10 @@ impl Cacher {
                         value: stored.kv.value.clone(),
                         object: event.object.clone(),
                     };
-                    objects.insert(stored.kv.key.clone(), current);
+                    objects.current.insert(key.clone(), current);
                 }
                 EventKind::Delete => {
-                    objects.remove(&stored.kv.key);
+                    objects.current.remove(key);
                 }
             }
         }
@@ -305,13 +360,17 @@ impl Cacher {
 
     /// Forgets the current state of a key (its change could not be decoded).
     fn forget(&self, key: &str) {
-        self.objects.lock().unwrap().remove(key);
+        let mut objects = self.objects.lock().unwrap();
+        objects.current.remove(key);
+        objects.written.remove(key);
     }
 
     /// [`Self::expire`] after the store watch lost events (it fell behind a compaction): the
     /// current states may miss changes and deletes too, so they are forgotten.
     fn lost_events(&self, revision: Revision) {
-        self.objects.lock().unwrap().clear();
+        let mut objects = self.objects.lock().unwrap();
+        objects.current.clear();
+        objects.written.clear();
         self.expire(revision);
     }
 
@@ -443,7 +502,16 @@ async fn feed(
             match item {
                 Ok(event) => {
                     after = event.revision();
-                    match decode_event(&event) {
+                    // The state before the change is the cacher's copy of the key, if it has
+                    // that very revision of it.
+                    let previous = event.prev.as_ref().and_then(|prev| {
+                        cacher
+                            .current(&prev.key)
+                            .filter(|current| current.mod_revision == prev.mod_revision)
+                            .map(|current| current.object)
+                    });
+                    let written = cacher.written(&event.kv.key, event.revision());
+                    match decode_event_after(&event, previous, written) {
                         Ok(cached) => cacher.publish(cached, event),
                         Err(error) => {
                             cacher.forget(&event.kv.key);
@@ -470,22 +538,35 @@ async fn feed(
 }
 
 fn decode_event(event: &corral_store::Event) -> Result<CachedEvent, crate::error::ApiError> {
+    decode_event_after(event, None, None)
+}
+
+/// Decodes `event`; `previous`: its previous state, already decoded; `written`: the object
+/// after it, as the server that wrote it recorded it (see [`Cacher::record_write`]).
+fn decode_event_after(
+    event: &corral_store::Event,
+    previous: Option<Arc<Value>>,
+    written: Option<Arc<Value>>,
+) -> Result<CachedEvent, crate::error::ApiError> {
     let revision = event.revision();
-    let mut object = object::decode_stored(&event.kv)?;
-    object::set_resource_version(&mut object, revision);
-    let prev = match &event.prev {
-        Some(prev) => {
-            let mut prev = object::decode_stored(prev)?;
-            object::set_resource_version(&mut prev, revision);
-            Some(prev)
+    let object = match written {
+        Some(written) if event.kind == EventKind::Put => written,
+        _ => {
+            let mut object = object::decode_stored(&event.kv)?;
+            object::set_resource_version(&mut object, revision);
+            Arc::new(object)
         }
-        None => None,
     };
-    let object_json = Bytes::from(serde_json::to_vec(&object).expect("JSON values serialize"));
+    let prev = match (&event.prev, previous) {
+        (Some(_), Some(previous)) => Some(previous),
+        (Some(prev), None) => Some(Arc::new(object::decode_stored(prev)?)),
+        (None, _) => None,
+    };
+    let object_json = Bytes::from(serde_json::to_vec(&*object).expect("JSON values serialize"));
     Ok(CachedEvent {
         revision,
         kind: event.kind,
-        object: Arc::new(object),
+        object,
         object_json,
         prev,
     })

@@ -32,10 +32,20 @@ impl PathElement {
 
     /// The key of a `FieldsV1` object.
     fn to_fields_v1_key(&self) -> String {
+        let prefixed = |prefix: &str, rest: &str| {
+            let mut key = String::with_capacity(prefix.len() + rest.len());
+            key.push_str(prefix);
+            key.push_str(rest);
+            key
+        };
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
-            PathElement::Key(fields) => format!("k:{}", key_json(fields)),
-            PathElement::Value(json) => format!("v:{json}"),
+            PathElement::Field(name) => prefixed("f:", name),
+            PathElement::Key(fields) => {
+                let mut key = String::from("k:");
+                write_key_json(fields, &mut key);
+                key
+            }
+            PathElement::Value(json) => prefixed("v:", json),
             PathElement::Index(index) => format!("i:{index}"),
         }
     }
@@ -84,12 +94,18 @@ pub fn key_fields<'v>(
     fields
 }
 
-fn key_json(fields: &[(String, String)]) -> String {
-    let inner: Vec<String> = fields
-        .iter()
-        .map(|(name, value)| format!("{}:{value}", Value::String(name.clone())))
-        .collect();
-    format!("{{{}}}", inner.join(","))
+/// `{"name":"nginx","port":80}`: the key fields as one JSON object, appended to `out`.
+fn write_key_json(fields: &[(String, String)], out: &mut String) {
+    out.push('{');
+    for (index, (name, value)) in fields.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(name).expect("strings serialize"));
+        out.push(':');
+        out.push_str(value);
+    }
+    out.push('}');
 }
 
 /// As structured-merge-diff prints a path element: `.name`, `[name="nginx"]`, `[="a"]`, `[0]`.
@@ -135,14 +151,21 @@ impl FieldSet {
         self.members.is_empty() && self.children.is_empty()
     }
 
-    /// Adds `path`; the empty path (the object itself) is never a member.
+    /// Adds `path`; the empty path (the object itself) is never a member. Elements already
+    /// in the trie are not copied again (a set is built one path at a time, and most of each
+    /// path's elements are there already).
     pub fn insert(&mut self, path: &[PathElement]) {
         match path {
             [] => {}
             [last] => {
-                self.members.insert(last.clone());
+                if !self.members.contains(last) {
+                    self.members.insert(last.clone());
+                }
             }
-            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert(rest),
+                None => self.children.entry(first.clone()).or_default().insert(rest),
+            },
         }
     }
 
@@ -165,15 +188,29 @@ impl FieldSet {
 
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut result = self.clone();
-        result.members.extend(other.members.iter().cloned());
-        for (element, child) in &other.children {
-            let merged = match result.children.get(element) {
-                Some(existing) => existing.union(child),
-                None => child.clone(),
-            };
-            result.children.insert(element.clone(), merged);
-        }
+        result.add(other);
         result
+    }
+
+    /// Adds every path of `other`, in place: [`Self::union`] without copying `self`.
+    pub fn add(&mut self, other: &FieldSet) {
+        if self.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        for member in &other.members {
+            if !self.members.contains(member) {
+                self.members.insert(member.clone());
+            }
+        }
+        for (element, child) in &other.children {
+            match self.children.get_mut(element) {
+                Some(existing) => existing.add(child),
+                None => {
+                    self.children.insert(element.clone(), child.clone());
+                }
+            }
+        }
     }
 
     /// The paths of `self` that are not paths of `other` (paths, not subtrees: removing
@@ -210,25 +247,13 @@ impl FieldSet {
     /// Keeps only the paths under the top-level fields `keep` accepts (the reset-fields
     /// filter of kube-apiserver's strategies, e.g. everything but `status` on the main
     /// resource).
-    pub fn retain_top_level(&self, keep: impl Fn(&str) -> bool) -> FieldSet {
+    pub fn keep_top_level(&mut self, keep: impl Fn(&str) -> bool) {
         let accepted = |element: &PathElement| match element {
             PathElement::Field(name) => keep(name),
             _ => true,
         };
-        FieldSet {
-            members: self
-                .members
-                .iter()
-                .filter(|e| accepted(e))
-                .cloned()
-                .collect(),
-            children: self
-                .children
-                .iter()
-                .filter(|(e, _)| accepted(e))
-                .map(|(e, c)| (e.clone(), c.clone()))
-                .collect(),
-        }
+        self.members.retain(|e| accepted(e));
+        self.children.retain(|e, _| accepted(e));
     }
 
     /// Removes the given members of the top level (kube-apiserver's strip set is paths, not

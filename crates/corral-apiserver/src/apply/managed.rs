@@ -262,7 +262,7 @@ impl Managed {
                     }
                     self.entries.remove(&id);
                     let merged = self.entries.get_mut(&bucket).expect("bucket exists");
-                    merged.fields = merged.fields.union(&entry.fields);
+                    merged.fields.add(&entry.fields);
                     // The bucket carries the time of the newest update merged into it.
                     merged.time = entry.time.clone();
                     remaining -= 1;
@@ -306,13 +306,11 @@ pub fn record_update(
     cx: &Context<'_>,
     writer: &ManagerId,
 ) -> Managed {
-    let comparison = merge::compare(old, new, cx.schema).retain_top_level(cx.keep);
-    let changed = comparison.changed();
+    let (changed, removed) = merge::compare(old, new, cx.schema)
+        .retain_top_level(cx.keep)
+        .into_changed();
     for entry in managed.entries.values_mut() {
-        entry.fields = entry
-            .fields
-            .difference(&changed)
-            .difference(&comparison.removed);
+        entry.fields = entry.fields.difference(&changed).difference(&removed);
     }
     let mut taken = changed;
     strip(&mut taken);
@@ -325,7 +323,10 @@ pub fn record_update(
                 time: None,
                 fields: FieldSet::new(),
             });
-        entry.fields = entry.fields.union(&taken);
+        match entry.fields.is_empty() {
+            true => entry.fields = taken,
+            false => entry.fields.add(&taken),
+        }
         entry.api_version = cx.api_version.to_string();
         entry.time = Some(cx.now.to_string());
     }
@@ -360,7 +361,8 @@ pub fn apply(
     force: bool,
 ) -> Result<(Value, Managed), ApplyError> {
     let merged = merge::merge(live, config, cx.schema)?;
-    let applied = merge::field_set(config, cx.schema, true)?.retain_top_level(cx.keep);
+    let mut applied = merge::field_set(config, cx.schema, true)?;
+    applied.keep_top_level(cx.keep);
     let previous = managed.entries.remove(applier);
     managed.entries.insert(
         applier.clone(),

@@ -258,12 +258,22 @@ impl Comparison {
         self.modified.union(&self.added)
     }
 
-    pub fn retain_top_level(&self, keep: &dyn Fn(&str) -> bool) -> Comparison {
-        Comparison {
-            added: self.added.retain_top_level(keep),
-            modified: self.modified.retain_top_level(keep),
-            removed: self.removed.retain_top_level(keep),
-        }
+    /// [`Self::changed`], taking the sets: `removed` is what is left.
+    pub fn into_changed(self) -> (FieldSet, FieldSet) {
+        let Comparison {
+            mut added,
+            modified,
+            removed,
+        } = self;
+        added.add(&modified);
+        (added, removed)
+    }
+
+    pub fn retain_top_level(mut self, keep: &dyn Fn(&str) -> bool) -> Comparison {
+        self.added.keep_top_level(keep);
+        self.modified.keep_top_level(keep);
+        self.removed.keep_top_level(keep);
+        self
     }
 }
 
@@ -316,14 +326,14 @@ fn compare_values(
             {
                 let mut gone = Comparison::default();
                 compare_children(Some(old_node), None, path, &mut gone);
-                out.removed = out.removed.union(&gone.removed);
+                out.removed.add(&gone.removed);
             }
             if let Some(new_node) = &new_node
                 && !matches!(new_node, Node::Leaf(_))
             {
                 let mut fresh = Comparison::default();
                 compare_children(None, Some(new_node), path, &mut fresh);
-                out.added = out.added.union(&fresh.added);
+                out.added.add(&fresh.added);
             }
             out.modified.insert(path);
         }
