@@ -257,3 +257,40 @@ fn a_compaction_keeps_the_current_state_and_lost_events_forget_it() {
     cacher.lost_events(20);
     assert!(cacher.current(&key).is_none());
 }
+
+#[test]
+fn a_recorded_write_is_served_until_the_feed_delivers_its_key() {
+    let cacher = cacher(100, 100);
+    let key = format!("{KEY_PREFIX}a");
+    let recorded = |revision: i64| {
+        let event = stored(revision, "a", 1, None);
+        super::Current {
+            mod_revision: revision,
+            value: event.kv.value.clone(),
+            object: decode_event(&event).unwrap().object,
+        }
+    };
+    let first = recorded(11);
+    cacher.record_write(&key, first.clone());
+    assert_eq!(cacher.current(&key).unwrap().mod_revision, 11);
+    // The feed takes the recorded object instead of decoding the event.
+    assert!(Arc::ptr_eq(
+        &cacher.written(&key, 11).unwrap(),
+        &first.object
+    ));
+    assert!(cacher.written(&key, 12).is_none());
+    let created = stored(11, "a", 1, None);
+    publish(&cacher, created.clone());
+    assert!(cacher.written(&key, 11).is_none(), "delivered");
+    // A write the feed has delivered already is not recorded again.
+    cacher.record_write(&key, recorded(11));
+    assert!(cacher.written(&key, 11).is_none());
+    // A newer write wins over the feed's older copy until the feed delivers it.
+    cacher.record_write(&key, recorded(13));
+    let updated = stored(12, "a", 2, Some(&created.kv));
+    publish(&cacher, updated.clone());
+    assert_eq!(cacher.current(&key).unwrap().mod_revision, 13);
+    publish(&cacher, stored(13, "a", 1, Some(&updated.kv)));
+    assert_eq!(cacher.current(&key).unwrap().mod_revision, 13);
+    assert!(cacher.written(&key, 13).is_none());
+}
