@@ -922,7 +922,7 @@ async fn update_once(
     let Base {
         mod_revision,
         value: stored,
-        object: current,
+        object: mut current,
     } = base;
     let mut new = match change {
         Change::Replace(body) => body.clone(),
@@ -983,7 +983,7 @@ async fn update_once(
         Change::Apply(_) => crate::apply::Operation::Apply,
         Change::Replace(_) | Change::Patch(_) => crate::apply::Operation::Update,
     };
-    crate::apply::track(target, query, Some(&current), &mut new, operation);
+    crate::apply::track(target, query, Some(&mut current), &mut new, operation);
     let respond = |object: &Value| {
         crate::admission::with_warnings(json_response(StatusCode::OK, object), &warnings)
     };

@@ -150,22 +150,24 @@ fn manager_from_user_agent(user_agent: &str) -> String {
 /// both, a write that changes nothing but managedFields timestamps keeps the old timestamps,
 /// so that it stays a no-op (no new resourceVersion, no watch event). `new` is in the
 /// storage shape, `current` in the request's.
+///
+/// `current` is borrowed mutably only to be compared in place; it is left as it was.
 pub fn track(
     target: &Target,
     query: &Query,
-    current: Option<&Value>,
+    mut current: Option<&mut Value>,
     new: &mut Value,
     operation: Operation,
 ) {
     if operation == Operation::Update {
-        record_update(target, query, current, new);
+        record_update(target, query, current.as_deref_mut(), new);
     }
     if let Some(current) = current {
         keep_timestamps_of_no_op(target, current, new);
     }
 }
 
-fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &mut Value) {
+fn record_update(target: &Target, query: &Query, current: Option<&mut Value>, new: &mut Value) {
     let resource = &target.resource;
     let api_version = resource.api_version(&target.version);
     let subresource = target.subresource.as_deref();
@@ -174,7 +176,7 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         Some("") => "unknown",
         Some(manager) => manager,
     };
-    let current_managed = || decode_or_empty(current.and_then(managed_fields));
+    let current_managed = || decode_or_empty(current.as_deref().and_then(managed_fields));
     // The request's managedFields are used when they are valid and non-empty (clients may
     // edit ownership directly); `[]` or `[{}]` resets ownership; a subresource never
     // changes it.
@@ -194,11 +196,7 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         return;
     }
 
-    let empty = empty_object(resource, &api_version);
-    let old_view = match current {
-        Some(current) => without_server_fields(current.clone(), resource, &api_version),
-        None => empty,
-    };
+    let mut empty = empty_object(resource, &api_version);
 
     let reset = ResetFields::of(resource, subresource);
     let keep = |field: &str| reset.keeps(field);
@@ -210,8 +208,11 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         now: &now,
     };
     let writer = ManagerId::new(manager, Operation::Update, &api_version, subresource);
-    let mut managed = as_compared(new, resource, &api_version, |new_view| {
-        managed::record_update(managed, &old_view, new_view, &cx, &writer)
+    let old = current.unwrap_or(&mut empty);
+    let mut managed = current_as_compared(old, resource, &api_version, |old_view| {
+        as_compared(new, resource, &api_version, |new_view| {
+            managed::record_update(managed, old_view, new_view, &cx, &writer)
+        })
     });
     managed.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
     set_managed_fields(new, &managed);
@@ -605,6 +606,51 @@ fn without_server_fields(mut object: Value, resource: &ResourceInfo, api_version
     metadata.remove("managedFields");
     metadata.remove("resourceVersion");
     object
+}
+
+/// Runs `f` on `current` (an object in the request's version, as `rest::update` starts
+/// from) as `without_server_fields` shows it, and leaves it as it was: in place, without the
+/// copy of the whole object that every update made before.
+fn current_as_compared<R>(
+    current: &mut Value,
+    resource: &ResourceInfo,
+    api_version: &str,
+    f: impl FnOnce(&Value) -> R,
+) -> R {
+    let Some(map) = current.as_object_mut() else {
+        return f(&without_server_fields(
+            current.clone(),
+            resource,
+            api_version,
+        ));
+    };
+    let api_version = map.insert("apiVersion".into(), json!(api_version));
+    let kind = map.insert("kind".into(), json!(resource.kind));
+    let taken = match map.get_mut("metadata").and_then(Value::as_object_mut) {
+        Some(metadata) => (
+            metadata.remove("resourceVersion"),
+            metadata.remove("managedFields"),
+        ),
+        None => (None, None),
+    };
+    let result = f(current);
+    let map = current.as_object_mut().expect("checked above");
+    for (field, value) in [("apiVersion", api_version), ("kind", kind)] {
+        match value {
+            Some(value) => map.insert(field.into(), value),
+            None => map.remove(field),
+        };
+    }
+    if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+        let (resource_version, managed_fields) = taken;
+        if let Some(value) = resource_version {
+            metadata.insert("resourceVersion".into(), value);
+        }
+        if let Some(value) = managed_fields {
+            metadata.insert("managedFields".into(), value);
+        }
+    }
+    result
 }
 
 /// Runs `f` on `object` as `without_server_fields` shows it, in the request's version. When
