@@ -107,7 +107,8 @@ pub(crate) struct Signatures {
 
 impl Signatures {
     /// Whether `object`'s `signature` differs from the one last seen (true the first time).
-    /// A deleted object's entry is forgotten.
+    /// Entries are kept for the life of the process (a digest per object seen): a mapped watch
+    /// does not tell a deletion from a change.
     pub fn changed<K: ResourceExt>(&self, object: &K, signature: impl std::hash::Hash) -> bool {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
         let digest = BuildHasherDefault::<DefaultHasher>::default().hash_one(&signature);

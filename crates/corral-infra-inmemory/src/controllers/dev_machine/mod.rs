@@ -74,17 +74,19 @@ pub(super) async fn run(
 
     let mut queue = SelectAll::new();
     queue.push(trigger_own(dev_machines).boxed());
-    // Machine status changes many times while it comes up; what a DevMachine reads of its
-    // Machine is its metadata and spec.
+    // Machine status changes many times while it comes up, and its spec takes the providerID
+    // this controller wrote; what a DevMachine reads of its Machine is a few fields.
     let machine_signatures = Signatures::default();
     queue.push(
         trigger_with(machines, move |machine: Arc<Machine>| {
-            // The generation moves with every change of the spec.
             let signature = (
                 machine.metadata.uid.clone(),
                 machine.metadata.labels.clone(),
                 machine.metadata.deletion_timestamp.is_some(),
-                machine.metadata.generation,
+                machine.spec.cluster_name.clone(),
+                machine.spec.bootstrap.data_secret_name.clone(),
+                machine.spec.version.clone(),
+                machine.spec.failure_domain.clone(),
             );
             machine_signatures
                 .changed(machine.as_ref(), signature)
@@ -227,7 +229,7 @@ async fn reconcile(
                 // A paused Cluster (or DevMachine) is left alone, deletion included.
                 let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
                 let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
-                if paused(cluster.as_ref(), dev_machine.as_ref(), "DevMachine").is_some() {
+                if paused(cluster.as_deref(), dev_machine.as_ref(), "DevMachine").is_some() {
                     return Ok(Action::await_change());
                 }
                 if !moving {
@@ -251,7 +253,7 @@ async fn reconcile(
 
     let mut status = dev_machine.status.clone().unwrap_or_default();
     let mut generation = dev_machine.metadata.generation;
-    if let Some(message) = paused(cluster.as_ref(), dev_machine.as_ref(), "DevMachine") {
+    if let Some(message) = paused(cluster.as_deref(), dev_machine.as_ref(), "DevMachine") {
         conditions::set(
             &mut status.conditions,
             &Desired::new(PAUSED, true, reasons::PAUSED).with_message(message),
@@ -498,16 +500,21 @@ async fn add_finalizer(
     write_spec(context, api, dev_machine, patch, base.as_deref()).await
 }
 
-/// An object from a watch cache, or from the API server when the cache does not have it (yet):
-/// a DevMachine can name its Machine before the Machine watch shows it.
-async fn cached_or_get<K>(cache: &Store<K>, api: &Api<K>, name: &str) -> Result<Option<K>, Error>
+/// An object from a watch cache (the cache's own copy, not a clone), or from the API server
+/// when the cache does not have it (yet): a DevMachine can name its Machine before the Machine
+/// watch shows it.
+async fn cached_or_get<K>(
+    cache: &Store<K>,
+    api: &Api<K>,
+    name: &str,
+) -> Result<Option<Arc<K>>, Error>
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let namespace = api.namespace().unwrap_or_default();
     match cache.get(&ObjectRef::new(name).within(namespace)) {
-        Some(object) => Ok(Some(object.as_ref().clone())),
-        None => get_opt(api, name).await,
+        Some(object) => Ok(Some(object)),
+        None => Ok(get_opt(api, name).await?.map(Arc::new)),
     }
 }
 
