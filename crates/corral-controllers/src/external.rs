@@ -542,18 +542,32 @@ impl ExternalObjects {
         cluster_name: &str,
         drop_owners: &[(&str, &str)],
     ) -> Result<(), Error> {
-        let mut after = object.object.clone();
-        let mut owners = after.metadata.owner_references.take().unwrap_or_default();
-        owners.retain(|existing| {
-            !drop_owners.iter().any(|(group, kind)| {
+        let dropped = |existing: &OwnerReference| {
+            drop_owners.iter().any(|(group, kind)| {
                 existing.kind == *kind && api_group_of(&existing.api_version) == *group
             })
-        });
+        };
         let same_owner = |existing: &OwnerReference| {
             existing.kind == owner.kind
                 && api_group_of(&existing.api_version) == api_group_of(&owner.api_version)
                 && existing.name == owner.name
         };
+        // Almost always both are in place already: say so without copying the object.
+        let current = object.object.owner_references();
+        let in_place = current.iter().find(|existing| same_owner(existing)) == Some(&owner)
+            && !current.iter().any(|existing| {
+                dropped(existing)
+                    || (owner.controller == Some(true)
+                        && existing.controller == Some(true)
+                        && !same_owner(existing))
+            })
+            && object.object.labels().get(CLUSTER_NAME).map(String::as_str) == Some(cluster_name);
+        if in_place {
+            return Ok(());
+        }
+        let mut after = object.object.clone();
+        let mut owners = after.metadata.owner_references.take().unwrap_or_default();
+        owners.retain(|existing| !dropped(existing));
         if owner.controller == Some(true)
             && let Some(other) = owners
                 .iter()

@@ -574,3 +574,79 @@ async fn paused_machine_is_not_reconciled_until_unpaused() {
     .await;
     h.stop().await;
 }
+
+/// Upstream `ensureOwnerReferences` with `controllerutil.SetControllerReference`: a provider
+/// object another object controls is not taken over; the Machine says why, and its owners and
+/// labels stay as they were. Once the other controller lets go, the Machine takes it.
+#[tokio::test]
+async fn infrastructure_controlled_by_another_object_is_not_taken_over() {
+    let mut h = Harness::start().await;
+    let _workload = provisioned_cluster(&mut h, "prod").await;
+    // The owner must exist: the garbage collector deletes objects whose owners are gone.
+    let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = h.api();
+    let owner = configmaps
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": "other" } })).unwrap(),
+        )
+        .await
+        .unwrap();
+    let other = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "other",
+        "uid": owner.uid().unwrap(),
+        "controller": true,
+    });
+    h.create_provider(BOOTSTRAP_CONFIG, "m1", json!({})).await;
+    h.create_provider(
+        INFRA_MACHINE,
+        "m1",
+        json!({ "metadata": { "ownerReferences": [other] } }),
+    )
+    .await;
+    h.create::<Machine>(machine_json("m1", "prod", json!({})))
+        .await;
+
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> = h.api();
+    let note = corral_testenv::eventually(
+        TIMEOUT,
+        "a ReconcileError Event naming the controller",
+        || {
+            let events = events.clone();
+            async move {
+                events
+                    .list(&Default::default())
+                    .await
+                    .expect("events are listed")
+                    .items
+                    .into_iter()
+                    .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("m1"))
+                    .filter(|e| e.reason.as_deref() == Some("ReconcileError"))
+                    .find_map(|e| e.note)
+            }
+        },
+    )
+    .await;
+    assert!(note.contains("controlled by ConfigMap other"), "{note}");
+    let infra = h.get_provider(INFRA_MACHINE, "m1").await.unwrap();
+    assert_eq!(owners(&infra), vec!["ConfigMap/other*".to_owned()]);
+    assert!(
+        !infra.labels().contains_key("cluster.x-k8s.io/cluster-name"),
+        "nothing of the failed write is applied"
+    );
+
+    // The other controller lets go: the Machine takes the object and labels it.
+    h.patch_provider(
+        INFRA_MACHINE,
+        "m1",
+        json!({ "metadata": { "ownerReferences": null } }),
+    )
+    .await;
+    let infra = h
+        .wait_for_provider(INFRA_MACHINE, "m1", "the Machine to control it", |o| {
+            owners(o) == vec!["Machine/m1*".to_owned()]
+        })
+        .await;
+    assert_eq!(infra.labels()["cluster.x-k8s.io/cluster-name"], "prod");
+}
