@@ -357,6 +357,7 @@ impl ExternalObjects {
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
+                .modify(|object| crate::runtime::shared::trim_managed_fields(object, &[]))
                 .reflect(writer)
                 .touched_objects()
                 .boxed();

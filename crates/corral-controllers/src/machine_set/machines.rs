@@ -44,7 +44,7 @@ const MAX_IN_FLIGHT: usize = 16;
 /// The field manager of the MachineSet's writes to its Machines (upstream's
 /// `machineSetManagerName`), so that the Machines' managed fields say which labels and
 /// annotations came from the MachineSet.
-const MACHINE_SET_MANAGER: &str = "capi-machineset";
+pub(crate) const MACHINE_SET_MANAGER: &str = "capi-machineset";
 
 /// Whether a failed write lost a race or found its object gone: the watch event of whatever
 /// happened brings the next reconcile, so it is not an error.

@@ -42,6 +42,7 @@ pub mod deletion_order;
 pub mod expectations;
 mod in_sync;
 mod machines;
+pub(crate) use machines::MACHINE_SET_MANAGER;
 pub mod naming;
 pub mod status;
 pub mod templates;

@@ -90,9 +90,36 @@ impl<K> Cached for K where
 {
 }
 
+/// Drops the managedFields entries of every field manager but those in `keep`.
+///
+/// No controller reads them, except the MachineSet its own (the labels and annotations it
+/// propagated); they are a good part of every cached object (an entry per manager, with a tree
+/// of every field it set), so a cache without them holds, copies and diffs far less
+/// (controller-runtime caches offer the same transform, `TransformStripManagedFields`). The
+/// API server keeps them; the controllers' merge patches never send them.
+pub fn trim_managed_fields<K: Resource>(object: &mut K, keep: &[&str]) {
+    let metadata = object.meta_mut();
+    if let Some(entries) = &mut metadata.managed_fields {
+        entries.retain(|entry| {
+            entry
+                .manager
+                .as_deref()
+                .is_some_and(|manager| keep.contains(&manager))
+        });
+        if entries.is_empty() {
+            metadata.managed_fields = None;
+        }
+    }
+}
+
 impl<K: Cached> SharedCache<K> {
-    /// Starts watching every `K`; the returned task runs the watch until dropped.
-    fn start(client: Client, keys: IndexKeys<K>) -> (Self, AbortOnDrop) {
+    /// Starts watching every `K`; the returned task runs the watch until dropped. Objects are
+    /// kept with the managedFields of the managers in `keep` only ([`trim_managed_fields`]).
+    fn start(
+        client: Client,
+        keys: IndexKeys<K>,
+        keep: &'static [&'static str],
+    ) -> (Self, AbortOnDrop) {
         let (store, mut writer) = reflector::store();
         let index = ClusterIndex::new(keys);
         let subscribers: Subscribers<K> = Arc::new(Mutex::new(Vec::new()));
@@ -107,13 +134,19 @@ impl<K: Cached> SharedCache<K> {
                 watcher(Api::<K>::all(client), watcher::Config::default()).default_backoff();
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
-                let event = match event {
+                let mut event = match event {
                     Ok(event) => event,
                     Err(error) => {
                         tracing::warn!(%kind, %error, "Watch failed; retrying");
                         continue;
                     }
                 };
+                if let watcher::Event::Apply(object)
+                | watcher::Event::InitApply(object)
+                | watcher::Event::Delete(object) = &mut event
+                {
+                    trim_managed_fields(object, keep);
+                }
                 writer.apply_watcher_event(&event);
                 let change = match event {
                     watcher::Event::Apply(object) => {
@@ -249,6 +282,15 @@ impl Caches {
     /// The shared cache of `K`, indexed as `keys` says. The first call for a kind decides
     /// (the helpers below are the one place each kind's keys are chosen).
     pub fn get_keyed<K: Cached>(&self, keys: IndexKeys<K>) -> SharedCache<K> {
+        self.get_trimmed(keys, &[])
+    }
+
+    /// [`Caches::get_keyed`], keeping the managedFields entries of the managers in `keep`.
+    fn get_trimmed<K: Cached>(
+        &self,
+        keys: IndexKeys<K>,
+        keep: &'static [&'static str],
+    ) -> SharedCache<K> {
         let mut inner = self.inner.lock().expect("caches lock");
         if let Some(cache) = inner
             .caches
@@ -257,7 +299,7 @@ impl Caches {
         {
             return cache.clone();
         }
-        let (cache, task) = SharedCache::start(self.client.clone(), keys);
+        let (cache, task) = SharedCache::start(self.client.clone(), keys, keep);
         inner
             .caches
             .insert(TypeId::of::<K>(), Box::new(cache.clone()));
@@ -286,17 +328,21 @@ impl Caches {
 
 impl Caches {
     /// Machines, by `spec.clusterName`, controller, control-plane label and
-    /// `spec.providerID`.
+    /// `spec.providerID`; with the MachineSet's managedFields entry, which says what it
+    /// propagated.
     pub fn machines(&self) -> SharedCache<corral_api::Machine> {
-        self.get_keyed(IndexKeys {
-            cluster_of: |machine: &corral_api::Machine| machine.spec.cluster_name.as_str(),
-            keys_of: |machine, keys| {
-                super::index::key::metadata_keys(machine, keys);
-                if let Some(id) = machine.spec.provider_id.as_deref() {
-                    keys.push(super::index::key::provider_id(id));
-                }
+        self.get_trimmed(
+            IndexKeys {
+                cluster_of: |machine: &corral_api::Machine| machine.spec.cluster_name.as_str(),
+                keys_of: |machine, keys| {
+                    super::index::key::metadata_keys(machine, keys);
+                    if let Some(id) = machine.spec.provider_id.as_deref() {
+                        keys.push(super::index::key::provider_id(id));
+                    }
+                },
             },
-        })
+            &[crate::machine_set::MACHINE_SET_MANAGER],
+        )
     }
 
     /// MachineSets, by `spec.clusterName`.

@@ -80,3 +80,35 @@ async fn subscribers_see_what_is_cached_then_every_change_and_share_one_store() 
     let from_index = cache.of_cluster(&ClusterKey::new("default", "c1"));
     assert!(Arc::ptr_eq(&stored, &from_index[0]));
 }
+
+#[tokio::test]
+async fn cached_objects_keep_only_the_managed_fields_asked_for() {
+    let env = corral_testenv::TestEnv::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    create(&api, "a", "c1").await;
+    let patch = kube::api::Patch::Merge(serde_json::json!({ "data": { "k": "v" } }));
+    let params = kube::api::PatchParams {
+        field_manager: Some("capi-machineset".into()),
+        ..Default::default()
+    };
+    let stored = api.patch("a", &params, &patch).await.unwrap();
+    let managers = |map: &ConfigMap| -> Vec<String> {
+        map.managed_fields()
+            .iter()
+            .filter_map(|entry| entry.manager.clone())
+            .collect()
+    };
+    assert_eq!(managers(&stored).len(), 2, "{:?}", managers(&stored));
+
+    let caches = Caches::new(env.client.clone());
+    let cache = caches.get::<ConfigMap>(cluster_of);
+    cache.ready().await;
+    let cached = cache.of_cluster(&ClusterKey::new("default", "c1"));
+    assert_eq!(cached.len(), 1);
+    assert!(cached[0].metadata.managed_fields.is_none());
+    assert_eq!(cached[0].data, stored.data, "only managedFields go");
+
+    let mut kept = stored.clone();
+    trim_managed_fields(&mut kept, &["capi-machineset"]);
+    assert_eq!(managers(&kept), ["capi-machineset"]);
+}
