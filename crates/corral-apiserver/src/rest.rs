@@ -728,8 +728,11 @@ async fn create_as(
         let bytes = object::encode_for_storage(&object);
         match state.store.create(&key, bytes.clone()).await {
             Ok(revision) => {
-                let object = written(state, target, &key, revision, bytes, object).await;
-                return Ok(respond(StatusCode::CREATED, &object));
+                let answer = written(state, target, &key, revision, bytes, object).await;
+                return Ok(crate::admission::with_warnings(
+                    json_bytes_response(StatusCode::CREATED, answer),
+                    &warnings,
+                ));
             }
             Err(corral_store::Error::AlreadyExists { .. })
                 if generate_name.is_some() && attempts < 8 =>
@@ -807,8 +810,8 @@ pub async fn update(
 /// After the store acknowledged `object` (admitted, in storage form) at `revision`: stamps
 /// the revision, runs the kind's hooks, hands the object to the resource's watch cache (whose
 /// feed then need not decode the write's event, and whose next update of it can start from
-/// it) and returns the object to answer with, in the request's version. When that version
-/// is the stored form, the answer and the cache share one object instead of a copy.
+/// it) and returns the answer's JSON, in the request's version. When that version is the
+/// stored form, the answer and the cache share one object and one serialization of it.
 async fn written(
     state: &ApiState,
     target: &Target,
@@ -816,28 +819,44 @@ async fn written(
     revision: Revision,
     bytes: bytes::Bytes,
     mut object: Value,
-) -> Arc<Value> {
+) -> bytes::Bytes {
     object::set_resource_version(&mut object, revision);
     crate::hooks::after_write(state, target, &object).await;
     let object = Arc::new(object);
+    // What `admitted_to_request_version` would change: nothing, in the storage version of
+    // a resource that is not converted.
+    let as_stored = target.version == target.resource.storage_version()
+        && !crate::conversion::converts(&target.resource);
+    let answer = if as_stored {
+        to_json(&object)
+    } else {
+        let mut answer = Value::clone(&object);
+        target.admitted_to_request_version(&mut answer);
+        to_json(&answer)
+    };
     if let Some(cacher) = state.hub.running(&target.resource.key_prefix()) {
         let current = crate::watch_cache::Current {
             mod_revision: revision,
             value: bytes,
-            object: object.clone(),
+            object,
         };
-        cacher.record_write(key, current);
+        cacher.record_write(key, current, as_stored.then(|| answer.clone()));
     }
-    // What `admitted_to_request_version` would change: nothing, in the storage version of
-    // a resource that is not converted.
-    if target.version == target.resource.storage_version()
-        && !crate::conversion::converts(&target.resource)
-    {
-        return object;
-    }
-    let mut answer = Value::clone(&object);
-    target.admitted_to_request_version(&mut answer);
-    Arc::new(answer)
+    answer
+}
+
+fn to_json(value: &Value) -> bytes::Bytes {
+    bytes::Bytes::from(serde_json::to_vec(value).expect("JSON values serialize"))
+}
+
+/// A JSON answer already serialized.
+fn json_bytes_response(code: StatusCode, body: bytes::Bytes) -> Response {
+    (
+        code,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 /// The watch cache's copy of the object at `key`, if its resource's cacher runs and holds it;
@@ -1030,8 +1049,11 @@ async fn update_once(
     }
     match state.store.update(key, bytes.clone(), mod_revision).await {
         Ok(revision) => {
-            let new = written(state, target, key, revision, bytes, new).await;
-            Ok(Attempt::Done(respond(&new)))
+            let answer = written(state, target, key, revision, bytes, new).await;
+            Ok(Attempt::Done(crate::admission::with_warnings(
+                json_bytes_response(StatusCode::OK, answer),
+                &warnings,
+            )))
         }
         Err(corral_store::Error::Conflict { .. }) => Ok(Attempt::Again),
         Err(corral_store::Error::NotFound { .. }) => Err(ApiError::not_found(target.subject(name))),

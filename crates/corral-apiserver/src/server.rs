@@ -265,7 +265,18 @@ async fn follow_crds(state: &Arc<ApiState>) -> Result<(), ApiError> {
                     state.hub.remove(&resource.key_prefix());
                 }
             } else if object::deletion_timestamp(&event.object).is_some() {
-                // Being deleted (by any server sharing the store): no longer served.
+                // Being deleted (by any server sharing the store): no longer served, unless
+                // the event arrives after the CRD was deleted and created again.
+                let key = format!("{prefix}{}", object::name(&event.object).unwrap_or(""));
+                let stored = state.store.get(&key, None).await;
+                let recreated = match &stored {
+                    Ok(Some(kv)) => object::decode_stored(kv)
+                        .is_ok_and(|crd| object::uid(&crd) != object::uid(&event.object)),
+                    _ => false,
+                };
+                if recreated {
+                    continue;
+                }
                 if state
                     .registry
                     .remove(&resource.group, &resource.plural)

@@ -125,8 +125,9 @@ struct Objects {
     /// Every key seen changing, as of `fed`; deleted keys are removed.
     current: HashMap<String, Current>,
     /// Writes made through this server after `fed` (see [`Cacher::record_write`]); each is
-    /// removed when the feed delivers its revision or a later one of its key.
-    written: HashMap<String, Current>,
+    /// removed when the feed delivers its revision or a later one of its key. With the
+    /// object's JSON when the writer had it.
+    written: HashMap<String, (Current, Option<Bytes>)>,
     /// The revision of the last event applied to `current`.
     fed: Revision,
 }
@@ -268,7 +269,9 @@ impl Cacher {
         let objects = self.objects.lock().unwrap();
         let seen = objects.current.get(key);
         match objects.written.get(key) {
-            Some(written) if seen.is_none_or(|seen| seen.mod_revision < written.mod_revision) => {
+            Some((written, _))
+                if seen.is_none_or(|seen| seen.mod_revision < written.mod_revision) =>
+            {
                 Some(written.clone())
             }
             _ => seen.cloned(),
@@ -278,8 +281,9 @@ impl Cacher {
     /// Records a write this server made and the store acknowledged at `current.mod_revision`,
     /// before its event arrives: the event is then not decoded again (the feed takes this
     /// object), and an update that follows it at once starts from it. Ignored when the feed
-    /// has already delivered that revision.
-    pub fn record_write(&self, key: &str, current: Current) {
+    /// has already delivered that revision. `json`: the object serialized, if the writer
+    /// has it (the feed then need not serialize it for watchers either).
+    pub fn record_write(&self, key: &str, current: Current, json: Option<Bytes>) {
         let mut objects = self.objects.lock().unwrap();
         if current.mod_revision <= objects.fed {
             return;
@@ -287,17 +291,18 @@ impl Cacher {
         let newer = objects
             .written
             .get(key)
-            .is_none_or(|written| written.mod_revision < current.mod_revision);
+            .is_none_or(|(written, _)| written.mod_revision < current.mod_revision);
         if newer {
-            objects.written.insert(key.to_string(), current);
+            objects.written.insert(key.to_string(), (current, json));
         }
     }
 
-    /// The object of a write recorded by [`Self::record_write`] at `revision`, if any.
-    fn written(&self, key: &str, revision: Revision) -> Option<Arc<Value>> {
+    /// The object (and its JSON, if recorded) of a write recorded by [`Self::record_write`]
+    /// at `revision`, if any.
+    fn written(&self, key: &str, revision: Revision) -> Option<(Arc<Value>, Option<Bytes>)> {
         let objects = self.objects.lock().unwrap();
-        let written = objects.written.get(key)?;
-        (written.mod_revision == revision).then(|| written.object.clone())
+        let (written, json) = objects.written.get(key)?;
+        (written.mod_revision == revision).then(|| (written.object.clone(), json.clone()))
     }
 
     /// Hands `event`, decoded from `stored`, to every watcher and keeps `stored` in the
@@ -310,7 +315,7 @@ impl Cacher {
             if objects
                 .written
                 .get(key)
-                .is_some_and(|written| written.mod_revision <= event.revision)
+                .is_some_and(|(written, _)| written.mod_revision <= event.revision)
             {
                 objects.written.remove(key);
             }
@@ -542,19 +547,20 @@ fn decode_event(event: &corral_store::Event) -> Result<CachedEvent, crate::error
 }
 
 /// Decodes `event`; `previous`: its previous state, already decoded; `written`: the object
-/// after it, as the server that wrote it recorded it (see [`Cacher::record_write`]).
+/// after it (and its JSON), as the server that wrote it recorded it (see
+/// [`Cacher::record_write`]).
 fn decode_event_after(
     event: &corral_store::Event,
     previous: Option<Arc<Value>>,
-    written: Option<Arc<Value>>,
+    written: Option<(Arc<Value>, Option<Bytes>)>,
 ) -> Result<CachedEvent, crate::error::ApiError> {
     let revision = event.revision();
-    let object = match written {
-        Some(written) if event.kind == EventKind::Put => written,
+    let (object, json) = match written {
+        Some((written, json)) if event.kind == EventKind::Put => (written, json),
         _ => {
             let mut object = object::decode_stored(&event.kv)?;
             object::set_resource_version(&mut object, revision);
-            Arc::new(object)
+            (Arc::new(object), None)
         }
     };
     let prev = match (&event.prev, previous) {
@@ -562,7 +568,9 @@ fn decode_event_after(
         (Some(prev), None) => Some(Arc::new(object::decode_stored(prev)?)),
         (None, _) => None,
     };
-    let object_json = Bytes::from(serde_json::to_vec(&*object).expect("JSON values serialize"));
+    let object_json = json.unwrap_or_else(|| {
+        Bytes::from(serde_json::to_vec(&*object).expect("JSON values serialize"))
+    });
     Ok(CachedEvent {
         revision,
         kind: event.kind,

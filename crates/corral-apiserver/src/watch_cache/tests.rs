@@ -271,11 +271,11 @@ fn a_recorded_write_is_served_until_the_feed_delivers_its_key() {
         }
     };
     let first = recorded(11);
-    cacher.record_write(&key, first.clone());
+    cacher.record_write(&key, first.clone(), None);
     assert_eq!(cacher.current(&key).unwrap().mod_revision, 11);
     // The feed takes the recorded object instead of decoding the event.
     assert!(Arc::ptr_eq(
-        &cacher.written(&key, 11).unwrap(),
+        &cacher.written(&key, 11).unwrap().0,
         &first.object
     ));
     assert!(cacher.written(&key, 12).is_none());
@@ -283,10 +283,10 @@ fn a_recorded_write_is_served_until_the_feed_delivers_its_key() {
     publish(&cacher, created.clone());
     assert!(cacher.written(&key, 11).is_none(), "delivered");
     // A write the feed has delivered already is not recorded again.
-    cacher.record_write(&key, recorded(11));
+    cacher.record_write(&key, recorded(11), None);
     assert!(cacher.written(&key, 11).is_none());
     // A newer write wins over the feed's older copy until the feed delivers it.
-    cacher.record_write(&key, recorded(13));
+    cacher.record_write(&key, recorded(13), None);
     let updated = stored(12, "a", 2, Some(&created.kv));
     publish(&cacher, updated.clone());
     assert_eq!(cacher.current(&key).unwrap().mod_revision, 13);
