@@ -33,6 +33,7 @@ use crate::schema::{self, is_default};
     version = "v1beta2",
     kind = "Cluster",
     namespaced,
+    derive = "PartialEq",
     status = "ClusterStatus",
     doc = "Cluster is the Schema for the clusters API.",
     shortname = "cl",

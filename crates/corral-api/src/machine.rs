@@ -29,6 +29,7 @@ pub const DEFAULT_NODE_DELETION_TIMEOUT_SECONDS: i32 = 10;
     version = "v1beta2",
     kind = "Machine",
     namespaced,
+    derive = "PartialEq",
     status = "MachineStatus",
     doc = "Machine is the Schema for the machines API.",
     shortname = "ma",

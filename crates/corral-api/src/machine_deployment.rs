@@ -23,6 +23,7 @@ use crate::schema::{self, is_default};
     version = "v1beta2",
     kind = "MachineDeployment",
     namespaced,
+    derive = "PartialEq",
     status = "MachineDeploymentStatus",
     doc = "MachineDeployment is the Schema for the machinedeployments API.",
     shortname = "md",

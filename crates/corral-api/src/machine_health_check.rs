@@ -28,6 +28,7 @@ pub const MIN_NODE_STARTUP_TIMEOUT_SECONDS: i32 = 30;
     version = "v1beta2",
     kind = "MachineHealthCheck",
     namespaced,
+    derive = "PartialEq",
     status = "MachineHealthCheckStatus",
     doc = "MachineHealthCheck is the Schema for the machinehealthchecks API.",
     shortname = "mhc",

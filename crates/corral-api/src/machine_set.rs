@@ -20,6 +20,7 @@ use crate::schema::{self, is_default};
     version = "v1beta2",
     kind = "MachineSet",
     namespaced,
+    derive = "PartialEq",
     status = "MachineSetStatus",
     doc = "MachineSet is the Schema for the machinesets API.",
     shortname = "ms",

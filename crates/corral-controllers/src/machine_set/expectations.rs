@@ -228,9 +228,13 @@ where
         + Clone
         + serde::Serialize
         + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+        + std::fmt::Debug
+        + PartialEq,
 {
     use crate::runtime::patch::{Part, patch_if_changed};
+    if before == after {
+        return Ok(());
+    }
     let key = kube::runtime::reflector::ObjectRef::from_obj(before);
     let version = before.meta().resource_version.clone().unwrap_or_default();
     let mut base = before.clone();

@@ -285,11 +285,15 @@ pub fn is_own_write<K: Resource>(object: &K) -> bool {
 
 /// Writes an object's metadata and spec, then its status, each only when changed. When the
 /// first write removed the last finalizer of an object being deleted, the object is gone and
-/// its status is not written. Each object is serialized once for both comparisons.
+/// its status is not written. Equal objects are not serialized at all (most reconciles change
+/// nothing); others once each, for both comparisons.
 pub async fn write<K>(api: &Api<K>, before: &K, after: &K) -> Result<(), kube::Error>
 where
-    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + PartialEq,
 {
+    if before == after {
+        return Ok(());
+    }
     let (Ok(mut from), Ok(mut to)) = (serde_json::to_value(before), serde_json::to_value(after))
     else {
         return Ok(());
