@@ -19,7 +19,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -48,7 +47,9 @@ pub(super) async fn ensure(
     };
     match get_opt(&secrets, &name).await? {
         None => {
-            tracing::info!(secret = %name, "Writing the kubeconfig Secret of the simulated workload cluster");
+            // A log line and no Event: the provider records Warnings only (an Event is a
+            // write per cluster); the Secret's annotation says who wrote it.
+            tracing::info!(secret = %name, url = %endpoint.url(), "Writing the kubeconfig Secret of the simulated workload cluster");
             match secrets
                 .create(&PostParams::default(), &secret(cluster, &name, value))
                 .await
@@ -58,17 +59,6 @@ pub(super) async fn ensure(
                 Err(kube::Error::Api(status)) if status.code == 409 => return Ok(()),
                 Err(source) => return Err(error(source)),
             }
-            context
-                .event(
-                    cluster,
-                    EventType::Normal,
-                    "KubeconfigWritten",
-                    format!(
-                        "Wrote Secret {name} for the simulated workload cluster at {}",
-                        endpoint.url()
-                    ),
-                )
-                .await;
         }
         Some(existing) if existing.annotations().contains_key(SIMULATED_KUBECONFIG) => {
             let current = existing.data.as_ref().and_then(|data| data.get("value"));
