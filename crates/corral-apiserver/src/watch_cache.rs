@@ -68,6 +68,13 @@ pub struct WatchCacheConfig {
     pub history_bytes: usize,
     /// Events a watcher may have queued before it is dropped as too slow.
     pub watcher_buffer: usize,
+    /// At most about this many stored bytes (values and keys) of current copies kept per
+    /// resource for updates (see [`Current`]); the copies least recently written are
+    /// forgotten first. A decoded copy takes several times its stored size, and copies of
+    /// objects that are never written again only cost memory (and the page faults of ever
+    /// more of it), so the bound keeps the recently written ones, which are the ones written
+    /// again.
+    pub current_bytes: usize,
 }
 
 /// What one history event costs besides its keys and values: the queue slot, the event's
@@ -84,6 +91,7 @@ impl Default for WatchCacheConfig {
             history_events: 10_000,
             history_bytes: 8 << 20,
             watcher_buffer: 4_096,
+            current_bytes: 8 << 20,
         }
     }
 }
@@ -97,6 +105,7 @@ impl WatchCacheConfig {
             history_events: 1_000,
             history_bytes: 256 << 10,
             watcher_buffer: 1_024,
+            current_bytes: 256 << 10,
         }
     }
 }
@@ -130,6 +139,56 @@ struct Objects {
     written: HashMap<String, (Current, Option<Bytes>)>,
     /// The revision of the last event applied to `current`.
     fed: Revision,
+    /// The keys of `current` in the order their copies were recorded, with the revision of
+    /// each; an entry whose revision is no longer its key's copy is skipped (and dropped when
+    /// stale entries outnumber the live ones).
+    order: VecDeque<(String, Revision)>,
+    /// The stored size of `current`: its values and keys.
+    bytes: usize,
+}
+
+impl Objects {
+    fn insert(&mut self, key: &str, current: Current, limit: usize) {
+        let revision = current.mod_revision;
+        self.bytes += key.len() + current.value.len();
+        if let Some(old) = self.current.insert(key.to_string(), current) {
+            self.bytes -= key.len() + old.value.len();
+        }
+        self.order.push_back((key.to_string(), revision));
+        while self.bytes > limit {
+            let Some((oldest, revision)) = self.order.pop_front() else {
+                break;
+            };
+            if self
+                .current
+                .get(&oldest)
+                .is_some_and(|c| c.mod_revision == revision)
+            {
+                self.remove(&oldest);
+            }
+        }
+        if self.order.len() > 2 * self.current.len() + 1_024 {
+            let current = &self.current;
+            self.order.retain(|(key, revision)| {
+                current
+                    .get(key)
+                    .is_some_and(|c| c.mod_revision == *revision)
+            });
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(old) = self.current.remove(key) {
+            self.bytes -= key.len() + old.value.len();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.current.clear();
+        self.written.clear();
+        self.order.clear();
+        self.bytes = 0;
+    }
 }
 
 /// A resourceVersion older than the cache can serve.
@@ -326,10 +385,10 @@ impl Cacher {
                         value: stored.kv.value.clone(),
                         object: event.object.clone(),
                     };
-                    objects.current.insert(key.clone(), current);
+                    objects.insert(key, current, self.config.current_bytes);
                 }
                 EventKind::Delete => {
-                    objects.current.remove(key);
+                    objects.remove(key);
                 }
             }
         }
@@ -366,16 +425,14 @@ impl Cacher {
     /// Forgets the current state of a key (its change could not be decoded).
     fn forget(&self, key: &str) {
         let mut objects = self.objects.lock().unwrap();
-        objects.current.remove(key);
+        objects.remove(key);
         objects.written.remove(key);
     }
 
     /// [`Self::expire`] after the store watch lost events (it fell behind a compaction): the
     /// current states may miss changes and deletes too, so they are forgotten.
     fn lost_events(&self, revision: Revision) {
-        let mut objects = self.objects.lock().unwrap();
-        objects.current.clear();
-        objects.written.clear();
+        self.objects.lock().unwrap().clear();
         self.expire(revision);
     }
 

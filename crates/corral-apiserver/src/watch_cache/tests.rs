@@ -44,6 +44,7 @@ fn cacher(history_events: usize, watcher_buffer: usize) -> Arc<Cacher> {
             history_events,
             history_bytes: usize::MAX,
             watcher_buffer,
+            current_bytes: usize::MAX,
         },
         10,
     )
@@ -115,6 +116,7 @@ fn the_history_is_bounded_by_bytes() {
             history_events: 10_000,
             history_bytes: 3 * one + one / 2,
             watcher_buffer: 100,
+            current_bytes: usize::MAX,
         },
         10,
     );
@@ -142,6 +144,7 @@ fn an_update_counts_its_previous_state_too() {
             history_events: 10_000,
             history_bytes: 2 * one,
             watcher_buffer: 100,
+            current_bytes: usize::MAX,
         },
         10,
     );
@@ -161,6 +164,7 @@ fn an_event_larger_than_the_whole_history_is_not_kept() {
             history_events: 10_000,
             history_bytes: 100,
             watcher_buffer: 100,
+            current_bytes: usize::MAX,
         },
         10,
     );
@@ -293,4 +297,37 @@ fn a_recorded_write_is_served_until_the_feed_delivers_its_key() {
     publish(&cacher, stored(13, "a", 1, Some(&updated.kv)));
     assert_eq!(cacher.current(&key).unwrap().mod_revision, 13);
     assert!(cacher.written(&key, 13).is_none());
+}
+
+#[test]
+fn the_current_copies_are_bounded_by_bytes_least_recently_written_first() {
+    let one = {
+        let event = stored(11, "o11", 100, None);
+        event.kv.key.len() + event.kv.value.len()
+    };
+    let cacher = Cacher::new(
+        WatchCacheConfig {
+            history_events: 100,
+            history_bytes: usize::MAX,
+            watcher_buffer: 100,
+            current_bytes: 3 * one,
+        },
+        10,
+    );
+    let key = |name: &str| format!("{KEY_PREFIX}{name}");
+    for revision in 11..=13 {
+        publish(
+            &cacher,
+            stored(revision, &format!("o{revision}"), 100, None),
+        );
+    }
+    // o11 is written again: o12 is now the least recently written.
+    let rewritten = stored(11, "o11", 100, None);
+    publish(&cacher, stored(14, "o11", 100, Some(&rewritten.kv)));
+    publish(&cacher, stored(15, "o15", 100, None));
+    assert!(cacher.current(&key("o12")).is_none(), "forgotten first");
+    for (name, revision) in [("o11", 14), ("o13", 13), ("o15", 15)] {
+        assert_eq!(cacher.current(&key(name)).unwrap().mod_revision, revision);
+    }
+    assert_eq!(cacher.objects.lock().unwrap().bytes, 3 * one);
 }
