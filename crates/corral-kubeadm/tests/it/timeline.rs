@@ -28,6 +28,9 @@ struct Times {
     machines: HashMap<String, MachineTimes>,
     /// When each KubeadmConfig's bootstrap data was first seen written, by name.
     configs: HashMap<String, At>,
+    /// Why KubeadmConfigs waited for their data (their DataSecretAvailable or
+    /// CertificatesAvailable False messages), each with the KubeadmConfigs that said so.
+    waits: HashMap<String, std::collections::BTreeSet<String>>,
     kcp_initialized: HashMap<String, At>,
     kcp_up: HashMap<String, At>,
     md_up: HashMap<String, At>,
@@ -131,14 +134,25 @@ impl Timeline {
                     .status
                     .as_ref()
                     .is_some_and(|s| s.initialization.data_secret_created == Some(true));
+                let mut times = recorded.lock().unwrap();
                 if written {
                     let at = now();
-                    recorded
-                        .lock()
-                        .unwrap()
-                        .configs
-                        .entry(config.name_any())
-                        .or_insert(at);
+                    times.configs.entry(config.name_any()).or_insert(at);
+                }
+                for condition in config.status.iter().flat_map(|s| &s.conditions) {
+                    if condition.status == "False"
+                        && ["DataSecretAvailable", "CertificatesAvailable"]
+                            .contains(&condition.type_.as_str())
+                    {
+                        // The cluster's name out, so that clusters share a message.
+                        let cluster = cluster_label(&config);
+                        let message = condition.message.replace(&cluster, "<cluster>");
+                        times
+                            .waits
+                            .entry(format!("{}: {message}", condition.type_))
+                            .or_default()
+                            .insert(config.name_any());
+                    }
                 }
             },
         ));
@@ -351,6 +365,16 @@ impl Timeline {
                 at(0.9),
                 max
             ));
+        }
+        text.push_str("why KubeadmConfigs waited for their data (KubeadmConfigs that said so):\n");
+        let mut waits: Vec<(&String, usize)> = times
+            .waits
+            .iter()
+            .map(|(why, configs)| (why, configs.len()))
+            .collect();
+        waits.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        for (why, n) in waits {
+            text.push_str(&format!("  {n:>5}  {why}\n"));
         }
         per_cluster.sort_by(|a, b| b.1.total_cmp(&a.1));
         text.push_str("slowest clusters:\n");

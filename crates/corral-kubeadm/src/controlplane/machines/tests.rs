@@ -141,11 +141,12 @@ fn certificates_expiring_within_the_threshold_make_a_machine_outdated() {
     let config = join_config(&kcp);
     let mut machine = machine(&kcp, "2026-05-01T00:00:00Z");
     let expiring = |date: &str| {
-        let mut status = corral_api::MachineStatus::default();
-        status.certificates_expiry_date = Some(
-            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(date.parse().unwrap()),
-        );
-        Some(status)
+        Some(corral_api::MachineStatus {
+            certificates_expiry_date: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                date.parse().unwrap(),
+            )),
+            ..Default::default()
+        })
     };
     machine.status = expiring("2026-06-10T00:00:00Z");
     let reasons = outdated_reasons(&kcp, &machine, Some("tmpl-v2"), Some(&config), now());

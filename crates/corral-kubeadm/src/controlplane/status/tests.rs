@@ -261,7 +261,7 @@ fn machine_conditions_say_up_to_date_and_the_health_of_pods_and_etcd_member() {
         conditions
             .iter()
             .find(|c| c.type_ == type_)
-            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+            .map(|c| (c.status, c.reason.clone(), c.message.clone()))
     };
     let mut pods = BTreeMap::new();
     pods.insert("etcd-m1".to_string(), true);
