@@ -24,6 +24,7 @@
 pub mod backoff;
 pub mod clock;
 pub mod coalesce;
+pub mod events;
 pub mod index;
 pub mod metrics;
 pub mod patch;
@@ -44,12 +45,14 @@ use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::{self, Action, ReconcileRequest};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::utils::CancelableJoinHandle;
 use kube::runtime::{applier, watcher};
 use kube::{Client, Resource, ResourceExt};
 use tracing::Instrument;
+
+pub use events::Recorder;
 
 use crate::cluster_cache::{ClusterCache, ClusterCacheConfig};
 use crate::external::ExternalObjects;
