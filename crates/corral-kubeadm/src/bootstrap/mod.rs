@@ -74,6 +74,12 @@ const CONTROLLER_NAME: &str = "corral-kubeadm-bootstrap";
 /// another machine, Secrets the configuration refers to, a workload cluster to be reachable.
 const RETRY: Duration = Duration::from_secs(30);
 
+/// How long to wait before looking again for missing cluster certificate Secrets: their
+/// creation (by the control plane provider or a user) produces no watch event here, and a
+/// machine's bootstrap waits on nothing else, so sooner than [`RETRY`] (upstream returns an
+/// error, which its rate limiter retries from 5 ms on).
+const CERTIFICATES_RETRY: Duration = Duration::from_secs(5);
+
 /// How long to wait before reconciling a KubeadmConfig whose reconcile failed.
 const ERROR_REQUEUE: Duration = Duration::from_secs(5);
 
@@ -609,7 +615,10 @@ impl Scope<'_> {
             }
         }
         let Some(Found::All(certificates)) = self.certificates(true, true).await else {
-            return waiting("Waiting for the cluster certificates", Some(RETRY));
+            return waiting(
+                "Waiting for the cluster certificates",
+                Some(CERTIFICATES_RETRY),
+            );
         };
         let facts = ClusterFacts::of(self.cluster, self.machine);
         let documents = [
@@ -634,7 +643,10 @@ impl Scope<'_> {
             }))
         };
         let Some(certificates) = self.certificates(false, control_plane).await else {
-            return waiting("Waiting for the cluster certificates".into());
+            return Ok(Err(NotAvailable {
+                message: "Waiting for the cluster certificates".into(),
+                retry: Some(CERTIFICATES_RETRY),
+            }));
         };
         let mut join = self.config.spec.join_configuration.clone();
         if control_plane && join.control_plane.is_none() {
