@@ -21,9 +21,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use corral_controllers::runtime::Recorder;
 use futures::{FutureExt, StreamExt};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 

@@ -43,6 +43,7 @@ use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
 use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
+use corral_controllers::runtime::Recorder;
 use corral_controllers::runtime::ready::CachesReady;
 use corral_controllers::runtime::shared::{self, Caches, SharedCache};
 use corral_controllers::runtime::{Queue, patch};
@@ -53,7 +54,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, trigger_with};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;

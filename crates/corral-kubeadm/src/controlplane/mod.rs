@@ -47,6 +47,7 @@ use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, Cluste
 use corral_controllers::conditions;
 use corral_controllers::external::ExternalObjects;
 use corral_controllers::runtime::Queue;
+use corral_controllers::runtime::Recorder;
 use corral_controllers::runtime::ready::CachesReady;
 use corral_controllers::runtime::shared::{Caches, SharedCache};
 use futures::stream::SelectAll;
@@ -56,7 +57,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, watcher};
