@@ -185,8 +185,7 @@ pub fn same_spec_part(a: &Value, b: &Value) -> bool {
     let b = b.as_object().unwrap_or(&empty);
     let count = |map: &Map<String, Value>| map.keys().filter(|k| !is_non_spec_field(k)).count();
     count(a) == count(b)
-        && a
-            .iter()
+        && a.iter()
             .filter(|(k, _)| !is_non_spec_field(k))
             .all(|(k, v)| b.get(k) == Some(v))
 }
