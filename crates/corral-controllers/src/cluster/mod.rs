@@ -247,10 +247,14 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         window.clone(),
     ));
     // The descendants' changes come in bursts while a cluster comes up or rolls out; one
-    // reconcile per burst writes the status once.
+    // reconcile per burst writes the status once. A MachineSet's Machines and a
+    // MachineDeployment's MachineSets reach the Cluster through their owner's status, which
+    // sums them up and changes with them (upstream watches no worker Machines and no
+    // MachineSets at all): only the others, and deletions, wake the Cluster directly.
     queue.push(coalesce(
         trigger_with(machines, |machine: Arc<Machine>| {
-            Some(cluster_ref(machine.as_ref(), &machine.spec.cluster_name))
+            wakes_cluster(machine.as_ref(), "MachineSet")
+                .then(|| cluster_ref(machine.as_ref(), &machine.spec.cluster_name))
         }),
         window.clone(),
     ));
@@ -262,7 +266,8 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     ));
     queue.push(coalesce(
         trigger_with(machine_sets, |ms: Arc<MachineSet>| {
-            Some(cluster_ref(ms.as_ref(), &ms.spec.cluster_name))
+            wakes_cluster(ms.as_ref(), "MachineDeployment")
+                .then(|| cluster_ref(ms.as_ref(), &ms.spec.cluster_name))
         }),
         window,
     ));
@@ -300,6 +305,23 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         reconcile,
     )
     .await;
+}
+
+/// Whether a change of a descendant wakes its Cluster directly: unless a `summarized_by`
+/// (MachineSet, MachineDeployment) controls it and it is not being deleted. Control plane
+/// Machines always do (their provider's status need not sum them up).
+fn wakes_cluster<K: Resource>(object: &K, summarized_by: &str) -> bool {
+    let meta = object.meta();
+    let summarized = meta.owner_references.iter().flatten().any(|owner| {
+        owner.controller == Some(true)
+            && owner.kind == summarized_by
+            && owner.api_version.starts_with(corral_api::GROUP)
+    });
+    let control_plane = meta
+        .labels
+        .as_ref()
+        .is_some_and(|labels| labels.contains_key(corral_api::labels::CONTROL_PLANE));
+    !summarized || control_plane || meta.deletion_timestamp.is_some()
 }
 
 fn cluster_ref<K: Resource>(object: &K, cluster_name: &str) -> ObjectRef<Cluster> {
