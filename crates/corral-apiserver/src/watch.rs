@@ -23,7 +23,7 @@ use crate::object;
 use crate::query::Query;
 use crate::rest::{Filter, Target};
 use crate::server::ApiState;
-use crate::watch_cache::{CachedEvent, Subscription};
+use crate::watch_cache::{CachedEvent, Served, Subscription};
 
 /// Where a watch starts.
 enum Start {
@@ -260,12 +260,37 @@ impl Writer {
             }
             EventKind::Put => return Ok(()),
         };
-        let as_stored = self.encoder.is_none() && !self.target.needs_conversion();
-        if as_stored && std::ptr::eq(object, after) {
-            self.send_line(event_type, &event.object_json).await
-        } else {
-            self.send_object(event_type, object).await
+        if self.encoder.is_some() || !std::ptr::eq(object, after) {
+            return self.send_object(event_type, object).await;
         }
+        if !self.target.needs_conversion() {
+            return self.send_line(event_type, &event.object_json).await;
+        }
+        // Converted once per event for every watcher of this definition and version.
+        let served = event
+            .served
+            .get()
+            .filter(|served| {
+                Arc::ptr_eq(&served.resource, &self.target.resource)
+                    && served.version == self.target.version
+            })
+            .map(|served| served.json.clone());
+        let json = match served {
+            Some(json) => json,
+            None => {
+                let mut converted = Value::clone(after);
+                self.target.to_request_version(&mut converted);
+                let json =
+                    Bytes::from(serde_json::to_vec(&converted).expect("JSON values serialize"));
+                let _ = event.served.set(Served {
+                    resource: self.target.resource.clone(),
+                    version: self.target.version.clone(),
+                    json: json.clone(),
+                });
+                json
+            }
+        };
+        self.send_line(event_type, &json).await
     }
 
     async fn run(

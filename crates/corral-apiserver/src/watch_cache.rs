@@ -54,6 +54,21 @@ pub struct CachedEvent {
     /// is the cacher's current copy of the key before the change, shared, not decoded again.
     /// A watcher that sends it stamps the event's revision, as kube-apiserver does.
     pub prev: Option<Arc<Value>>,
+    /// `object` as the first watcher that needed it converted (read-time defaulting, another
+    /// version) served it, for the next watchers of the same resource definition and version:
+    /// a CRD with defaults converts every event, and each watcher of it did so again.
+    pub served: std::sync::OnceLock<Served>,
+}
+
+/// An event's object converted for watchers of one resource definition and version.
+#[derive(Debug)]
+pub struct Served {
+    /// The definition it was converted with (a changed CRD is another `Arc`).
+    pub resource: Arc<crate::registry::ResourceInfo>,
+    /// The version it was converted to.
+    pub version: String,
+    /// The converted object, serialized.
+    pub json: Bytes,
 }
 
 /// Tuning of the watch caches.
@@ -634,5 +649,6 @@ fn decode_event_after(
         object,
         object_json,
         prev,
+        served: std::sync::OnceLock::new(),
     })
 }

@@ -196,6 +196,25 @@ async fn defaults_apply_on_create_and_on_read_of_older_objects(server: TestServe
         .await;
     assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
     assert_eq!(raw.json()["spec"]["replicas"], 1, "defaulted on create");
+    let resource = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Gizmo".into(),
+        plural: "gizmos".into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(server.client.clone(), "default", &resource);
+    // A watcher under the old definition sees the event as it converted then (the event keeps
+    // that conversion for the watchers of the same definition, not for later ones).
+    let mut early = api
+        .watch(&WatchParams::default().timeout(5), &before)
+        .await
+        .unwrap()
+        .boxed();
+    match early.try_next().await.unwrap() {
+        Some(WatchEvent::Added(object)) => assert!(object.data["spec"].get("mode").is_none()),
+        other => panic!("expected ADDED g1, got {other:?}"),
+    }
 
     // A default added to the CRD later shows on objects stored before it.
     let mut crd = server.get_json(CRD).await;
@@ -208,14 +227,6 @@ async fn defaults_apply_on_create_and_on_read_of_older_objects(server: TestServe
     let listed = server.get_json(GIZMOS).await;
     assert_eq!(listed["items"][0]["spec"]["mode"], "Safe");
     // Watch events replayed from before the change carry the default too.
-    let resource = ApiResource {
-        group: "example.com".into(),
-        version: "v1".into(),
-        api_version: "example.com/v1".into(),
-        kind: "Gizmo".into(),
-        plural: "gizmos".into(),
-    };
-    let api: Api<DynamicObject> = Api::namespaced_with(server.client.clone(), "default", &resource);
     let mut events = api
         .watch(&WatchParams::default().timeout(5), &before)
         .await
