@@ -206,12 +206,19 @@ impl Writer {
 
     /// Sends an object of the store, converted to the requested version.
     async fn send_object(&self, event_type: &str, object: &Value) -> Result<(), Closed> {
+        self.send_line(event_type, &self.converted_json(object))
+            .await
+    }
+
+    /// An object of the store converted to the requested version (and encoding), serialized.
+    fn converted_json(&self, object: &Value) -> Vec<u8> {
         let mut object = object.clone();
         self.target.to_request_version(&mut object);
-        match &self.encoder {
-            Some(encoder) => self.send_raw(event_type, &encoder.encode(&object)).await,
-            None => self.send_raw(event_type, &object).await,
-        }
+        let object = match &self.encoder {
+            Some(encoder) => encoder.encode(&object),
+            None => object,
+        };
+        serde_json::to_vec(&object).expect("JSON values serialize")
     }
 
     async fn send_bookmark(&self, revision: Revision, initial_end: bool) -> Result<(), Closed> {
@@ -267,21 +274,15 @@ impl Writer {
             return self.send_line(event_type, &event.object_json).await;
         }
         // Converted once per event for every watcher of this definition and version.
-        let served = event
-            .served
-            .get()
-            .filter(|served| {
-                Arc::ptr_eq(&served.resource, &self.target.resource)
-                    && served.version == self.target.version
-            })
-            .map(|served| served.json.clone());
-        let json = match served {
-            Some(json) => json,
-            None => {
-                let mut converted = Value::clone(after);
-                self.target.to_request_version(&mut converted);
-                let json =
-                    Bytes::from(serde_json::to_vec(&converted).expect("JSON values serialize"));
+        let json = match event.served.get() {
+            Some(served)
+                if Arc::ptr_eq(&served.resource, &self.target.resource)
+                    && served.version == self.target.version =>
+            {
+                served.json.clone()
+            }
+            _ => {
+                let json = Bytes::from(self.converted_json(after));
                 let _ = event.served.set(Served {
                     resource: self.target.resource.clone(),
                     version: self.target.version.clone(),
