@@ -251,29 +251,53 @@ impl Writer {
     /// matching is ADDED or DELETED.
     async fn send_event(&self, event: &CachedEvent) -> Result<(), Closed> {
         let now = self.passes(&event.object);
-        let before = event.prev.as_ref().is_some_and(|prev| self.passes(prev));
-        let after: &Value = &event.object;
-        let (event_type, object) = match event.kind {
-            EventKind::Delete if now || before => ("DELETED", after),
-            EventKind::Delete => return Ok(()),
-            EventKind::Put if event.prev.is_none() && now => ("ADDED", after),
-            EventKind::Put if now && before => ("MODIFIED", after),
-            EventKind::Put if now => ("ADDED", after),
-            EventKind::Put if before => {
-                // It left the filter: its last state that matched, at the event's revision.
-                let mut prev = Value::clone(event.prev.as_ref().unwrap());
-                object::set_resource_version(&mut prev, event.revision);
-                return self.send_object("DELETED", &prev).await;
+        if event.kind == EventKind::Delete {
+            // A delete's object is its last state: the same as its previous state.
+            if now {
+                return self.send_cached("DELETED", event).await;
             }
-            EventKind::Put => return Ok(()),
+            return Ok(());
+        }
+        let Some(prev) = &event.prev else {
+            if now {
+                return self.send_cached("ADDED", event).await;
+            }
+            return Ok(());
         };
-        if self.encoder.is_some() || !std::ptr::eq(object, after) {
-            return self.send_object(event_type, object).await;
+        // Without a label or field filter the previous state passes exactly when the object
+        // does (a namespace never changes): only a filtering watcher needs it decoded.
+        let before = || {
+            if self.filter.is_everything() {
+                now
+            } else {
+                prev.get().is_some_and(|prev| self.passes(prev))
+            }
+        };
+        if now {
+            let event_type = if before() { "MODIFIED" } else { "ADDED" };
+            return self.send_cached(event_type, event).await;
+        }
+        if before()
+            && let Some(prev) = prev.get()
+        {
+            // It left the filter: its last state that matched, at the event's revision.
+            let mut prev = Value::clone(prev);
+            object::set_resource_version(&mut prev, event.revision);
+            return self.send_object("DELETED", &prev).await;
+        }
+        Ok(())
+    }
+
+    /// Sends `event`'s object as `event_type`: its stored JSON when this watcher reads the
+    /// storage version unconverted, else converted once per event for every watcher of this
+    /// definition and version.
+    async fn send_cached(&self, event_type: &str, event: &CachedEvent) -> Result<(), Closed> {
+        if self.encoder.is_some() {
+            return self.send_object(event_type, &event.object).await;
         }
         if !self.target.needs_conversion() {
             return self.send_line(event_type, &event.object_json).await;
         }
-        // Converted once per event for every watcher of this definition and version.
         let json = match event.served.get() {
             Some(served)
                 if Arc::ptr_eq(&served.resource, &self.target.resource)
@@ -282,7 +306,7 @@ impl Writer {
                 served.json.clone()
             }
             _ => {
-                let json = Bytes::from(self.converted_json(after));
+                let json = Bytes::from(self.converted_json(&event.object));
                 let _ = event.served.set(Served {
                     resource: self.target.resource.clone(),
                     version: self.target.version.clone(),

@@ -51,13 +51,59 @@ pub struct CachedEvent {
     pub object_json: Bytes,
     /// The object before the change (`None` for a create), for watchers whose filter it
     /// matched. Its resourceVersion is its own (the revision of the write that made it): it
-    /// is the cacher's current copy of the key before the change, shared, not decoded again.
-    /// A watcher that sends it stamps the event's revision, as kube-apiserver does.
-    pub prev: Option<Arc<Value>>,
+    /// is the cacher's current copy of the key before the change, shared, when the cacher
+    /// holds it, else decoded from its stored bytes by the first watcher that asks (most
+    /// watchers have no filter and only ask whether there was one). A watcher that sends it
+    /// stamps the event's revision, as kube-apiserver does.
+    pub prev: Option<Previous>,
     /// `object` as the first watcher that needed it converted (read-time defaulting, another
     /// version) served it, for the next watchers of the same resource definition and version:
     /// a CRD with defaults converts every event, and each watcher of it did so again.
     pub served: std::sync::OnceLock<Served>,
+}
+
+/// The state of a key before a change: decoded when the event is published if the cacher
+/// holds it, else on first use.
+#[derive(Debug)]
+pub struct Previous {
+    /// Its stored form, while not yet decoded.
+    stored: Option<corral_store::KeyValue>,
+    decoded: std::sync::OnceLock<Option<Arc<Value>>>,
+}
+
+impl Previous {
+    /// A previous state already decoded.
+    pub fn decoded(object: Arc<Value>) -> Self {
+        Previous {
+            stored: None,
+            decoded: std::sync::OnceLock::from(Some(object)),
+        }
+    }
+
+    /// A previous state decoded from `kv` when first needed.
+    pub fn stored(kv: corral_store::KeyValue) -> Self {
+        Previous {
+            stored: Some(kv),
+            decoded: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The decoded state, with its own resourceVersion; `None` when its stored bytes do not
+    /// decode (logged once): a watcher then treats the object as new to its filter.
+    pub fn get(&self) -> Option<&Value> {
+        self.decoded
+            .get_or_init(|| {
+                let kv = self.stored.as_ref()?;
+                match object::decode_stored(kv) {
+                    Ok(object) => Some(Arc::new(object)),
+                    Err(error) => {
+                        tracing::error!(key = kv.key, %error, "Previous state does not decode");
+                        None
+                    }
+                }
+            })
+            .as_deref()
+    }
 }
 
 /// An event's object converted for watchers of one resource definition and version.
@@ -636,8 +682,8 @@ fn decode_event_after(
         }
     };
     let prev = match (&event.prev, previous) {
-        (Some(_), Some(previous)) => Some(previous),
-        (Some(prev), None) => Some(Arc::new(object::decode_stored(prev)?)),
+        (Some(_), Some(previous)) => Some(Previous::decoded(previous)),
+        (Some(prev), None) => Some(Previous::stored(prev.clone())),
         (None, _) => None,
     };
     let object_json = json.unwrap_or_else(|| {
