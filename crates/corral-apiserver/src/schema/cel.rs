@@ -9,6 +9,8 @@
 //! failure of a rule that does not use `oldSelf` on an unchanged value is only a warning.
 //! No runtime cost budget is enforced: rules run to completion.
 
+mod direct;
+
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
@@ -67,6 +69,9 @@ pub struct CompiledRule {
     /// when they read them only as `self.<field>` (or `has(self.<field>)`); `None` when they
     /// use the whole value (`size(self)`, `self.all(...)`, `self == oldSelf`, ...).
     reads: Option<BTreeSet<String>>,
+    /// The rule evaluated over the JSON itself, when it only uses the forms
+    /// [`direct::Direct`] knows.
+    direct: Option<direct::Direct>,
 }
 
 fn parse(source: &str) -> Result<Expression, String> {
@@ -100,6 +105,7 @@ impl CompiledRule {
             Err(_) => None,
         };
         CompiledRule {
+            direct: program.as_ref().ok().and_then(direct::Direct::compile),
             program,
             message_expression,
             uses_old_self,
@@ -339,6 +345,17 @@ impl Walker<'_> {
             if compiled.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
             }
+            // Most rules are decided over the JSON directly; the interpreter answers the
+            // others, the failures and the messages.
+            let direct = match &compiled.direct {
+                Some(direct) if !rule.optional_old_self => {
+                    direct.evaluate(program, schema, value, old, resource).ok()
+                }
+                _ => None,
+            };
+            if direct == Some(true) {
+                continue;
+            }
             let context: &cel::Context<'_> = if rule.optional_old_self {
                 optional_context.get_or_insert_with(|| {
                     let optional = match old_val() {
@@ -353,7 +370,11 @@ impl Walker<'_> {
                     None => scope([("self", self_val())]),
                 })
             };
-            let passed = match cel::Value::resolve(program, context) {
+            let resolved = match direct {
+                Some(passed) => Ok(cel::Value::Bool(passed)),
+                None => cel::Value::resolve(program, context),
+            };
+            let passed = match resolved {
                 Ok(cel::Value::Bool(passed)) => passed,
                 Ok(_) => {
                     self.errors.push(FieldError::invalid(
@@ -558,18 +579,13 @@ fn to_val_reading(
 /// interpreter's representation. `resource`: the root or an embedded resource, whose
 /// metadata shows only `name` and `generateName`.
 fn to_val(value: &Value, schema: Option<&Schema>, resource: bool) -> Box<dyn Val> {
-    let type_ = schema
-        .filter(|s| !s.int_or_string)
-        .and_then(|s| s.type_.as_deref());
+    let type_ = schema_type(schema);
     match value {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),
-        Value::Number(n) => match (type_, n.as_i64()) {
-            (Some("number"), _) | (_, None) => match (type_, n.as_f64()) {
-                (Some("integer"), Some(f)) if f == f.trunc() => Box::new(CelInt::from(f as i64)),
-                (_, f) => Box::new(CelDouble::from(f.unwrap_or(0.0))),
-            },
-            (_, Some(i)) => Box::new(CelInt::from(i)),
+        Value::Number(n) => match number(n, type_) {
+            Ok(i) => Box::new(CelInt::from(i)),
+            Err(f) => Box::new(CelDouble::from(f)),
         },
         Value::String(s) => string_to_val(s, schema.filter(|_| type_ == Some("string"))),
         Value::Array(items) => {
@@ -581,6 +597,24 @@ fn to_val(value: &Value, schema: Option<&Schema>, resource: bool) -> Box<dyn Val
             Box::new(CelList::from(items))
         }
         Value::Object(map) => object_to_val(map, schema, resource, None),
+    }
+}
+
+/// The `type` that decides how a value converts (none under `x-kubernetes-int-or-string`).
+fn schema_type(schema: Option<&Schema>) -> Option<&str> {
+    schema
+        .filter(|s| !s.int_or_string)
+        .and_then(|s| s.type_.as_deref())
+}
+
+/// A JSON number as CEL sees it under its schema's `type`: `Ok` an int, `Err` a double.
+fn number(n: &serde_json::Number, type_: Option<&str>) -> Result<i64, f64> {
+    match (type_, n.as_i64()) {
+        (Some("number"), _) | (_, None) => match (type_, n.as_f64()) {
+            (Some("integer"), Some(f)) if f == f.trunc() => Ok(f as i64),
+            (_, f) => Err(f.unwrap_or(0.0)),
+        },
+        (_, Some(i)) => Ok(i),
     }
 }
 
