@@ -17,8 +17,13 @@
 //! [`ClusterCache::subscribe_connections`].
 //!
 //! [`ClusterCache::run`] watches kubeconfig Secrets (those labelled
-//! `cluster.x-k8s.io/cluster-name`, as the contract requires) to rebuild a connection when its
-//! Secret changes, or to connect at once when it appears.
+//! `cluster.x-k8s.io/cluster-name`, as the contract requires) and keeps the ones named
+//! `<cluster>-kubeconfig`: once it has listed them, a connection attempt reads the kubeconfig
+//! from there instead of a GET, a cluster whose Secret does not exist yet waits for it (its task
+//! is woken when the Secret appears, and looks again with a GET only every
+//! [`MISSING_SECRET_RETRY`], for a Secret without the label), and a connection is rebuilt when
+//! its Secret changes. Without the watch (or before its first list) every attempt GETs the
+//! Secret and a missing one is retried every probe interval.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -47,6 +52,11 @@ pub const KUBECONFIG_DATA_KEY: &str = "value";
 /// Connection attempts to a cluster never reached after which it counts as failing rather
 /// than not connected yet (upstream's RemoteConnectionProbe and Node conditions use 5).
 pub const FIRST_CONNECTION_ATTEMPTS: u32 = 5;
+
+/// How often a tracked cluster whose kubeconfig Secret the watch has not seen is looked for
+/// with a GET (a labelled Secret wakes it at once; this finds one without the label, as
+/// upstream's ClusterCache, which GETs the Secret, would).
+pub const MISSING_SECRET_RETRY: Duration = Duration::from_secs(30);
 
 /// How workload clusters are reached and checked (upstream ClusterCache options).
 #[derive(Clone, Debug)]
@@ -230,6 +240,7 @@ struct Inner {
     client: Client,
     config: ClusterCacheConfig,
     clusters: Mutex<HashMap<ClusterKey, Arc<Tracked>>>,
+    kubeconfigs: Mutex<Kubeconfigs>,
     node_subscribers: Mutex<Vec<mpsc::UnboundedSender<NodeEvent>>>,
     connection_subscribers: Mutex<Vec<mpsc::UnboundedSender<ClusterKey>>>,
 }
@@ -253,6 +264,49 @@ struct State {
     attempted: bool,
     /// The Secret changed since the connection was built.
     stale: bool,
+    /// The last attempt found no kubeconfig Secret.
+    secret_missing: bool,
+}
+
+/// The kubeconfig Secrets seen by [`ClusterCache::run`]'s watch, by Cluster.
+#[derive(Default)]
+struct Kubeconfigs {
+    /// The watch has listed every Secret: a Cluster missing from `secrets` has no labelled
+    /// kubeconfig Secret, and its task waits for one instead of looking every probe interval.
+    synced: bool,
+    secrets: HashMap<ClusterKey, KubeconfigSecret>,
+    /// The Secrets of a relist under way, which replace `secrets` when it ends.
+    relist: Option<HashMap<ClusterKey, KubeconfigSecret>>,
+}
+
+/// What a connection needs of a kubeconfig Secret.
+#[derive(Clone)]
+struct KubeconfigSecret {
+    /// The kubeconfig (data key `value`), when present and UTF-8.
+    value: Option<String>,
+    resource_version: String,
+}
+
+impl KubeconfigSecret {
+    /// The Cluster a Secret named `<cluster>-kubeconfig` belongs to, and what a connection
+    /// needs of it; `None` for any other Secret.
+    fn of(secret: &Secret) -> Option<(ClusterKey, KubeconfigSecret)> {
+        let name = secret.metadata.name.as_deref()?;
+        let cluster = name.strip_suffix(KUBECONFIG_SECRET_SUFFIX)?;
+        let key = ClusterKey::new(secret.metadata.namespace.as_deref()?, cluster);
+        Some((
+            key,
+            KubeconfigSecret {
+                value: secret
+                    .data
+                    .as_ref()
+                    .and_then(|data| data.get(KUBECONFIG_DATA_KEY))
+                    .and_then(|value| std::str::from_utf8(&value.0).ok())
+                    .map(str::to_owned),
+                resource_version: secret.resource_version().unwrap_or_default(),
+            },
+        ))
+    }
 }
 
 struct Connection {
@@ -339,6 +393,7 @@ impl ClusterCache {
                 client,
                 config,
                 clusters: Mutex::new(HashMap::new()),
+                kubeconfigs: Mutex::new(Kubeconfigs::default()),
                 node_subscribers: Mutex::new(Vec::new()),
                 connection_subscribers: Mutex::new(Vec::new()),
             }),
@@ -428,6 +483,16 @@ impl ClusterCache {
             .unwrap_or_default()
     }
 
+    /// Whether [`ClusterCache::run`]'s watch has listed the kubeconfig Secrets, so that
+    /// connection attempts read them from it and a cluster without one waits for it.
+    pub fn kubeconfig_secrets_listed(&self) -> bool {
+        self.inner
+            .kubeconfigs
+            .lock()
+            .expect("kubeconfigs lock")
+            .synced
+    }
+
     /// Stops tracking a cluster (it was deleted) and drops its connection.
     pub fn forget(&self, cluster: &ClusterKey) {
         let removed = self
@@ -465,14 +530,22 @@ impl ClusterCache {
         let weak = Arc::downgrade(&tracked);
         let task = tokio::spawn(async move {
             // Holding the cluster while waiting is fine: `forget` aborts this task.
+            let mut first = true;
             loop {
                 let Some(tracked) = weak.upgrade() else {
                     return;
                 };
-                inner.check(&tracked).await;
+                if first {
+                    // Unless a caller of `client` has just made the first attempt.
+                    inner.connect(&tracked, true).await;
+                    first = false;
+                } else {
+                    inner.check(&tracked).await;
+                }
+                let wait = inner.next_check(&tracked);
                 let notified = tracked.wake.notified();
                 tokio::select! {
-                    _ = tokio::time::sleep(inner.config.probe_interval) => {}
+                    _ = tokio::time::sleep(wait) => {}
                     _ = notified => {}
                 }
             }
@@ -482,54 +555,78 @@ impl ClusterCache {
         tracked
     }
 
-    /// Watches kubeconfig Secrets until `shutdown`, to rebuild connections when they change.
+    /// Watches kubeconfig Secrets until `shutdown`: keeps them for connection attempts,
+    /// connects a tracked cluster as soon as its Secret appears and rebuilds a connection when
+    /// its Secret changes.
     pub async fn run(self, shutdown: Shutdown) {
         let secrets: Api<Secret> = Api::all(self.inner.client.clone());
         let config = watcher::Config::default().labels(corral_api::labels::CLUSTER_NAME);
         let mut events = watcher(secrets, config)
             .default_backoff()
-            .applied_objects()
             .take_until(shutdown)
             .boxed();
         while let Some(event) = events.next().await {
-            let secret = match event {
-                Ok(secret) => secret,
+            match event {
+                Ok(watcher::Event::Init) => {
+                    self.inner
+                        .kubeconfigs
+                        .lock()
+                        .expect("kubeconfigs lock")
+                        .relist = Some(HashMap::new());
+                }
+                Ok(watcher::Event::InitApply(secret)) => {
+                    if let Some((key, kubeconfig)) = KubeconfigSecret::of(&secret) {
+                        let mut kubeconfigs =
+                            self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
+                        kubeconfigs
+                            .relist
+                            .get_or_insert_with(HashMap::new)
+                            .insert(key, kubeconfig);
+                    }
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let listed: Vec<(ClusterKey, String)> = {
+                        let mut kubeconfigs =
+                            self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
+                        kubeconfigs.secrets = kubeconfigs.relist.take().unwrap_or_default();
+                        kubeconfigs.synced = true;
+                        kubeconfigs
+                            .secrets
+                            .iter()
+                            .map(|(key, secret)| (key.clone(), secret.resource_version.clone()))
+                            .collect()
+                    };
+                    for (key, version) in listed {
+                        self.inner.secret_seen(&key, &version);
+                    }
+                }
+                Ok(watcher::Event::Apply(secret)) => {
+                    if let Some((key, kubeconfig)) = KubeconfigSecret::of(&secret) {
+                        let version = kubeconfig.resource_version.clone();
+                        self.inner
+                            .kubeconfigs
+                            .lock()
+                            .expect("kubeconfigs lock")
+                            .secrets
+                            .insert(key.clone(), kubeconfig);
+                        self.inner.secret_seen(&key, &version);
+                    }
+                }
+                Ok(watcher::Event::Delete(secret)) => {
+                    // The connection stays while probes succeed (as upstream's): only the
+                    // next attempt, if any, misses the Secret.
+                    if let Some((key, _)) = KubeconfigSecret::of(&secret) {
+                        self.inner
+                            .kubeconfigs
+                            .lock()
+                            .expect("kubeconfigs lock")
+                            .secrets
+                            .remove(&key);
+                    }
+                }
                 Err(error) => {
                     tracing::debug!(%error, "Kubeconfig Secret watch failed, retrying");
-                    continue;
                 }
-            };
-            let Some(cluster) = secret
-                .name_any()
-                .strip_suffix(KUBECONFIG_SECRET_SUFFIX)
-                .map(str::to_owned)
-            else {
-                continue;
-            };
-            let key = ClusterKey::new(&secret.namespace().unwrap_or_default(), &cluster);
-            let tracked = self
-                .inner
-                .clusters
-                .lock()
-                .expect("clusters lock")
-                .get(&key)
-                .cloned();
-            let Some(tracked) = tracked else { continue };
-            let changed = {
-                let mut state = tracked.state.lock().expect("state lock");
-                let version = secret.resource_version().unwrap_or_default();
-                match &state.connection {
-                    Some(connection) if connection.secret_version == version => false,
-                    Some(_) => {
-                        state.stale = true;
-                        true
-                    }
-                    None => true,
-                }
-            };
-            if changed {
-                tracing::info!(cluster = %key, "Kubeconfig Secret changed, reconnecting to the workload cluster");
-                tracked.wake.notify_one();
             }
         }
     }
@@ -554,6 +651,49 @@ impl Tracked {
 }
 
 impl Inner {
+    /// Wakes a tracked cluster whose kubeconfig Secret is now at `version`: to connect, when
+    /// it is not connected, or to rebuild a connection built from another version.
+    fn secret_seen(&self, cluster: &ClusterKey, version: &str) {
+        let tracked = self
+            .clusters
+            .lock()
+            .expect("clusters lock")
+            .get(cluster)
+            .cloned();
+        let Some(tracked) = tracked else { return };
+        let changed = {
+            let mut state = tracked.state.lock().expect("state lock");
+            match &state.connection {
+                Some(connection) if connection.secret_version == version => false,
+                Some(_) => {
+                    state.stale = true;
+                    true
+                }
+                None => true,
+            }
+        };
+        if changed {
+            tracing::info!(cluster = %cluster, "Kubeconfig Secret changed, reconnecting to the workload cluster");
+            tracked.wake.notify_one();
+        }
+    }
+
+    /// How long the cluster's task waits for its next round (a wake-up ends the wait early):
+    /// the probe interval, or [`MISSING_SECRET_RETRY`] when the last attempt found no
+    /// kubeconfig Secret and the Secret watch, which wakes the task when it appears, has
+    /// listed them.
+    fn next_check(&self, tracked: &Tracked) -> Duration {
+        let waiting_for_secret = {
+            let state = tracked.state.lock().expect("state lock");
+            state.connection.is_none() && state.secret_missing
+        };
+        if waiting_for_secret && self.kubeconfigs.lock().expect("kubeconfigs lock").synced {
+            MISSING_SECRET_RETRY.max(self.config.probe_interval)
+        } else {
+            self.config.probe_interval
+        }
+    }
+
     /// One round of the cluster's task: probe when connected, connect otherwise.
     async fn check(&self, tracked: &Arc<Tracked>) {
         let (client, stale) = {
@@ -598,6 +738,7 @@ impl Inner {
             let mut state = tracked.state.lock().expect("state lock");
             state.attempted = true;
             state.stale = false;
+            state.secret_missing = matches!(result, Err(Error::FindKubeconfigSecret { .. }));
             state.health.last_probe_time = Some(Timestamp::now());
             match result {
                 Ok((client, secret_version)) => {
@@ -634,28 +775,11 @@ impl Inner {
     async fn build_connection(&self, cluster: &ClusterKey) -> Result<(Client, String), Error> {
         let name = format!("{}{KUBECONFIG_SECRET_SUFFIX}", cluster.name);
         let namespace = cluster.namespace.clone();
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &namespace);
-        let secret = secrets
-            .get_opt(&name)
-            .await
-            .map_err(|source| Error::GetKubeconfigSecret {
-                namespace: namespace.clone(),
-                name: name.clone(),
-                source,
-            })?
-            .ok_or_else(|| Error::FindKubeconfigSecret {
-                namespace: namespace.clone(),
-                name: name.clone(),
-            })?;
-        let text = secret
-            .data
-            .as_ref()
-            .and_then(|data| data.get(KUBECONFIG_DATA_KEY))
-            .and_then(|value| String::from_utf8(value.0.clone()).ok())
-            .ok_or_else(|| Error::ReadKubeconfigSecret {
-                namespace: namespace.clone(),
-                name: name.clone(),
-            })?;
+        let secret = self.kubeconfig_secret(cluster, &namespace, &name).await?;
+        let text = secret.value.ok_or_else(|| Error::ReadKubeconfigSecret {
+            namespace: namespace.clone(),
+            name: name.clone(),
+        })?;
         let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|source| Error::ParseKubeconfig {
             namespace: namespace.clone(),
             name: name.clone(),
@@ -673,7 +797,46 @@ impl Inner {
         config.connect_timeout = Some(self.config.probe_timeout);
         let client = Client::try_from(config).map_err(|source| build_error(Box::new(source)))?;
         self.probe(cluster, &client).await?;
-        Ok((client, secret.resource_version().unwrap_or_default()))
+        Ok((client, secret.resource_version))
+    }
+
+    /// The cluster's kubeconfig Secret: from the Secret watch when it has it, else a GET (the
+    /// watch has not listed yet, is not running, or the Secret lacks the label it selects).
+    async fn kubeconfig_secret(
+        &self,
+        cluster: &ClusterKey,
+        namespace: &str,
+        name: &str,
+    ) -> Result<KubeconfigSecret, Error> {
+        let watched = self
+            .kubeconfigs
+            .lock()
+            .expect("kubeconfigs lock")
+            .secrets
+            .get(cluster)
+            .cloned();
+        if let Some(secret) = watched {
+            return Ok(secret);
+        }
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
+        let secret = secrets
+            .get_opt(name)
+            .await
+            .map_err(|source| Error::GetKubeconfigSecret {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                source,
+            })?
+            .ok_or_else(|| Error::FindKubeconfigSecret {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            })?;
+        Ok(KubeconfigSecret::of(&secret)
+            .map(|(_, secret)| secret)
+            .unwrap_or(KubeconfigSecret {
+                value: None,
+                resource_version: secret.resource_version().unwrap_or_default(),
+            }))
     }
 
     async fn probe(&self, cluster: &ClusterKey, client: &Client) -> Result<(), Error> {

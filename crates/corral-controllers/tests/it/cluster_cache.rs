@@ -1,8 +1,11 @@
 //! The cluster cache against real API servers (upstream `controllers/clustercache`): one
 //! client per workload cluster from its kubeconfig Secret, rebuilt when the Secret changes,
-//! and an unreachable cluster that fails fast without holding up another.
+//! and an unreachable cluster that fails fast without holding up another; a cluster whose
+//! Secret does not exist yet waits for the Secret watch rather than asking for it again.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey, Error};
@@ -172,4 +175,103 @@ async fn an_unreachable_cluster_fails_fast_and_does_not_hold_up_another() {
         (cache.health_checking_state(&down).consecutive_failures >= 2).then_some(())
     })
     .await;
+}
+
+/// A management client that counts its GETs of Secrets named `name`.
+fn counting_secret_gets(management: &TestEnv, name: &str) -> (kube::Client, Arc<AtomicUsize>) {
+    let gets = Arc::new(AtomicUsize::new(0));
+    let counted = gets.clone();
+    let path = format!("/secrets/{name}");
+    let layer =
+        tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+            if request.method() == http::Method::GET && request.uri().path().ends_with(&path) {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            request
+        });
+    let config = kube::Config::new(management.url().parse().unwrap());
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&layer)
+        .build();
+    (client, gets)
+}
+
+#[tokio::test]
+async fn a_cluster_waits_for_its_kubeconfig_secret_to_appear_instead_of_asking_again() {
+    let management = TestEnv::start().await;
+    let (workload, _) = workload_with_node("late").await;
+    let (client, gets) = counting_secret_gets(&management, "late-kubeconfig");
+    let cache = ClusterCache::new(client, config());
+    let (stop, stopped) = futures::channel::oneshot::channel::<()>();
+    let watcher = tokio::spawn(cache.clone().run(stopped.map(|_| ()).boxed().shared()));
+    eventually(TIMEOUT, "the Secret watch to list", || async {
+        cache.kubeconfig_secrets_listed().then_some(())
+    })
+    .await;
+
+    // Tracked before its Secret exists: one GET says so, then the cluster waits.
+    let key = ClusterKey::new("default", "late");
+    let Err(error) = cache.client(&key).await else {
+        panic!("a cluster without a kubeconfig Secret has no client")
+    };
+    assert!(
+        error
+            .to_string()
+            .contains("the kubeconfig Secret default/late-kubeconfig does not exist"),
+        "{error}"
+    );
+    assert_eq!(gets.load(Ordering::SeqCst), 1);
+    // Five probe intervals: the old cache asked for the Secret on each.
+    tokio::time::sleep(config().probe_interval * 5).await;
+    assert_eq!(
+        gets.load(Ordering::SeqCst),
+        1,
+        "no GET while waiting for the Secret"
+    );
+    assert_eq!(cache.health_checking_state(&key).consecutive_failures, 1);
+
+    // The Secret appears: the watch wakes the cluster, which connects from the watched copy.
+    let mut connections = cache.subscribe_connections();
+    let secrets: Api<Secret> = Api::namespaced(management.client.clone(), "default");
+    secrets
+        .create(
+            &PostParams::default(),
+            &kubeconfig_secret("late", &workload.url()),
+        )
+        .await
+        .unwrap();
+    let connected = tokio::time::timeout(TIMEOUT, futures::StreamExt::next(&mut connections))
+        .await
+        .expect("the cluster connects when its Secret appears");
+    assert_eq!(connected, Some(key.clone()));
+    let node = cache
+        .node_by_provider_id(&key, "test://late")
+        .await
+        .unwrap();
+    assert_eq!(node.unwrap().metadata.name.as_deref(), Some("late"));
+    assert_eq!(
+        gets.load(Ordering::SeqCst),
+        1,
+        "the kubeconfig came from the watch"
+    );
+
+    // A kubeconfig Secret without the cluster-name label, which the watch does not select,
+    // is still found with a GET.
+    let mut unlabelled = kubeconfig_secret("bare", &workload.url());
+    unlabelled.metadata.labels = None;
+    secrets
+        .create(&PostParams::default(), &unlabelled)
+        .await
+        .unwrap();
+    let bare = ClusterKey::new("default", "bare");
+    assert!(
+        cache
+            .node_by_provider_id(&bare, "test://late")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let _ = stop.send(());
+    watcher.await.unwrap();
 }
