@@ -215,7 +215,7 @@ impl<K: Hash + Eq + Clone> OwnWrites<K> {
     }
 }
 
-/// Writes an object like [`crate::runtime::patch::write`] (metadata and spec, then status,
+/// Writes an object with [`crate::runtime::patch::write`] (metadata and spec, then status,
 /// each when changed) and records in `own` that its version `before` was replaced.
 pub async fn write_recorded<K>(
     api: &kube::Api<K>,
@@ -229,35 +229,22 @@ where
         + serde::Serialize
         + serde::de::DeserializeOwned
         + std::fmt::Debug
-        + PartialEq,
+        + PartialEq
+        + crate::runtime::patch::Parts,
 {
-    use crate::runtime::patch::{Part, patch_if_changed};
-    if before == after {
-        return Ok(());
-    }
+    use crate::runtime::patch::{Written, write};
     let key = kube::runtime::reflector::ObjectRef::from_obj(before);
-    let version = before.meta().resource_version.clone().unwrap_or_default();
-    let mut base = before.clone();
-    let mut wrote = false;
-    if let Some(written) = patch_if_changed(api, before, after, Part::Main).await? {
-        let meta = written.meta();
-        if meta.deletion_timestamp.is_some()
-            && meta.finalizers.as_ref().is_none_or(|f| f.is_empty())
-        {
-            own.forget(&key);
-            return Ok(());
+    match write(api, before, after).await? {
+        Written::Nothing => {}
+        Written::Changed => {
+            let version = before
+                .meta()
+                .resource_version
+                .as_deref()
+                .unwrap_or_default();
+            own.wrote(&key, version);
         }
-        base.meta_mut().resource_version = meta.resource_version.clone();
-        wrote = true;
-    }
-    if patch_if_changed(api, &base, after, Part::Status)
-        .await?
-        .is_some()
-    {
-        wrote = true;
-    }
-    if wrote {
-        own.wrote(&key, &version);
+        Written::Gone => own.forget(&key),
     }
     Ok(())
 }

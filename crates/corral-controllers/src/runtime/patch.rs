@@ -283,44 +283,109 @@ pub fn is_own_write<K: Resource>(object: &K) -> bool {
         .is_some_and(|entry| entry.latest == version)
 }
 
+/// An object a write compares in two parts, typed: its metadata and spec (everything the
+/// main resource writes), and its status (what the status subresource writes). Comparing
+/// typed parts first lets a write encode only the part that changed: most writes are status
+/// writes, and encoding a whole Machine twice to find that its spec is unchanged cost more
+/// than the comparison.
+pub trait Parts {
+    /// Whether `self` and `other` have the same metadata and spec.
+    fn main_eq(&self, other: &Self) -> bool;
+    /// Whether `self` and `other` have the same status.
+    fn status_eq(&self, other: &Self) -> bool;
+    /// `{"status": …}`, with `null` for no status: what a status write compares.
+    fn status_part(&self) -> Value;
+}
+
+macro_rules! parts {
+    ($($kind:ty),* $(,)?) => {$(
+        impl Parts for $kind {
+            fn main_eq(&self, other: &Self) -> bool {
+                self.metadata == other.metadata && self.spec == other.spec
+            }
+            fn status_eq(&self, other: &Self) -> bool {
+                self.status == other.status
+            }
+            fn status_part(&self) -> Value {
+                let status = serde_json::to_value(&self.status).unwrap_or(Value::Null);
+                serde_json::json!({ "status": status })
+            }
+        }
+    )*};
+}
+
+parts!(
+    corral_api::Cluster,
+    corral_api::Machine,
+    corral_api::MachineSet,
+    corral_api::MachineDeployment,
+    corral_api::MachineHealthCheck,
+);
+
+/// What [`write`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// Nothing differed.
+    Nothing,
+    /// One or both parts were written.
+    Changed,
+    /// The metadata write removed the last finalizer of an object being deleted: it is gone,
+    /// and its status was not written.
+    Gone,
+}
+
 /// Writes an object's metadata and spec, then its status, each only when changed. When the
 /// first write removed the last finalizer of an object being deleted, the object is gone and
-/// its status is not written. Equal objects are not serialized at all (most reconciles change
-/// nothing); others once each, for both comparisons.
-pub async fn write<K>(api: &Api<K>, before: &K, after: &K) -> Result<(), kube::Error>
+/// its status is not written. Only a part that differs is serialized (see [`Parts`]).
+pub async fn write<K>(api: &Api<K>, before: &K, after: &K) -> Result<Written, kube::Error>
 where
-    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + PartialEq,
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + PartialEq + Parts,
 {
     if before == after {
-        return Ok(());
+        return Ok(Written::Nothing);
     }
-    let (Ok(mut from), Ok(mut to)) = (serde_json::to_value(before), serde_json::to_value(after))
-    else {
-        return Ok(());
-    };
     let name = before.name_any();
-    let main = patch_with_version(
-        &comparable(&mut from, Part::Main),
-        &comparable(&mut to, Part::Main),
-        before.resource_version(),
-    );
-    let status_from = comparable(&mut from, Part::Status);
-    let mut status_to = comparable(&mut to, Part::Status);
+    let main = if before.main_eq(after) {
+        None
+    } else {
+        let (Ok(mut from), Ok(mut to)) =
+            (serde_json::to_value(before), serde_json::to_value(after))
+        else {
+            return Ok(Written::Nothing);
+        };
+        patch_with_version(
+            &comparable(&mut from, Part::Main),
+            &comparable(&mut to, Part::Main),
+            before.resource_version(),
+        )
+    };
+    let mut written = Written::Nothing;
     let mut version = before.resource_version();
-    if let Some(written) = send(api, &name, main, Part::Main).await? {
-        if written.meta().deletion_timestamp.is_some() && written.finalizers().is_empty() {
-            return Ok(());
+    let mut generation_moved = None;
+    if let Some(stored) = send(api, &name, main, Part::Main).await? {
+        if stored.meta().deletion_timestamp.is_some() && stored.finalizers().is_empty() {
+            return Ok(Written::Gone);
         }
-        version = written.meta().resource_version.clone();
-        if let (Some(old), Some(new)) = (before.meta().generation, written.meta().generation)
+        written = Written::Changed;
+        version = stored.meta().resource_version.clone();
+        if let (Some(old), Some(new)) = (before.meta().generation, stored.meta().generation)
             && old != new
         {
-            observe_own_spec_change(&mut status_to, old, new);
+            generation_moved = Some((old, new));
         }
     }
-    let status = patch_with_version(&status_from, &status_to, version);
-    send(api, &name, status, Part::Status).await?;
-    Ok(())
+    if before.status_eq(after) && generation_moved.is_none() {
+        return Ok(written);
+    }
+    let mut status_to = after.status_part();
+    if let Some((old, new)) = generation_moved {
+        observe_own_spec_change(&mut status_to, old, new);
+    }
+    let status = patch_with_version(&before.status_part(), &status_to, version);
+    if send(api, &name, status, Part::Status).await?.is_some() {
+        written = Written::Changed;
+    }
+    Ok(written)
 }
 
 /// A status computed in the same reconcile as a spec change it writes has observed that
