@@ -251,10 +251,21 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // MachineDeployment's MachineSets reach the Cluster through their owner's status, which
     // sums them up and changes with them (upstream watches no worker Machines and no
     // MachineSets at all): only the others, and deletions, wake the Cluster directly.
+    // A deleting Cluster waits for its descendants to go: their deletions wake it.
+    let deleting = {
+        let clusters = cluster_store.clone();
+        move |cluster: &ObjectRef<Cluster>| {
+            clusters
+                .get(cluster)
+                .is_none_or(|cluster| cluster.metadata.deletion_timestamp.is_some())
+        }
+    };
+    let machine_wakes = deleting.clone();
     queue.push(coalesce(
-        trigger_with(machines, |machine: Arc<Machine>| {
-            wakes_cluster(machine.as_ref(), "MachineSet")
-                .then(|| cluster_ref(machine.as_ref(), &machine.spec.cluster_name))
+        trigger_with(machines, move |machine: Arc<Machine>| {
+            let cluster = cluster_ref(machine.as_ref(), &machine.spec.cluster_name);
+            wakes_cluster(machine.as_ref(), "MachineSet", || machine_wakes(&cluster))
+                .then_some(cluster)
         }),
         window.clone(),
     ));
@@ -265,9 +276,10 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         window.clone(),
     ));
     queue.push(coalesce(
-        trigger_with(machine_sets, |ms: Arc<MachineSet>| {
-            wakes_cluster(ms.as_ref(), "MachineDeployment")
-                .then(|| cluster_ref(ms.as_ref(), &ms.spec.cluster_name))
+        trigger_with(machine_sets, move |ms: Arc<MachineSet>| {
+            let cluster = cluster_ref(ms.as_ref(), &ms.spec.cluster_name);
+            wakes_cluster(ms.as_ref(), "MachineDeployment", || deleting(&cluster))
+                .then_some(cluster)
         }),
         window,
     ));
@@ -308,9 +320,15 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 }
 
 /// Whether a change of a descendant wakes its Cluster directly: unless a `summarized_by`
-/// (MachineSet, MachineDeployment) controls it and it is not being deleted. Control plane
-/// Machines always do (their provider's status need not sum them up).
-fn wakes_cluster<K: Resource>(object: &K, summarized_by: &str) -> bool {
+/// (MachineSet, MachineDeployment) controls it, and it is not the deletion of a descendant of
+/// a Cluster being deleted (`cluster_deleting`). Control plane Machines always do (their
+/// provider's status need not sum them up). The replaced Machines of a rollout are deleted
+/// while their Cluster is not: their MachineSet's status counts them.
+fn wakes_cluster<K: Resource>(
+    object: &K,
+    summarized_by: &str,
+    cluster_deleting: impl FnOnce() -> bool,
+) -> bool {
     let meta = object.meta();
     let summarized = meta.owner_references.iter().flatten().any(|owner| {
         owner.controller == Some(true)
@@ -321,7 +339,7 @@ fn wakes_cluster<K: Resource>(object: &K, summarized_by: &str) -> bool {
         .labels
         .as_ref()
         .is_some_and(|labels| labels.contains_key(corral_api::labels::CONTROL_PLANE));
-    !summarized || control_plane || meta.deletion_timestamp.is_some()
+    !summarized || control_plane || (meta.deletion_timestamp.is_some() && cluster_deleting())
 }
 
 fn cluster_ref<K: Resource>(object: &K, cluster_name: &str) -> ObjectRef<Cluster> {
@@ -556,6 +574,7 @@ async fn write(
 ) -> Result<(), Error> {
     patch::write(api, before, after)
         .await
+        .map(drop)
         .map_err(|source| Error::PatchCluster {
             cluster: key.clone(),
             source,
