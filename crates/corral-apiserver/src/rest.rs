@@ -725,10 +725,10 @@ async fn create_as(
             return Ok(respond(StatusCode::CREATED, &object));
         }
         let key = target.key(&name);
-        let bytes = object::encode_for_storage(&object);
-        match state.store.create(&key, bytes.clone()).await {
+        let encoded = object::Encoded::new(&object);
+        match state.store.create(&key, encoded.bytes.clone()).await {
             Ok(revision) => {
-                let answer = written(state, target, &key, revision, bytes, object).await;
+                let answer = written(state, target, &key, revision, encoded, object).await;
                 return Ok(crate::admission::with_warnings(
                     json_bytes_response(StatusCode::CREATED, answer),
                     &warnings,
@@ -817,7 +817,7 @@ async fn written(
     target: &Target,
     key: &str,
     revision: Revision,
-    bytes: bytes::Bytes,
+    encoded: object::Encoded,
     mut object: Value,
 ) -> bytes::Bytes {
     object::set_resource_version(&mut object, revision);
@@ -828,7 +828,9 @@ async fn written(
     let as_stored = target.version == target.resource.storage_version()
         && !crate::conversion::converts(&target.resource);
     let answer = if as_stored {
-        to_json(&object)
+        encoded
+            .with_resource_version(revision)
+            .unwrap_or_else(|| to_json(&object))
     } else {
         let mut answer = Value::clone(&object);
         target.admitted_to_request_version(&mut answer);
@@ -837,7 +839,7 @@ async fn written(
     if let Some(cacher) = state.hub.running(&target.resource.key_prefix()) {
         let current = crate::watch_cache::Current {
             mod_revision: revision,
-            value: bytes,
+            value: encoded.bytes,
             object,
         };
         cacher.record_write(key, current, as_stored.then(|| answer.clone()));
@@ -885,11 +887,7 @@ async fn read_base(
     cached: Option<crate::watch_cache::Current>,
 ) -> Result<Base, ApiError> {
     let (mod_revision, value, mut object) = match cached {
-        Some(current) => (
-            current.mod_revision,
-            current.value,
-            Arc::unwrap_or_clone(current.object),
-        ),
+        Some(current) => (current.mod_revision, current.value, current.object),
         None => {
             let kv = state
                 .store
@@ -897,15 +895,28 @@ async fn read_base(
                 .await?
                 .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
             let object = object::decode_stored(&kv)?;
-            (kv.mod_revision, kv.value, object)
+            (kv.mod_revision, kv.value, Arc::new(object))
         }
     };
-    target.to_request_version(&mut object);
+    // The cache's object is shared with watchers: copied only when the request's version
+    // shows it differently.
+    if !in_request_version(target, &object) {
+        target.to_request_version(Arc::make_mut(&mut object));
+    }
     Ok(Base {
         mod_revision,
         value,
         object,
     })
+}
+
+/// Whether `to_request_version` would leave `object` as it is: no conversion, no read-time
+/// defaulting, and its type already the request's.
+fn in_request_version(target: &Target, object: &Value) -> bool {
+    !target.needs_conversion()
+        && object.get("apiVersion").and_then(Value::as_str)
+            == Some(target.resource.api_version(&target.version).as_str())
+        && object.get("kind").and_then(Value::as_str) == Some(target.resource.kind.as_str())
 }
 
 /// The state a write attempt starts from.
@@ -914,7 +925,7 @@ struct Base {
     /// The stored bytes.
     value: bytes::Bytes,
     /// Decoded, in the request's version.
-    object: Value,
+    object: Arc<Value>,
 }
 
 /// How an update attempt ended, short of an error.
@@ -941,7 +952,7 @@ async fn update_once(
     let Base {
         mod_revision,
         value: stored,
-        object: mut current,
+        object: current,
     } = base;
     let mut new = match change {
         Change::Replace(body) => body.clone(),
@@ -1002,7 +1013,7 @@ async fn update_once(
         Change::Apply(_) => crate::apply::Operation::Apply,
         Change::Replace(_) | Change::Patch(_) => crate::apply::Operation::Update,
     };
-    crate::apply::track(target, query, Some(&mut current), &mut new, operation);
+    crate::apply::track(target, query, Some(&current), &mut new, operation);
     let respond = |object: &Value| {
         crate::admission::with_warnings(json_response(StatusCode::OK, object), &warnings)
     };
@@ -1031,8 +1042,8 @@ async fn update_once(
         };
     }
 
-    let bytes = object::encode_for_storage(&new);
-    if bytes == stored {
+    let encoded = object::Encoded::new(&new);
+    if encoded.bytes == stored {
         if from_cache {
             // Whether nothing changed is known only against the current object.
             return Ok(Attempt::Again);
@@ -1047,9 +1058,13 @@ async fn update_once(
         target.admitted_to_request_version(&mut new);
         return Ok(Attempt::Done(respond(&new)));
     }
-    match state.store.update(key, bytes.clone(), mod_revision).await {
+    match state
+        .store
+        .update(key, encoded.bytes.clone(), mod_revision)
+        .await
+    {
         Ok(revision) => {
-            let answer = written(state, target, key, revision, bytes, new).await;
+            let answer = written(state, target, key, revision, encoded, new).await;
             Ok(Attempt::Done(crate::admission::with_warnings(
                 json_bytes_response(StatusCode::OK, answer),
                 &warnings,
@@ -1079,9 +1094,79 @@ fn main_update(target: &Target, current: &Value, mut new: Value) -> Value {
 
 /// A write to `/status`: only `status` changes (kube-apiserver's status strategy discards
 /// everything else for custom resources).
-fn status_update(current: &Value, new: Value) -> Value {
+///
+/// Built from `new`, which is mostly `current` already (a patch of it, or a PUT of what was
+/// read): only what differs from `current` is copied from it, not the whole object.
+fn status_update(current: &Value, mut new: Value) -> Value {
+    let (Some(current_map), Some(new_map)) = (current.as_object(), new.as_object_mut()) else {
+        return status_update_by_copy(current, new);
+    };
+    let status = new_map.remove("status");
+    // managedFields track the status write itself (server-side apply computes them in `new`).
+    let managed_fields = new_map
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .and_then(|metadata| metadata.remove("managedFields"));
+    new_map.retain(|key, _| key != "status" && current_map.contains_key(key));
+    for (key, value) in current_map {
+        match key.as_str() {
+            "status" => {}
+            "metadata" => {
+                let same = match (
+                    value.as_object(),
+                    new_map.get(key).and_then(Value::as_object),
+                ) {
+                    (Some(current), Some(new)) => same_but_managed_fields(current, new),
+                    _ => false,
+                };
+                if !same {
+                    let mut metadata = value.clone();
+                    if let Some(map) = metadata.as_object_mut() {
+                        map.remove("managedFields");
+                    }
+                    new_map.insert(key.clone(), metadata);
+                }
+            }
+            _ => {
+                if new_map.get(key) != Some(value) {
+                    new_map.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    if let Some(status) = status {
+        new_map.insert("status".into(), status);
+    }
+    let metadata = object::metadata_mut(&mut new);
+    match managed_fields {
+        Some(managed_fields) => {
+            metadata.insert("managedFields".into(), managed_fields);
+        }
+        None => {
+            metadata.remove("managedFields");
+        }
+    }
+    new
+}
+
+/// Whether two metadata maps are equal, `current` without its managedFields (which `new`
+/// no longer has).
+fn same_but_managed_fields(current: &Map<String, Value>, new: &Map<String, Value>) -> bool {
+    let others = current.keys().filter(|key| *key != "managedFields").count();
+    others == new.len()
+        && current
+            .iter()
+            .filter(|(key, _)| *key != "managedFields")
+            .all(|(key, value)| new.get(key) == Some(value))
+}
+
+/// [`status_update`] of objects that are not JSON objects: `current` with `new`'s status
+/// and managedFields.
+fn status_update_by_copy(current: &Value, new: Value) -> Value {
     let mut result = current.clone();
-    let map = result.as_object_mut().unwrap();
+    let Some(map) = result.as_object_mut() else {
+        return result;
+    };
     match new.get("status") {
         Some(status) => {
             map.insert("status".into(), status.clone());
@@ -1090,7 +1175,6 @@ fn status_update(current: &Value, new: Value) -> Value {
             map.remove("status");
         }
     }
-    // managedFields track the status write itself (server-side apply computes them in `new`).
     let metadata = object::metadata_mut(&mut result);
     match object::metadata(&new).and_then(|m| m.get("managedFields")) {
         Some(managed_fields) => {
@@ -1270,9 +1354,10 @@ async fn delete_once(
 ) -> Result<Option<Deleted>, ApiError> {
     let Base {
         mod_revision,
-        object: mut current,
+        object: current,
         ..
     } = base;
+    let mut current = Arc::unwrap_or_clone(current);
     if let Some(uid) = &options.uid {
         if Some(uid.as_str()) != object::uid(&current) {
             return Err(ApiError::conflict(
@@ -1438,4 +1523,39 @@ pub async fn delete_collection(
         "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]},
         "items": items,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// A status write built from the request's object gives what copying the current object
+    /// and taking only status and managedFields from the request gives.
+    #[test]
+    fn status_update_keeps_everything_but_status_and_managed_fields() {
+        let current = json!({
+            "apiVersion": "x/v1", "kind": "K",
+            "metadata": {"name": "a", "labels": {"l": "1"}, "managedFields": [{"manager": "m"}]},
+            "spec": {"size": 1},
+            "status": {"ready": false},
+        });
+        let requests = [
+            json!({"apiVersion": "x/v1", "kind": "K",
+                   "metadata": {"name": "a", "labels": {"l": "1"}, "managedFields": [{"manager": "n"}]},
+                   "spec": {"size": 1}, "status": {"ready": true}}),
+            json!({"apiVersion": "x/v1", "kind": "K",
+                   "metadata": {"name": "a", "labels": {"l": "2"}},
+                   "spec": {"size": 9}, "extra": 1}),
+            json!({"kind": "K", "metadata": "odd", "status": {"ready": true}}),
+            json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a", "labels": {"l": "1"}},
+                   "status": {"ready": true}}),
+        ];
+        for request in requests {
+            assert_eq!(
+                super::status_update(&current, request.clone()),
+                super::status_update_by_copy(&current, request.clone()),
+                "{request}"
+            );
+        }
+    }
 }

@@ -26,6 +26,7 @@ pub enum PathElement {
 }
 
 impl PathElement {
+    #[cfg(test)]
     pub fn field(name: &str) -> PathElement {
         PathElement::Field(name.to_string())
     }
@@ -260,23 +261,26 @@ impl FieldSet {
     /// subtrees, so this never touches children).
     pub fn remove_paths(&mut self, paths: &[&[&str]]) {
         for path in paths {
-            let path: Path = path.iter().map(|name| PathElement::field(name)).collect();
-            self.remove(&path);
+            self.remove_fields(path);
         }
     }
 
-    fn remove(&mut self, path: &[PathElement]) {
+    /// Removes the member at a path of field names, looked up without building the path.
+    fn remove_fields(&mut self, path: &[&str]) {
+        fn is(element: &PathElement, name: &str) -> bool {
+            matches!(element, PathElement::Field(field) if field == name)
+        }
         match path {
             [] => {}
-            [last] => {
-                self.members.remove(last);
-            }
+            [last] => self.members.retain(|element| !is(element, last)),
             [first, rest @ ..] => {
-                if let Some(child) = self.children.get_mut(first) {
-                    child.remove(rest);
-                    if child.is_empty() {
-                        self.children.remove(first);
-                    }
+                let Some(element) = self.children.keys().find(|e| is(e, first)).cloned() else {
+                    return;
+                };
+                let child = self.children.get_mut(&element).expect("just found");
+                child.remove_fields(rest);
+                if child.is_empty() {
+                    self.children.remove(&element);
                 }
             }
         }
@@ -342,6 +346,34 @@ impl FieldSet {
             out.insert(element.to_fields_v1_key(), Value::Object(node));
         }
         Value::Object(out)
+    }
+
+    /// Whether `path` is a member of the set whose `FieldsV1` form is `fields_v1`, read in
+    /// place: an update asks this of every managedFields entry it might change, and most
+    /// entries are left as they are, without being decoded.
+    pub fn fields_v1_has(fields_v1: &Value, path: &[PathElement]) -> bool {
+        let mut node = fields_v1;
+        for element in path {
+            let Value::Object(map) = node else {
+                return false;
+            };
+            let Some(child) = map.get(&element.to_fields_v1_key()) else {
+                return false;
+            };
+            node = child;
+        }
+        match node {
+            Value::Object(map) => !path.is_empty() && (map.is_empty() || map.contains_key(".")),
+            _ => false,
+        }
+    }
+
+    /// Whether the set of this `FieldsV1` form is empty (no key but `.`).
+    pub fn fields_v1_is_empty(fields_v1: &Value) -> bool {
+        match fields_v1 {
+            Value::Object(map) => map.keys().all(|key| key == "."),
+            _ => true,
+        }
     }
 
     pub fn from_fields_v1(value: &Value) -> Result<FieldSet, String> {

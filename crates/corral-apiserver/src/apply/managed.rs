@@ -175,33 +175,18 @@ impl Managed {
     /// then by manager, apiVersion and subresource.
     pub fn encode(&self) -> Value {
         let mut entries: Vec<(&ManagerId, &Entry)> = self.entries.iter().collect();
-        entries.sort_by_key(|(id, entry)| {
-            (
-                id.operation,
-                entry.time.as_deref().map(unix_seconds).unwrap_or(0),
-                id.manager.clone(),
-                entry.api_version.clone(),
-                id.subresource.clone(),
-            )
+        entries.sort_by_cached_key(|(id, entry)| {
+            order_key(id, entry.time.as_deref(), &entry.api_version)
         });
         let list = entries
             .into_iter()
             .map(|(id, entry)| {
-                let mut out = Map::new();
-                if !id.manager.is_empty() {
-                    out.insert("manager".into(), json!(id.manager));
-                }
-                out.insert("operation".into(), json!(id.operation.as_str()));
-                out.insert("apiVersion".into(), json!(entry.api_version));
-                if let Some(time) = &entry.time {
-                    out.insert("time".into(), json!(time));
-                }
-                out.insert("fieldsType".into(), json!("FieldsV1"));
-                out.insert("fieldsV1".into(), entry.fields.to_fields_v1());
-                if !id.subresource.is_empty() {
-                    out.insert("subresource".into(), json!(id.subresource));
-                }
-                Value::Object(out)
+                encode_entry(
+                    id,
+                    &entry.api_version,
+                    entry.time.as_deref(),
+                    entry.fields.to_fields_v1(),
+                )
             })
             .collect();
         Value::Array(list)
@@ -275,6 +260,40 @@ impl Managed {
     }
 }
 
+/// Where an entry goes in `metadata.managedFields` (see [`Managed::encode`]).
+fn order_key(
+    id: &ManagerId,
+    time: Option<&str>,
+    api_version: &str,
+) -> (Operation, i64, String, String, String) {
+    (
+        id.operation,
+        time.map(unix_seconds).unwrap_or(0),
+        id.manager.clone(),
+        api_version.to_string(),
+        id.subresource.clone(),
+    )
+}
+
+/// One entry of `metadata.managedFields`.
+fn encode_entry(id: &ManagerId, api_version: &str, time: Option<&str>, fields_v1: Value) -> Value {
+    let mut out = Map::new();
+    if !id.manager.is_empty() {
+        out.insert("manager".into(), json!(id.manager));
+    }
+    out.insert("operation".into(), json!(id.operation.as_str()));
+    out.insert("apiVersion".into(), json!(api_version));
+    if let Some(time) = time {
+        out.insert("time".into(), json!(time));
+    }
+    out.insert("fieldsType".into(), json!("FieldsV1"));
+    out.insert("fieldsV1".into(), fields_v1);
+    if !id.subresource.is_empty() {
+        out.insert("subresource".into(), json!(id.subresource));
+    }
+    Value::Object(out)
+}
+
 fn unix_seconds(time: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(time)
         .map(|t| t.timestamp())
@@ -300,17 +319,54 @@ pub struct Context<'a> {
 /// or added) from everyone, everyone loses what it removed, and the time of its entry moves
 /// only when it took something.
 pub fn record_update(
-    mut managed: Managed,
+    managed: Managed,
     old: &Value,
     new: &Value,
     cx: &Context<'_>,
     writer: &ManagerId,
 ) -> Managed {
-    let (changed, removed) = merge::compare(old, new, cx.schema)
-        .retain_top_level(cx.keep)
-        .into_changed();
+    let changes = UpdateChanges::between(old, new, cx);
+    record_changes(managed, changes.changed, &changes.removed, cx, writer)
+}
+
+/// What an update changes, as its field manager sees it.
+pub struct UpdateChanges {
+    /// Modified or added, within the fields the request may change.
+    pub changed: FieldSet,
+    /// Removed, within the fields the request may change.
+    pub removed: FieldSet,
+    /// Whether the two objects differ at all (before the reset-fields filter).
+    pub differ: bool,
+}
+
+impl UpdateChanges {
+    pub fn between(old: &Value, new: &Value, cx: &Context<'_>) -> UpdateChanges {
+        UpdateChanges::of(merge::compare(old, new, cx.schema), cx)
+    }
+
+    pub fn of(comparison: merge::Comparison, cx: &Context<'_>) -> UpdateChanges {
+        let differ = !(comparison.added.is_empty()
+            && comparison.modified.is_empty()
+            && comparison.removed.is_empty());
+        let (changed, removed) = comparison.retain_top_level(cx.keep).into_changed();
+        UpdateChanges {
+            changed,
+            removed,
+            differ,
+        }
+    }
+}
+
+/// [`record_update`] with the changes already computed.
+pub fn record_changes(
+    mut managed: Managed,
+    changed: FieldSet,
+    removed: &FieldSet,
+    cx: &Context<'_>,
+    writer: &ManagerId,
+) -> Managed {
     for entry in managed.entries.values_mut() {
-        entry.fields = entry.fields.difference(&changed).difference(&removed);
+        entry.fields = entry.fields.difference(&changed).difference(removed);
     }
     let mut taken = changed;
     strip(&mut taken);
@@ -332,6 +388,148 @@ pub fn record_update(
     }
     managed.drop_empty();
     managed
+}
+
+/// [`record_changes`] on `metadata.managedFields` as stored, giving the same list: the
+/// entries the change does not concern are kept as they are, neither decoded nor encoded
+/// again, and the writer's entry, when it already owns what it changed, only gets its new
+/// time. A controller's status update of a Machine changes a few fields that its own entry
+/// owns already; decoding every entry into field sets and encoding them all again for that
+/// was most of what tracking cost.
+///
+/// `None` when the list is not exactly what [`Managed::encode`] writes (an entry it would
+/// read differently, a manager twice) or when the result needs more than the reading of
+/// single entries (more update managers than [`MAX_UPDATE_MANAGERS`]): the caller then
+/// decodes the list and calls [`record_changes`].
+pub fn record_changes_in_place(
+    list: &[Value],
+    changed: &FieldSet,
+    removed: &FieldSet,
+    cx: &Context<'_>,
+    writer: &ManagerId,
+) -> Option<Value> {
+    let mut taken = changed.clone();
+    strip(&mut taken);
+    let changed_paths = changed.paths();
+    let removed_paths = removed.paths();
+    let taken_paths = taken.paths();
+    let mut ids = std::collections::BTreeSet::new();
+    let mut out = Vec::with_capacity(list.len() + 1);
+    let mut writer_seen = false;
+    for raw in list {
+        let (id, api_version, time, fields_v1) = read_entry(raw)?;
+        if !ids.insert(id.clone()) {
+            return None;
+        }
+        let owns = |path: &Path| FieldSet::fields_v1_has(fields_v1, path);
+        let decoded = || FieldSet::from_fields_v1(fields_v1).ok();
+        let mut time = time;
+        let value = if id == *writer && !taken.is_empty() {
+            writer_seen = true;
+            time = Some(cx.now);
+            // (E - changed - removed) + taken is E when E holds what it took and neither
+            // what it changed but may not own (stripped fields) nor what was removed.
+            let same_fields = taken_paths.iter().all(owns)
+                && !removed_paths.iter().any(owns)
+                && !changed_paths
+                    .iter()
+                    .any(|path| !taken.has(path) && owns(path));
+            if same_fields {
+                let mut entry = raw.clone();
+                entry
+                    .as_object_mut()
+                    .expect("read_entry checked")
+                    .insert("time".into(), json!(cx.now));
+                entry
+            } else {
+                let mut fields = decoded()?.difference(changed).difference(removed);
+                fields.add(&taken);
+                encode_entry(&id, cx.api_version, time, fields.to_fields_v1())
+            }
+        } else if changed_paths.iter().chain(&removed_paths).any(owns) {
+            let fields = decoded()?.difference(changed).difference(removed);
+            if fields.is_empty() {
+                continue;
+            }
+            encode_entry(&id, api_version, time, fields.to_fields_v1())
+        } else {
+            if FieldSet::fields_v1_is_empty(fields_v1) {
+                continue;
+            }
+            raw.clone()
+        };
+        let api_version = if id == *writer && !taken.is_empty() {
+            cx.api_version
+        } else {
+            api_version
+        };
+        out.push((order_key(&id, time, api_version), id, value));
+    }
+    if !writer_seen && !taken.is_empty() {
+        let value = encode_entry(writer, cx.api_version, Some(cx.now), taken.to_fields_v1());
+        out.push((
+            order_key(writer, Some(cx.now), cx.api_version),
+            writer.clone(),
+            value,
+        ));
+    }
+    let updaters = out
+        .iter()
+        .filter(|(_, id, _)| id.operation == Operation::Update)
+        .count();
+    if updaters > MAX_UPDATE_MANAGERS {
+        return None;
+    }
+    // The order of `Managed::encode`: by key, ties in the order of the ids.
+    out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    Some(Value::Array(
+        out.into_iter().map(|(_, _, value)| value).collect(),
+    ))
+}
+
+/// An entry of a stored managedFields list, if it is exactly as [`encode_entry`] writes
+/// entries that [`Managed::decode`] accepts: its id, apiVersion, time and `fieldsV1`.
+fn read_entry(raw: &Value) -> Option<(ManagerId, &str, Option<&str>, &Value)> {
+    let map = raw.as_object()?;
+    let text = |field: &str| match map.get(field) {
+        None => Some(""),
+        Some(Value::String(text)) if !text.is_empty() => Some(text.as_str()),
+        Some(_) => None,
+    };
+    let known = [
+        "manager",
+        "operation",
+        "apiVersion",
+        "time",
+        "fieldsType",
+        "fieldsV1",
+        "subresource",
+    ];
+    if map.keys().any(|key| !known.contains(&key.as_str())) {
+        return None;
+    }
+    let operation = match text("operation")? {
+        "Apply" => Operation::Apply,
+        "Update" => Operation::Update,
+        _ => return None,
+    };
+    let api_version = text("apiVersion")?;
+    if api_version.is_empty() || text("fieldsType")? != "FieldsV1" {
+        return None;
+    }
+    let time = Some(text("time")?).filter(|time| !time.is_empty());
+    let fields_v1 = map.get("fieldsV1")?;
+    if !fields_v1.is_object() {
+        return None;
+    }
+    let subresource = text("subresource")?;
+    let id = ManagerId::new(
+        text("manager")?,
+        operation,
+        api_version,
+        (!subresource.is_empty()).then_some(subresource),
+    );
+    Some((id, api_version, time, fields_v1))
 }
 
 /// Why an apply failed.

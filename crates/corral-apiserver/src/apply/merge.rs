@@ -289,6 +289,69 @@ pub fn compare(old: &Value, new: &Value, schema: Schema<'_>) -> Comparison {
     comparison
 }
 
+/// [`compare`] of two objects as they look without the top-level fields `hidden` and the
+/// `metadata` fields `hidden_metadata`, read in place: the field manager compares objects
+/// without their type, resourceVersion and managedFields, and copying a whole object to
+/// drop those for every update cost more than the comparison. `None` when either object or
+/// its `metadata` is not a map; the caller then compares copies.
+pub fn compare_without(
+    old: &Value,
+    new: &Value,
+    schema: Schema<'_>,
+    hidden: &[&str],
+    hidden_metadata: &[&str],
+) -> Option<Comparison> {
+    let (Value::Object(old_map), Value::Object(new_map)) = (old, new) else {
+        return None;
+    };
+    let (Shape::Map(root), Shape::Map(_)) = (schema.shape(old), schema.shape(new)) else {
+        return None;
+    };
+    let mut out = Comparison::default();
+    let mut path = Vec::new();
+    let visible = |hidden: &[&str], map: &'_ Map<String, Value>| {
+        map.keys()
+            .filter(|key| !hidden.contains(&key.as_str()))
+            .cloned()
+            .collect::<BTreeSet<String>>()
+    };
+    let mut keys = visible(hidden, old_map);
+    keys.extend(visible(hidden, new_map));
+    for key in &keys {
+        let (child_schema, _) = root.field(key);
+        let (old_child, new_child) = (old_map.get(key), new_map.get(key));
+        path.push(PathElement::Field(key.clone()));
+        if key == "metadata" {
+            let (Some(Value::Object(old_meta)), Some(Value::Object(new_meta))) =
+                (old_child, new_child)
+            else {
+                return None;
+            };
+            let Shape::Map(meta_schema) = child_schema.shape(old_child.expect("matched")) else {
+                return None;
+            };
+            let mut meta_keys = visible(hidden_metadata, old_meta);
+            meta_keys.extend(visible(hidden_metadata, new_meta));
+            for meta_key in &meta_keys {
+                let (field_schema, _) = meta_schema.field(meta_key);
+                path.push(PathElement::Field(meta_key.clone()));
+                compare_values(
+                    old_meta.get(meta_key),
+                    new_meta.get(meta_key),
+                    field_schema,
+                    &mut path,
+                    &mut out,
+                );
+                path.pop();
+            }
+        } else {
+            compare_values(old_child, new_child, child_schema, &mut path, &mut out);
+        }
+        path.pop();
+    }
+    Some(out)
+}
+
 fn compare_values(
     old: Option<&Value>,
     new: Option<&Value>,

@@ -151,23 +151,33 @@ fn manager_from_user_agent(user_agent: &str) -> String {
 /// so that it stays a no-op (no new resourceVersion, no watch event). `new` is in the
 /// storage shape, `current` in the request's.
 ///
-/// `current` is borrowed mutably only to be compared in place; it is left as it was.
 pub fn track(
     target: &Target,
     query: &Query,
-    mut current: Option<&mut Value>,
+    current: Option<&Value>,
     new: &mut Value,
     operation: Operation,
 ) {
-    if operation == Operation::Update {
-        record_update(target, query, current.as_deref_mut(), new);
-    }
-    if let Some(current) = current {
+    // Objects that differ in more than managedFields are no no-op: their timestamps move.
+    let differ = operation == Operation::Update && record_update(target, query, current, new);
+    if let Some(current) = current
+        && !differ
+    {
         keep_timestamps_of_no_op(target, current, new);
     }
 }
 
-fn record_update(target: &Target, query: &Query, current: Option<&mut Value>, new: &mut Value) {
+/// Where an update's ownership starts from.
+enum Base {
+    /// The current object's managedFields (none for a create).
+    Current,
+    /// Ownership the request set.
+    Requested(Managed),
+}
+
+/// Records what an `Update` operation changed; returns whether `current` and `new` differ in
+/// more than managedFields (`false` when not compared).
+fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &mut Value) -> bool {
     let resource = &target.resource;
     let api_version = resource.api_version(&target.version);
     let subresource = target.subresource.as_deref();
@@ -176,27 +186,39 @@ fn record_update(target: &Target, query: &Query, current: Option<&mut Value>, ne
         Some("") => "unknown",
         Some(manager) => manager,
     };
-    let current_managed = || decode_or_empty(current.as_deref().and_then(managed_fields));
+    fn current_list<'a>(current: &Option<&'a Value>) -> Option<&'a Value> {
+        current.and_then(managed_fields)
+    }
     // The request's managedFields are used when they are valid and non-empty (clients may
     // edit ownership directly); `[]` or `[{}]` resets ownership; a subresource never
-    // changes it.
-    let managed = match (subresource, new_managed_fields(new)) {
-        (Some(_), _) => current_managed(),
-        (None, Some(requested)) if is_reset(requested) => Managed::default(),
+    // changes it. A request that sends the current ones back (a PUT of what was read, any
+    // merge patch) starts from the current ones.
+    let base = match (subresource, new_managed_fields(new)) {
+        (Some(_), _) | (None, None) => Base::Current,
+        (None, Some(requested)) if is_reset(requested) => Base::Requested(Managed::default()),
+        (None, Some(requested)) if current_list(&current) == Some(requested) => Base::Current,
         (None, Some(requested)) => match Managed::decode(Some(requested)) {
-            Ok(managed) if !managed.is_empty() => managed,
-            _ => current_managed(),
+            Ok(managed) if !managed.is_empty() => Base::Requested(managed),
+            _ => Base::Current,
         },
-        (None, None) => current_managed(),
     };
-    if managed.is_empty() && current.is_some() {
+    let untracked = match &base {
+        Base::Current => {
+            matches!(current_list(&current), None | Some(Value::Null))
+                || current_list(&current)
+                    .and_then(Value::as_array)
+                    .is_some_and(Vec::is_empty)
+        }
+        Base::Requested(managed) => managed.is_empty(),
+    };
+    if untracked && current.is_some() {
         // Objects nobody tracks yet (written before this server tracked ownership) start
         // being tracked at their first apply, as in kube-apiserver.
         object::metadata_mut(new).remove("managedFields");
-        return;
+        return false;
     }
 
-    let mut empty = empty_object(resource, &api_version);
+    let empty = empty_object(resource, &api_version);
 
     let reset = ResetFields::of(resource, subresource);
     let keep = |field: &str| reset.keeps(field);
@@ -208,14 +230,61 @@ fn record_update(target: &Target, query: &Query, current: Option<&mut Value>, ne
         now: &now,
     };
     let writer = ManagerId::new(manager, Operation::Update, &api_version, subresource);
-    let old = current.unwrap_or(&mut empty);
-    let mut managed = current_as_compared(old, resource, &api_version, |old_view| {
-        as_compared(new, resource, &api_version, |new_view| {
-            managed::record_update(managed, old_view, new_view, &cx, &writer)
-        })
+    let changes = as_compared(new, resource, &api_version, |new_view| {
+        let Some(current) = current else {
+            return managed::UpdateChanges::between(&empty, new_view, &cx);
+        };
+        // `current` as `without_server_fields` shows it, read in place.
+        let hidden_metadata = ["resourceVersion", "managedFields"];
+        match merge::compare_without(
+            current,
+            new_view,
+            cx.schema,
+            &["apiVersion", "kind"],
+            &hidden_metadata,
+        ) {
+            Some(comparison) => managed::UpdateChanges::of(comparison, &cx),
+            None => {
+                let old_view = without_server_fields(current.clone(), resource, &api_version);
+                managed::UpdateChanges::between(&old_view, new_view, &cx)
+            }
+        }
     });
+    let differ = changes.differ;
+    let managed = match base {
+        Base::Requested(managed) => managed,
+        Base::Current => {
+            let list = current_list(&current);
+            if let Some(Value::Array(entries)) = list
+                && let Some(result) = managed::record_changes_in_place(
+                    entries,
+                    &changes.changed,
+                    &changes.removed,
+                    &cx,
+                    &writer,
+                )
+            {
+                let metadata = object::metadata_mut(new);
+                if result.as_array().is_some_and(Vec::is_empty) {
+                    metadata.remove("managedFields");
+                } else {
+                    metadata.insert("managedFields".into(), result);
+                }
+                return differ;
+            }
+            let managed = decode_or_empty(list);
+            if managed.is_empty() && current.is_some() {
+                object::metadata_mut(new).remove("managedFields");
+                return differ;
+            }
+            managed
+        }
+    };
+    let mut managed =
+        managed::record_changes(managed, changes.changed, &changes.removed, &cx, &writer);
     managed.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
     set_managed_fields(new, &managed);
+    differ
 }
 
 /// kube-apiserver's `IgnoreManagedFieldsTimestampsTransformer`: when the only change of an
@@ -229,12 +298,19 @@ fn keep_timestamps_of_no_op(target: &Target, current: &Value, new: &mut Value) {
     if old_entries.len() != new_entries.len() || new_entries.is_empty() {
         return;
     }
-    let without_time = |entry: &Value| {
-        let mut entry = entry.clone();
-        if let Some(map) = entry.as_object_mut() {
-            map.remove("time");
+    // Equal but for `time`, compared in place.
+    let same_but_time = |old: &Value, new: &Value| match (old.as_object(), new.as_object()) {
+        (Some(old), Some(new)) => {
+            let others = |map: &serde_json::Map<String, Value>| {
+                map.keys().filter(|key| *key != "time").count()
+            };
+            others(old) == others(new)
+                && old
+                    .iter()
+                    .filter(|(key, _)| *key != "time")
+                    .all(|(key, value)| new.get(key) == Some(value))
         }
-        entry
+        _ => old == new,
     };
     let times_differ = old_entries
         .iter()
@@ -243,7 +319,7 @@ fn keep_timestamps_of_no_op(target: &Target, current: &Value, new: &mut Value) {
     let same_otherwise = old_entries
         .iter()
         .zip(new_entries)
-        .all(|(old, new)| without_time(old) == without_time(new));
+        .all(|(old, new)| same_but_time(old, new));
     if !times_differ || !same_otherwise {
         return;
     }
@@ -606,51 +682,6 @@ fn without_server_fields(mut object: Value, resource: &ResourceInfo, api_version
     metadata.remove("managedFields");
     metadata.remove("resourceVersion");
     object
-}
-
-/// Runs `f` on `current` (an object in the request's version, as `rest::update` starts
-/// from) as `without_server_fields` shows it, and leaves it as it was: in place, without the
-/// copy of the whole object that every update made before.
-fn current_as_compared<R>(
-    current: &mut Value,
-    resource: &ResourceInfo,
-    api_version: &str,
-    f: impl FnOnce(&Value) -> R,
-) -> R {
-    let Some(map) = current.as_object_mut() else {
-        return f(&without_server_fields(
-            current.clone(),
-            resource,
-            api_version,
-        ));
-    };
-    let api_version = map.insert("apiVersion".into(), json!(api_version));
-    let kind = map.insert("kind".into(), json!(resource.kind));
-    let taken = match map.get_mut("metadata").and_then(Value::as_object_mut) {
-        Some(metadata) => (
-            metadata.remove("resourceVersion"),
-            metadata.remove("managedFields"),
-        ),
-        None => (None, None),
-    };
-    let result = f(current);
-    let map = current.as_object_mut().expect("checked above");
-    for (field, value) in [("apiVersion", api_version), ("kind", kind)] {
-        match value {
-            Some(value) => map.insert(field.into(), value),
-            None => map.remove(field),
-        };
-    }
-    if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-        let (resource_version, managed_fields) = taken;
-        if let Some(value) = resource_version {
-            metadata.insert("resourceVersion".into(), value);
-        }
-        if let Some(value) = managed_fields {
-            metadata.insert("managedFields".into(), value);
-        }
-    }
-    result
 }
 
 /// Runs `f` on `object` as `without_server_fields` shows it, in the request's version. When

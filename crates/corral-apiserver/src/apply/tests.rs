@@ -476,3 +476,174 @@ fn built_in_metadata_lists_are_associative() {
     );
     assert_eq!(merged["data"], json!({"x": "1", "y": "2"}));
 }
+
+/// The in-place update of a stored managedFields list gives exactly the list that decoding,
+/// `record_changes` and encoding give, for every kind of change: nothing, a field the writer
+/// owns already, a field another manager owns, a removal, a new writer, a keyed list item,
+/// and a change to server-owned metadata.
+#[test]
+fn in_place_update_of_managed_fields_equals_decode_and_encode() {
+    let schema_value = widget_schema();
+    let keep = keep_all;
+    let cx = context(Schema::Root(&schema_value), &keep);
+    let live = {
+        let mut live = widget(json!({
+            "color": "red",
+            "size": 1,
+            "tags": ["a", "b"],
+            "ports": [{"name": "http", "protocol": "TCP", "port": 80}],
+            "extra": {"x": 1},
+        }));
+        live["metadata"]["labels"] = json!({"app": "w"});
+        live
+    };
+    let mut managed = Managed::default();
+    for (id, time, set) in [
+        (
+            applier("a"),
+            "2025-01-01T00:00:00Z",
+            json!({"f:spec": {"f:color": {}, "f:tags": {"v:\"a\"": {}}}}),
+        ),
+        (
+            updater("m1"),
+            "2025-02-01T00:00:00Z",
+            json!({"f:spec": {"f:size": {}, "f:ports": {
+                "k:{\"name\":\"http\",\"protocol\":\"TCP\"}": {".": {}, "f:port": {}},
+            }}}),
+        ),
+        (
+            updater("m2"),
+            "2025-03-01T00:00:00Z",
+            json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:extra": {}}}),
+        ),
+        (
+            ManagerId::new("m1", Operation::Update, "example.com/v1", Some("status")),
+            "2024-01-01T00:00:00Z",
+            json!({"f:status": {}}),
+        ),
+    ] {
+        managed.entries.insert(
+            id,
+            managed::Entry {
+                api_version: "example.com/v1".into(),
+                time: Some(time.into()),
+                fields: fields(set),
+            },
+        );
+    }
+    let stored = managed.encode();
+    let changes: Vec<Box<dyn Fn(&mut Value)>> = vec![
+        Box::new(|_| {}),
+        Box::new(|o| o["spec"]["size"] = json!(2)),
+        Box::new(|o| o["spec"]["color"] = json!("blue")),
+        Box::new(|o| {
+            o["spec"].as_object_mut().unwrap().remove("extra");
+        }),
+        Box::new(|o| o["spec"]["ports"][0]["port"] = json!(8080)),
+        Box::new(|o| o["spec"]["tags"] = json!(["a"])),
+        Box::new(|o| o["metadata"]["labels"]["tier"] = json!("web")),
+        Box::new(|o| o["metadata"]["generation"] = json!(7)),
+        Box::new(|o| {
+            o["spec"]["size"] = json!(3);
+            o["spec"]["args"] = json!(["x"]);
+            o["metadata"]["labels"] = json!({});
+        }),
+    ];
+    for writer in [
+        updater("m1"),
+        updater("m2"),
+        updater("new"),
+        ManagerId::new("m1", Operation::Update, "example.com/v1", Some("status")),
+    ] {
+        for (index, change) in changes.iter().enumerate() {
+            let mut new = live.clone();
+            change(&mut new);
+            let changes = managed::UpdateChanges::between(&live, &new, &cx);
+            let in_place = managed::record_changes_in_place(
+                stored.as_array().unwrap(),
+                &changes.changed,
+                &changes.removed,
+                &cx,
+                &writer,
+            )
+            .expect("a list as encoded is updated in place");
+            let mut decoded = managed::record_changes(
+                Managed::decode(Some(&stored)).unwrap(),
+                changes.changed,
+                &changes.removed,
+                &cx,
+                &writer,
+            );
+            decoded.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
+            assert_eq!(
+                in_place,
+                decoded.encode(),
+                "change {index} by {}",
+                writer.describe()
+            );
+            assert_eq!(changes.differ, index != 0, "change {index}");
+        }
+    }
+    // A list not as encoded is left to the general way.
+    let mut odd = stored.clone();
+    odd[0]["extra"] = json!(1);
+    let changes = managed::UpdateChanges::between(&live, &live, &cx);
+    assert!(
+        managed::record_changes_in_place(
+            odd.as_array().unwrap(),
+            &changes.changed,
+            &changes.removed,
+            &cx,
+            &updater("m1"),
+        )
+        .is_none()
+    );
+}
+
+/// Comparing in place, without type, resourceVersion and managedFields, finds what comparing
+/// copies without them finds.
+#[test]
+fn comparison_in_place_equals_comparison_of_copies() {
+    let schema_value = widget_schema();
+    let schema = Schema::Root(&schema_value);
+    let mut current = widget(json!({"color": "red", "ports": [{"name": "a", "port": 1}]}));
+    current["metadata"]["resourceVersion"] = json!("7");
+    current["metadata"]["managedFields"] = json!([{"manager": "m"}]);
+    current["apiVersion"] = json!("example.com/v0");
+    let mut news = Vec::new();
+    for change in [
+        json!({}),
+        json!({"spec": {"color": "blue"}}),
+        json!({"metadata": {"labels": {"a": "b"}}}),
+        json!({"metadata": {"name": "other"}, "status": {"x": 1}}),
+        json!({"spec": {"ports": [{"name": "a", "port": 2}, {"name": "b"}]}}),
+    ] {
+        let mut new = widget(json!({"color": "red", "ports": [{"name": "a", "port": 1}]}));
+        json_patch::merge(&mut new, &change);
+        news.push(new);
+    }
+    let view = |object: &Value| {
+        let mut object = object.clone();
+        object["apiVersion"] = json!("example.com/v1");
+        let metadata = object["metadata"].as_object_mut().unwrap();
+        metadata.remove("resourceVersion");
+        metadata.remove("managedFields");
+        object
+    };
+    for new in news {
+        let in_place = merge::compare_without(
+            &current,
+            &new,
+            schema,
+            &["apiVersion", "kind"],
+            &["resourceVersion", "managedFields"],
+        )
+        .unwrap();
+        assert_eq!(
+            in_place,
+            merge::compare(&view(&current), &view(&new), schema),
+            "{new}"
+        );
+    }
+    assert!(merge::compare_without(&current, &json!({"metadata": 1}), schema, &[], &[]).is_none());
+}

@@ -78,3 +78,29 @@ fn stored_labels_are_read_without_the_rest_of_the_object() {
     assert!(super::stored_labels(b"{\"metadata\": 3}").is_none());
     assert!(super::stored_labels(b"{\"metadata\": {\"labels\": ").is_none());
 }
+
+/// The answer spliced into the stored bytes is byte for byte what serializing the object
+/// with its resourceVersion gives, wherever the field falls among metadata's keys.
+#[test]
+fn answers_are_the_stored_bytes_with_the_resource_version() {
+    for object in [
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n", "uid": "u"}, "data": {"k": "v\"\n"}}),
+        json!({"metadata": {"uid": "u"}}),
+        json!({"metadata": {"name": "a"}}),
+        json!({"metadata": {}, "spec": {}}),
+        json!({"metadata": {"resourceVersion": "3", "name": "a", "selfLink": "x"}}),
+        json!({"apiVersion": "v1", "metadata": {"annotations": {"resourceVersion": "x"}, "zz": 1}}),
+    ] {
+        let encoded = super::Encoded::new(&object);
+        assert_eq!(encoded.bytes, encode_for_storage(&object), "{object}");
+        let mut expected = object.clone();
+        super::set_resource_version(&mut expected, 42);
+        let answer = encoded.with_resource_version(42).unwrap();
+        assert_eq!(
+            String::from_utf8(answer.to_vec()).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+    }
+    let no_metadata = super::Encoded::new(&json!({"kind": "X"}));
+    assert!(no_metadata.with_resource_version(1).is_none());
+}
