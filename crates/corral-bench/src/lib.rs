@@ -83,6 +83,8 @@ pub enum Phase {
     Get,
     List,
     Watch,
+    /// Merge patches of Cluster API Machines (status and labels), as controllers write them.
+    Machine,
 }
 
 impl Config {
@@ -142,6 +144,8 @@ pub enum Op {
     Create,
     Update,
     Get,
+    MachineStatusPatch,
+    MachineLabelPatch,
     Fill,
     ListFull,
     ListWalk,
@@ -163,6 +167,12 @@ impl Op {
             Op::Create => "create (POST)".into(),
             Op::Update => "update (PUT with resourceVersion)".into(),
             Op::Get => "get".into(),
+            Op::MachineStatusPatch => {
+                "merge patch of a Machine's status (~4 KiB, with resourceVersion)".into()
+            }
+            Op::MachineLabelPatch => {
+                "merge patch of a Machine's label (with resourceVersion)".into()
+            }
             Op::Fill => format!("create, filling {} for the list", config.list_objects),
             Op::ListFull => format!("list {} in one request", config.list_objects),
             Op::ListWalk => format!(
@@ -349,6 +359,16 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
                 }
                 let measured = phases::http_gets(&side.http, clients, config).await;
                 report.push(Op::Get, side.name, clients, measured);
+            }
+            for side in sides.iter().filter(|_| config.runs(Phase::Machine)) {
+                for (op, kind) in [
+                    (Op::MachineStatusPatch, phases::MachinePatch::Status),
+                    (Op::MachineLabelPatch, phases::MachinePatch::Labels),
+                ] {
+                    let measured =
+                        phases::http_machine_patches(&side.http, clients, config, kind).await?;
+                    report.push(op, side.name, clients, measured);
+                }
             }
         }
     }

@@ -111,3 +111,141 @@ pub struct WatchData {
     #[serde(default)]
     pub t: Option<String>,
 }
+
+/// The path of the Machines of `namespace` (Cluster API v1beta2).
+pub fn machines_path(namespace: &str) -> String {
+    format!("/apis/cluster.x-k8s.io/v1beta2/namespaces/{namespace}/machines")
+}
+
+/// The conditions of a Machine's status, as the Machine controller writes them; `seq` is
+/// in the message of the last one, so that every write changes it.
+fn machine_conditions(seq: u64) -> Value {
+    let condition = |kind: &str, status: &str, reason: &str, message: String| {
+        json!({
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": "2026-11-30T08:00:00Z",
+            "observedGeneration": 1,
+        })
+    };
+    json!([
+        condition("Available", "True", "Available", String::new()),
+        condition("Ready", "True", "Ready", String::new()),
+        condition("UpToDate", "True", "UpToDate", String::new()),
+        condition("BootstrapConfigReady", "True", "Ready", String::new()),
+        condition("InfrastructureReady", "True", "Ready", String::new()),
+        condition("NodeReady", "True", "NodeReady", String::new()),
+        condition("NodeHealthy", "True", "NodeHealthy", String::new()),
+        condition("Deleting", "False", "NotDeleting", String::new()),
+        condition("Paused", "False", "NotPaused", String::new()),
+        condition(
+            "HealthCheckSucceeded",
+            "True",
+            "HealthCheckSucceeded",
+            format!("Health check passed, round {seq}"),
+        ),
+    ])
+}
+
+/// A Machine of a MachineSet as Cluster API's controllers leave it once it runs: labels,
+/// annotations, an owner, a finalizer, references, and a status with ten conditions; about
+/// 4 KiB stored, with its managedFields.
+pub fn machine(name: &str) -> Bytes {
+    let set = "md-0-7c9f8b5d4x";
+    let object = json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "Machine",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "cluster.x-k8s.io/cluster-name": "bench",
+                "cluster.x-k8s.io/deployment-name": "md-0",
+                "cluster.x-k8s.io/set-name": set,
+                "machine-template-hash": "3817594362",
+                "topology.cluster.x-k8s.io/owned": "",
+            },
+            "annotations": {
+                "machinedeployment.clusters.x-k8s.io/revision": "2",
+                "controlplane.cluster.x-k8s.io/kubeadm-cluster-configuration": "{\"etcd\":{},\"networking\":{},\"apiServer\":{},\"controllerManager\":{},\"scheduler\":{},\"dns\":{}}",
+            },
+            "ownerReferences": [{
+                "apiVersion": "cluster.x-k8s.io/v1beta2",
+                "kind": "MachineSet",
+                "name": set,
+                "uid": "6f1b0a8e-2f4c-4a53-9d7e-0b8c1f2e3d4a",
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+            "finalizers": ["machine.cluster.x-k8s.io"],
+        },
+        "spec": {
+            "clusterName": "bench",
+            "bootstrap": {
+                "configRef": {
+                    "apiGroup": "bootstrap.cluster.x-k8s.io",
+                    "kind": "KubeadmConfig",
+                    "name": name,
+                },
+                "dataSecretName": name,
+            },
+            "infrastructureRef": {
+                "apiGroup": "infrastructure.cluster.x-k8s.io",
+                "kind": "DevMachine",
+                "name": name,
+            },
+            "version": "v1.32.0",
+            "providerID": format!("in-memory://{name}"),
+            "failureDomain": "fd-1",
+        },
+    });
+    Bytes::from(serde_json::to_vec(&object).expect("JSON values serialize"))
+}
+
+/// A merge patch of a Machine's status, conditional on `resource_version`, as a controller
+/// writes it: every status field, one condition's message changed by `seq`.
+pub fn machine_status_patch(resource_version: &str, seq: u64) -> Bytes {
+    let patch = json!({
+        "metadata": {"resourceVersion": resource_version},
+        "status": {
+            "conditions": machine_conditions(seq),
+            "initialization": {
+                "infrastructureProvisioned": true,
+                "bootstrapDataSecretCreated": true,
+            },
+            "nodeRef": {"name": "node-of-a-bench-machine"},
+            "nodeInfo": {
+                "machineID": "2f0e7b1c9a4d4e6f8b3a5c7d9e1f2a3b",
+                "systemUUID": "2f0e7b1c-9a4d-4e6f-8b3a-5c7d9e1f2a3b",
+                "bootID": "8d2c4e6f-1a3b-4c5d-9e7f-0a1b2c3d4e5f",
+                "kernelVersion": "6.8.0-45-generic",
+                "osImage": "Ubuntu 24.04.1 LTS",
+                "containerRuntimeVersion": "containerd://1.7.22",
+                "kubeletVersion": "v1.32.0",
+                "kubeProxyVersion": "v1.32.0",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+            "addresses": [
+                {"type": "InternalIP", "address": "10.0.0.17"},
+                {"type": "Hostname", "address": "node-of-a-bench-machine"},
+            ],
+            "phase": "Running",
+            "observedGeneration": 1,
+        },
+    });
+    Bytes::from(serde_json::to_vec(&patch).expect("JSON values serialize"))
+}
+
+/// A merge patch of a Machine's metadata (a label a controller sets), conditional on
+/// `resource_version`.
+pub fn machine_label_patch(resource_version: &str, seq: u64) -> Bytes {
+    let patch = json!({
+        "metadata": {
+            "resourceVersion": resource_version,
+            "labels": {"bench.corral.dev/round": seq.to_string()},
+        },
+    });
+    Bytes::from(serde_json::to_vec(&patch).expect("JSON values serialize"))
+}

@@ -745,3 +745,113 @@ pub async fn resident_watch(
     });
     Ok((task, received))
 }
+
+/// Creates Cluster API's Machine CRD (as `corral init` installs it) and waits until its
+/// resource is served; a CRD already there is taken as it is.
+pub async fn install_machine_crd(http: &Http) -> anyhow::Result<()> {
+    let crd = corral_api::crds()
+        .into_iter()
+        .find(|crd| crd.metadata.name.as_deref() == Some("machines.cluster.x-k8s.io"))
+        .context("corral-api has no Machine CRD")?;
+    let body = Bytes::from(serde_json::to_vec(&crd)?);
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    match http.send(Method::POST, path, Some(body)).await? {
+        (StatusCode::CREATED | StatusCode::CONFLICT, _) => {}
+        (status, answer) => bail!("creating the Machine CRD: {status}: {}", snippet(&answer)),
+    }
+    let list = objects::machines_path(objects::NAMESPACE);
+    for _ in 0..200 {
+        if let Ok((StatusCode::OK, _)) = http.send(Method::GET, &list, None).await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    bail!("the Machine CRD was not served within 5 s")
+}
+
+/// How the Machine runs write: a status or a metadata merge patch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachinePatch {
+    Status,
+    Labels,
+}
+
+/// Merge patches of each client's own Machine (about 4 KiB stored, the Machine CRD's schema
+/// and rules), with the resourceVersion of its last write as precondition, as Cluster API's
+/// controllers write: `/status` with every status field and one condition changed, or a
+/// label of the main resource.
+pub async fn http_machine_patches(
+    http: &Http,
+    clients: usize,
+    config: &Config,
+    kind: MachinePatch,
+) -> anyhow::Result<Measured> {
+    install_machine_crd(http).await?;
+    let collection = objects::machines_path(objects::NAMESPACE);
+    let mut states = Vec::with_capacity(clients);
+    for client in 0..clients {
+        let name = format!("machine-c{clients}-{client}");
+        let path = format!("{collection}/{name}");
+        let answer = match http
+            .send(Method::POST, &collection, Some(objects::machine(&name)))
+            .await?
+        {
+            (StatusCode::CREATED, answer) => answer,
+            (StatusCode::CONFLICT, _) => {
+                http.expect(Method::GET, &path, None, StatusCode::OK)
+                    .await?
+            }
+            (status, answer) => bail!("creating Machine {name}: {status}: {}", snippet(&answer)),
+        };
+        let object: Versioned = serde_json::from_slice(&answer)?;
+        states.push((http.clone(), path, object.metadata.resource_version, 1_u64));
+    }
+    let seq_base = next_run() * 1_000_000_000;
+    Ok(closed_loop(
+        states,
+        config.warmup,
+        config.duration,
+        move |(http, path, version, seq)| async move {
+            let (target, body) = match kind {
+                MachinePatch::Status => (
+                    format!("{path}/status"),
+                    objects::machine_status_patch(&version, seq_base + seq),
+                ),
+                MachinePatch::Labels => (
+                    path.clone(),
+                    objects::machine_label_patch(&version, seq_base + seq),
+                ),
+            };
+            let outcome = async {
+                let answer = http
+                    .expect_typed(
+                        Method::PATCH,
+                        &target,
+                        body,
+                        "application/merge-patch+json",
+                        StatusCode::OK,
+                    )
+                    .await?;
+                let object: Versioned = serde_json::from_slice(&answer)?;
+                anyhow::Ok(object.metadata.resource_version)
+            }
+            .await;
+            match outcome {
+                Ok(version) => ((http, path, version, seq + 1), Ok(())),
+                Err(error) => {
+                    let current = async {
+                        let answer = http
+                            .expect(Method::GET, &path, None, StatusCode::OK)
+                            .await?;
+                        let object: Versioned = serde_json::from_slice(&answer)?;
+                        anyhow::Ok(object.metadata.resource_version)
+                    }
+                    .await
+                    .unwrap_or(version);
+                    ((http, path, current, seq + 1), Err(error))
+                }
+            }
+        },
+    )
+    .await)
+}

@@ -53,11 +53,13 @@ fn assert_measured(report: &Report, backend: &str, ops: &[Op]) {
     }
 }
 
-const HTTP_OPS: [Op; 10] = [
+const HTTP_OPS: [Op; 12] = [
     Op::StoreCreate,
     Op::Create,
     Op::Update,
     Op::Get,
+    Op::MachineStatusPatch,
+    Op::MachineLabelPatch,
     Op::Fill,
     Op::ListFull,
     Op::ListWalk,
