@@ -12,8 +12,12 @@
 //! allocation cannot be freed and reused for another Machine, so an equal address is the same
 //! Machine. Every check replaces the MachineSet's memo with the Machines it saw, so it never
 //! holds more than the MachineSet's current Machines.
+//!
+//! The same memo, with the selector as its input, keeps which Machines matched the
+//! MachineSet's selector (`MachineSetController::candidate_machines`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex, Weak};
 
 use corral_api::{Machine, MachineSet, MachineSpec};
@@ -60,27 +64,28 @@ impl Inputs {
     }
 }
 
-/// The Machines found in sync under some inputs.
-pub(super) struct Checked {
-    inputs: Inputs,
-    machines: HashMap<usize, Weak<Machine>>,
+/// The Machines found to pass a check under some inputs: in sync with the template (inputs:
+/// [`Inputs`]), or matching the selector (inputs: the selector as written).
+pub(super) struct Checked<I> {
+    inputs: I,
+    machines: HashMap<usize, Weak<Machine>, BuildHasherDefault<AddressHasher>>,
 }
 
-impl Checked {
+impl<I> Checked<I> {
     /// Nothing checked yet, under `inputs`.
-    pub(super) fn new(inputs: Inputs) -> Self {
+    pub(super) fn new(inputs: I) -> Self {
         Checked {
             inputs,
-            machines: HashMap::new(),
+            machines: HashMap::default(),
         }
     }
 
-    /// Whether this very `Arc` was found in sync.
+    /// Whether this very `Arc` passed.
     pub(super) fn contains(&self, machine: &Arc<Machine>) -> bool {
         self.machines.contains_key(&address(machine))
     }
 
-    /// Records `machine` as found in sync.
+    /// Records `machine` as passing.
     pub(super) fn insert(&mut self, machine: &Arc<Machine>) {
         self.machines
             .insert(address(machine), Arc::downgrade(machine));
@@ -97,22 +102,53 @@ fn address(machine: &Arc<Machine>) -> usize {
     Arc::as_ptr(machine) as usize
 }
 
-/// The memo of every MachineSet, by MachineSet.
+/// Hashes an address: allocations are aligned, so its low bits say little; a multiplication
+/// spreads the rest over all of them (SipHash, the default, cost more than the check it saves).
 #[derive(Default)]
-pub(super) struct InSyncMemo {
-    sets: Mutex<HashMap<ObjectRef<MachineSet>, Checked>>,
+pub(super) struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        let spread = (address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = spread ^ (spread >> 29);
+    }
 }
 
-impl InSyncMemo {
-    /// What was found in sync for `machine_set` under equal `inputs`; empty when the inputs
-    /// changed or nothing was kept. The memo is taken out: [`InSyncMemo::put`] gives back the
-    /// next one.
-    pub(super) fn take(&self, machine_set: &ObjectRef<MachineSet>, inputs: Inputs) -> Checked {
-        let kept = self
-            .sets
-            .lock()
-            .expect("in-sync memo lock")
-            .remove(machine_set);
+/// The memo of every MachineSet, by MachineSet, for one check.
+pub(super) struct Memo<I> {
+    sets: Mutex<HashMap<ObjectRef<MachineSet>, Checked<I>>>,
+}
+
+impl<I> Default for Memo<I> {
+    fn default() -> Self {
+        Memo {
+            sets: Mutex::default(),
+        }
+    }
+}
+
+/// Which Machines were found in sync with the template.
+pub(super) type InSyncMemo = Memo<Inputs>;
+
+/// Which Machines were found to match the selector (the MachineSet's Machines are checked
+/// against it at every reconcile: label lookups, several per Machine).
+pub(super) type SelectedMemo = Memo<String>;
+
+impl<I: PartialEq> Memo<I> {
+    /// What passed for `machine_set` under equal `inputs`; empty when the inputs changed or
+    /// nothing was kept. The memo is taken out: [`Memo::put`] gives back the next one.
+    pub(super) fn take(&self, machine_set: &ObjectRef<MachineSet>, inputs: I) -> Checked<I> {
+        let kept = self.sets.lock().expect("memo lock").remove(machine_set);
         match kept {
             Some(checked) if checked.inputs == inputs => checked,
             _ => Checked::new(inputs),
@@ -120,19 +156,16 @@ impl InSyncMemo {
     }
 
     /// Keeps what a check found for `machine_set`.
-    pub(super) fn put(&self, machine_set: ObjectRef<MachineSet>, checked: Checked) {
+    pub(super) fn put(&self, machine_set: ObjectRef<MachineSet>, checked: Checked<I>) {
         self.sets
             .lock()
-            .expect("in-sync memo lock")
+            .expect("memo lock")
             .insert(machine_set, checked);
     }
 
     /// Forgets a MachineSet that is gone.
     pub(super) fn forget(&self, machine_set: &ObjectRef<MachineSet>) {
-        self.sets
-            .lock()
-            .expect("in-sync memo lock")
-            .remove(machine_set);
+        self.sets.lock().expect("memo lock").remove(machine_set);
     }
 }
 

@@ -206,6 +206,8 @@ pub(crate) struct MachineSetController {
     own_writes: OwnWrites<ObjectRef<MachineSet>>,
     /// The Machines each MachineSet last found in sync with its template.
     in_sync: in_sync::InSyncMemo,
+    /// Which Machines matched the selector, per MachineSet.
+    selected: in_sync::SelectedMemo,
     /// MachineSets (by uid) whose provider objects left without a Machine by an interrupted
     /// creation were cleaned up since this process started.
     orphans_checked: Mutex<HashSet<String>>,
@@ -410,6 +412,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         expectations: Expectations::default(),
         own_writes: OwnWrites::default(),
         in_sync: Default::default(),
+        selected: Default::default(),
         orphans_checked: Mutex::new(HashSet::new()),
     });
     runtime::run_controller(
@@ -507,7 +510,20 @@ impl MachineSetController {
                     .with_key(&cluster, &key::controller(Some(uid))),
             );
         }
-        machines.retain(|machine| selector.matches(machine.labels()));
+        // A Machine whose very `Arc` matched the same selector last time still matches.
+        let key = ObjectRef::from_obj(machine_set);
+        let inputs = selector.to_string();
+        let known = self.selected.take(&key, inputs.clone());
+        let mut checked = in_sync::Checked::new(inputs);
+        machines.retain(|machine| {
+            let matches = known.contains(machine) || selector.matches(machine.labels());
+            if matches {
+                checked.insert(machine);
+            }
+            matches
+        });
+        drop(known);
+        self.selected.put(key, checked);
         machines.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         machines
     }
@@ -562,6 +578,7 @@ async fn reconcile(
         controller.expectations.forget(&object_ref);
         controller.own_writes.forget(&object_ref);
         controller.in_sync.forget(&object_ref);
+        controller.selected.forget(&object_ref);
         return Ok(Action::await_change());
     }
 

@@ -744,3 +744,43 @@ async fn paused_cluster_holds_the_machine_set() {
     .await;
     h.stop().await;
 }
+
+/// Upstream `getMachinesForMachineSet` lists Machines by the selector: a Machine relabelled out
+/// of it is no longer the MachineSet's, which creates a replacement; the relabelled Machine is
+/// left as it is (its labels are not put back).
+#[tokio::test]
+async fn machine_relabelled_out_of_the_selector_is_replaced() {
+    let mut h = Harness::start().await;
+    let workload = provisioned_cluster(&mut h, "prod").await;
+    let _provider = FakeProvider::start(&h, &workload);
+    templates(&h, "workers").await;
+    h.create::<MachineSet>(machine_set_json("pool-a", "prod", 2, json!({})))
+        .await;
+    h.wait_for::<MachineSet>("pool-a", "two Machines to be Available", |ms| {
+        ms.status.as_ref().and_then(|s| s.available_replicas) == Some(2)
+    })
+    .await;
+    let relabelled = machines(&h).await[0].name_any();
+    h.api::<Machine>()
+        .patch(
+            &relabelled,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": { "pool": "elsewhere" } } })),
+        )
+        .await
+        .unwrap();
+
+    let all = wait_machines(&h, "a replacement beside the relabelled Machine", |all| {
+        all.len() == 3 && all.iter().filter(|m| is_available(m)).count() == 3
+    })
+    .await;
+    let ms = h
+        .wait_for::<MachineSet>("pool-a", "the status to count two Machines", |ms| {
+            observed(ms) && ms.status.as_ref().and_then(|s| s.replicas) == Some(2)
+        })
+        .await;
+    assert_eq!(ms.status.as_ref().unwrap().available_replicas, Some(2));
+    let kept = all.iter().find(|m| m.name_any() == relabelled).unwrap();
+    assert_eq!(kept.labels()["pool"], "elsewhere", "not relabelled back");
+    assert!(kept.metadata.deletion_timestamp.is_none());
+}
