@@ -2,15 +2,18 @@
 //! workload cluster is reconciled when that changes rather than polled: per connected cluster,
 //! a cache (reflector) of the control plane static Pods (`kube-system`, `tier=control-plane`,
 //! which also carry the etcd membership, see [`super::etcd`]) and of the `kube-system`
-//! ConfigMaps (`kubeadm-config` says the control plane is initialized). Every change of either
-//! triggers the cluster's KubeadmControlPlane; a reconcile reads both caches instead of
-//! sending requests.
+//! ConfigMaps (`kubeadm-config` says the control plane is initialized). A change of either
+//! triggers the cluster's KubeadmControlPlane [`TRIGGER_DELAY`] later, with every change that
+//! came meanwhile: a machine's boot changes its Pods in a row (created, then each one Ready),
+//! and one reconcile, with one write of the Machine's conditions, sees them all. A reconcile
+//! reads both caches instead of sending requests.
 //!
 //! A cluster's watches start at its control plane's first reconcile with a connection, and are
 //! dropped when its connection changes (the cluster cache rebuilt or lost it: the next
 //! reconcile starts them again on the new client) or the control plane is deleted.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,6 +33,10 @@ use crate::api::controlplane::KubeadmControlPlane;
 
 /// The namespace of the control plane's static Pods and of `kubeadm-config`.
 const KUBE_SYSTEM: &str = "kube-system";
+
+/// How long after a workload change its control plane is triggered: long enough for the
+/// changes a machine's boot makes in a row to arrive together, short against a machine's boot.
+const TRIGGER_DELAY: Duration = Duration::from_millis(100);
 
 /// The KubeadmControlPlane a workload cluster's changes wake.
 type KcpRef = ObjectRef<KubeadmControlPlane>;
@@ -182,14 +189,19 @@ impl WorkloadWatches {
             .cloned();
         let pods: Api<Pod> = Api::namespaced(client.clone(), KUBE_SYSTEM);
         let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), KUBE_SYSTEM);
+        let trigger = Trigger {
+            kcp,
+            pending: Arc::new(AtomicBool::new(false)),
+            triggers: self.inner.triggers.clone(),
+        };
         let (pod_store, pod_task) = self.watch(
             cluster,
             pods,
             watcher::Config::default().labels("tier=control-plane"),
-            kcp.clone(),
+            trigger.clone(),
         );
         let (config_map_store, config_map_task) =
-            self.watch(cluster, config_maps, watcher::Config::default(), kcp);
+            self.watch(cluster, config_maps, watcher::Config::default(), trigger);
         let ready = CachesReady::new(vec![
             CachesReady::store(&pod_store),
             CachesReady::store(&config_map_store),
@@ -204,13 +216,13 @@ impl WorkloadWatches {
         new
     }
 
-    /// A reflector of `api`, triggering the cluster's control plane on every change.
+    /// A reflector of `api`, triggering the cluster's control plane after every change.
     fn watch<K>(
         &self,
         cluster: &ClusterKey,
         api: Api<K>,
         config: watcher::Config,
-        kcp: Option<Arc<Mutex<KcpRef>>>,
+        trigger: Trigger,
     ) -> (Store<K>, AbortOnDrop)
     where
         K: kube::Resource<DynamicType = ()>
@@ -222,7 +234,6 @@ impl WorkloadWatches {
             + 'static,
     {
         let (store, writer) = reflector::store();
-        let triggers = self.inner.triggers.clone();
         let cluster = cluster.clone();
         let task = tokio::spawn(async move {
             let mut events = watcher(api, config)
@@ -233,10 +244,7 @@ impl WorkloadWatches {
             while let Some(event) = events.next().await {
                 match event {
                     Ok(_) => {
-                        if let Some(kcp) = &kcp {
-                            let kcp = kcp.lock().expect("kcp lock").clone();
-                            let _ = triggers.unbounded_send(kcp);
-                        }
+                        trigger.soon();
                     }
                     Err(error) => {
                         tracing::debug!(%error, cluster = %cluster, "Workload cluster watch failed, retrying");
@@ -245,6 +253,38 @@ impl WorkloadWatches {
             }
         });
         (store, AbortOnDrop(task))
+    }
+}
+
+/// Triggers a cluster's control plane [`TRIGGER_DELAY`] after a change, once for all the
+/// changes of its watches until then.
+#[derive(Clone)]
+struct Trigger {
+    kcp: Option<Arc<Mutex<KcpRef>>>,
+    /// A trigger is scheduled.
+    pending: Arc<AtomicBool>,
+    triggers: mpsc::UnboundedSender<KcpRef>,
+}
+
+impl Trigger {
+    /// Schedules a trigger unless one is; returns whether this call did.
+    fn soon(&self) -> bool {
+        let Some(kcp) = self.kcp.clone() else {
+            return false;
+        };
+        if self.pending.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let (pending, triggers) = (self.pending.clone(), self.triggers.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(TRIGGER_DELAY).await;
+            // Cleared before the control plane reads the caches: a change after this point
+            // schedules another trigger.
+            pending.store(false, Ordering::Release);
+            let kcp = kcp.lock().expect("kcp lock").clone();
+            let _ = triggers.unbounded_send(kcp);
+        });
+        true
     }
 }
 
@@ -258,4 +298,42 @@ pub(super) fn is_ready(pod: &Pod) -> bool {
                 .iter()
                 .any(|c| c.type_ == "Ready" && c.status == "True")
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn changes_in_a_row_trigger_the_control_plane_once() {
+        let (triggers, mut received) = mpsc::unbounded();
+        let kcp = ObjectRef::<KubeadmControlPlane>::new("kcp").within("default");
+        let trigger = Trigger {
+            kcp: Some(Arc::new(Mutex::new(kcp.clone()))),
+            pending: Arc::new(AtomicBool::new(false)),
+            triggers,
+        };
+        assert!(trigger.soon(), "the first change schedules a trigger");
+        for _ in 0..3 {
+            assert!(!trigger.soon(), "the next ones join it");
+        }
+        assert_eq!(received.next().await, Some(kcp.clone()));
+        assert!(
+            received.try_recv().is_err(),
+            "one trigger for the four changes"
+        );
+
+        // A change after the trigger was sent schedules another.
+        assert!(trigger.soon());
+        assert_eq!(received.next().await, Some(kcp));
+
+        // A cluster with no control plane known triggers nothing.
+        let (triggers, _received) = mpsc::unbounded();
+        let orphan = Trigger {
+            kcp: None,
+            pending: Arc::new(AtomicBool::new(false)),
+            triggers,
+        };
+        assert!(!orphan.soon());
+    }
 }
