@@ -178,6 +178,34 @@ fn numbers_are_checked_as_kube_openapi_checks_them() {
     );
 }
 
+/// Lengths are code points (the check skips counting them when the byte length decides).
+#[test]
+fn string_lengths_count_code_points() {
+    let schema = CompiledSchema::new(&json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "short": {"type": "string", "maxLength": 3},
+            "long": {"type": "string", "minLength": 2}
+        }}}
+    }));
+    // 3 code points in 6 bytes; 2 in 4 (a € is 3 bytes).
+    let errors = errors_of(&schema, widget(json!({"short": "ééé", "long": "€é"})));
+    assert!(errors.is_empty(), "{errors:?}");
+    let errors = errors_of(&schema, widget(json!({"short": "éééé", "long": "é"})));
+    assert_eq!(
+        errors,
+        vec![
+            "spec.long: Invalid value: \"é\": spec.long in body should be at least 2 chars long",
+            "spec.short: Too long: may not be more than 3 bytes",
+        ]
+    );
+    let errors = errors_of(
+        &schema,
+        widget(json!({"short": "abcdefghijklmnop", "long": ""})),
+    );
+    assert_eq!(errors.len(), 2, "{errors:?}");
+}
+
 #[test]
 fn a_valid_object_passes_and_int_or_string_takes_both() {
     let schema = rich_schema();

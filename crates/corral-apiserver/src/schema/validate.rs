@@ -327,7 +327,20 @@ impl OpenApi {
     }
 
     fn check_string(&mut self, schema: &Schema, data: &str, path: &Name<'_>) {
-        let length = data.chars().count() as i64;
+        // Code points are counted only when the byte length (at least the count, at most
+        // four times it) cannot decide.
+        let bytes = data.len() as i64;
+        let max_undecided = schema
+            .max_length
+            .is_some_and(|m| bytes > m && bytes / 4 <= m);
+        let min_undecided = schema
+            .min_length
+            .is_some_and(|m| bytes >= m && bytes / 4 < m);
+        let length = if max_undecided || min_undecided {
+            data.chars().count() as i64
+        } else {
+            bytes
+        };
         if let Some(max) = schema.max_length
             && length > max
         {
@@ -346,14 +359,15 @@ impl OpenApi {
             return;
         }
         if let Some(pattern) = &schema.pattern {
-            let (matches, shown) = match &pattern.regex {
-                Ok(regex) => (regex.is_match(data), pattern.source.clone()),
-                Err(error) => (
-                    false,
-                    format!("{}, but pattern is invalid: {error}", pattern.source),
-                ),
-            };
+            let matches = pattern
+                .regex
+                .as_ref()
+                .is_ok_and(|regex| regex.is_match(data));
             if !matches {
+                let shown = match &pattern.regex {
+                    Ok(_) => pattern.source.clone(),
+                    Err(error) => format!("{}, but pattern is invalid: {error}", pattern.source),
+                };
                 let path = path.render();
                 self.errors.push(FieldError::invalid(
                     openapi_field(&path),
@@ -468,14 +482,12 @@ impl OpenApi {
                 continue;
             };
             // As for multipleOf: integers against the bound cut to an integer, if it fits.
-            let (ordering, shown) = match (int, in_range(bound, false, type_name, format)) {
-                (Some(data), true) => (data.cmp(&(bound as i64)), (bound as i64).to_string()),
-                _ => (
-                    float
-                        .partial_cmp(&bound)
-                        .unwrap_or(std::cmp::Ordering::Equal),
-                    go_float(bound),
-                ),
+            let as_int = int.filter(|_| in_range(bound, false, type_name, format));
+            let ordering = match as_int {
+                Some(data) => data.cmp(&(bound as i64)),
+                None => float
+                    .partial_cmp(&bound)
+                    .unwrap_or(std::cmp::Ordering::Equal),
             };
             let beyond = if upper {
                 ordering == std::cmp::Ordering::Greater
@@ -489,6 +501,11 @@ impl OpenApi {
                     (false, false) => "greater than or equal to",
                     (true, true) => "less than",
                     (true, false) => "less than or equal to",
+                };
+                // Rendered only for an error: most values pass.
+                let shown = match as_int {
+                    Some(_) => (bound as i64).to_string(),
+                    None => go_float(bound),
                 };
                 let path = path.render();
                 self.errors.push(FieldError::invalid(
