@@ -614,6 +614,8 @@ struct CensusState {
     machines: HashMap<String, Counted>,
     /// How many of `machines` are being deleted.
     deleting: usize,
+    /// How many of `machines` are not being deleted, per MachineSet.
+    not_deleting: HashMap<String, usize>,
     now: CensusNow,
     /// Machines not being deleted per MachineSet when the most were seen.
     worst: Vec<(String, usize)>,
@@ -624,18 +626,41 @@ impl CensusState {
         let name = machine.metadata.name.clone().unwrap_or_default();
         let replaced = if present {
             let counted = Counted::of(machine);
-            self.deleting += usize::from(counted.deleting);
+            self.count(&counted, true);
             self.machines.insert(name, counted)
         } else {
             self.machines.remove(&name)
         };
-        self.deleting -= replaced.map_or(0, |old| usize::from(old.deleting));
+        if let Some(old) = replaced {
+            self.count(&old, false);
+        }
         self.recount();
+    }
+
+    /// Counts `machine` in (`add`) or out of the totals.
+    fn count(&mut self, machine: &Counted, add: bool) {
+        let count = if machine.deleting {
+            &mut self.deleting
+        } else {
+            self.not_deleting
+                .entry(machine.machine_set.clone())
+                .or_default()
+        };
+        if add {
+            *count += 1;
+        } else {
+            *count -= 1;
+            self.not_deleting.retain(|_, count| *count > 0);
+        }
     }
 
     /// Replaces every Machine known (after a relist).
     fn relisted(&mut self, machines: HashMap<String, Counted>) {
-        self.deleting = machines.values().filter(|m| m.deleting).count();
+        self.deleting = 0;
+        self.not_deleting.clear();
+        for machine in machines.values() {
+            self.count(machine, true);
+        }
         self.machines = machines;
         self.recount();
     }
@@ -655,13 +680,10 @@ impl CensusState {
 
     /// Machines not being deleted, per MachineSet.
     fn per_machine_set(&self) -> Vec<(String, usize)> {
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for machine in self.machines.values().filter(|m| !m.deleting) {
-            *counts.entry(machine.machine_set.as_str()).or_default() += 1;
-        }
-        let mut counts: Vec<(String, usize)> = counts
-            .into_iter()
-            .map(|(name, count)| (name.to_owned(), count))
+        let mut counts: Vec<(String, usize)> = self
+            .not_deleting
+            .iter()
+            .map(|(name, count)| (name.clone(), *count))
             .collect();
         counts.sort();
         counts
