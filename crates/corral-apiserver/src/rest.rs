@@ -842,7 +842,12 @@ async fn written(
             value: encoded.bytes,
             object,
         };
-        cacher.record_write(key, current, as_stored.then(|| answer.clone()));
+        let served = as_stored.then(|| crate::watch_cache::Served {
+            resource: target.resource.clone(),
+            version: target.version.clone(),
+            json: answer.clone(),
+        });
+        cacher.record_write(key, current, served);
     }
     answer
 }

@@ -107,7 +107,7 @@ impl Previous {
 }
 
 /// An event's object converted for watchers of one resource definition and version.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Served {
     /// The definition it was converted with (a changed CRD is another `Arc`).
     pub resource: Arc<crate::registry::ResourceInfo>,
@@ -196,8 +196,8 @@ struct Objects {
     current: HashMap<String, Current>,
     /// Writes made through this server after `fed` (see [`Cacher::record_write`]); each is
     /// removed when the feed delivers its revision or a later one of its key. With the
-    /// object's JSON when the writer had it.
-    written: HashMap<String, (Current, Option<Bytes>)>,
+    /// object's JSON as the writer answered it, when it had it.
+    written: HashMap<String, (Current, Option<Served>)>,
     /// The revision of the last event applied to `current`.
     fed: Revision,
     /// The keys of `current` in the order their copies were recorded, with the revision of
@@ -401,9 +401,12 @@ impl Cacher {
     /// Records a write this server made and the store acknowledged at `current.mod_revision`,
     /// before its event arrives: the event is then not decoded again (the feed takes this
     /// object), and an update that follows it at once starts from it. Ignored when the feed
-    /// has already delivered that revision. `json`: the object serialized, if the writer
-    /// has it (the feed then need not serialize it for watchers either).
-    pub fn record_write(&self, key: &str, current: Current, json: Option<Bytes>) {
+    /// has already delivered that revision. `served`: the answer the writer sent, if it is
+    /// the stored object as written in the storage version. The feed then need not serialize
+    /// it, and the event's watchers of that definition and version need not convert it: the
+    /// writer's admission pruned and defaulted it with the very schema a read applies, so a
+    /// read's conversion would give the same JSON.
+    pub fn record_write(&self, key: &str, current: Current, served: Option<Served>) {
         let mut objects = self.objects.lock().unwrap();
         if current.mod_revision <= objects.fed {
             return;
@@ -413,16 +416,16 @@ impl Cacher {
             .get(key)
             .is_none_or(|(written, _)| written.mod_revision < current.mod_revision);
         if newer {
-            objects.written.insert(key.to_string(), (current, json));
+            objects.written.insert(key.to_string(), (current, served));
         }
     }
 
-    /// The object (and its JSON, if recorded) of a write recorded by [`Self::record_write`]
-    /// at `revision`, if any.
-    fn written(&self, key: &str, revision: Revision) -> Option<(Arc<Value>, Option<Bytes>)> {
+    /// The object (and its answer, if recorded) of a write recorded by
+    /// [`Self::record_write`] at `revision`, if any.
+    fn written(&self, key: &str, revision: Revision) -> Option<(Arc<Value>, Option<Served>)> {
         let objects = self.objects.lock().unwrap();
-        let (written, json) = objects.written.get(key)?;
-        (written.mod_revision == revision).then(|| (written.object.clone(), json.clone()))
+        let (written, served) = objects.written.get(key)?;
+        (written.mod_revision == revision).then(|| (written.object.clone(), served.clone()))
     }
 
     /// Hands `event`, decoded from `stored`, to every watcher and keeps `stored` in the
@@ -665,16 +668,16 @@ fn decode_event(event: &corral_store::Event) -> Result<CachedEvent, crate::error
 }
 
 /// Decodes `event`; `previous`: its previous state, already decoded; `written`: the object
-/// after it (and its JSON), as the server that wrote it recorded it (see
-/// [`Cacher::record_write`]).
+/// after it (and the answer it was written with), as the server that wrote it recorded it
+/// (see [`Cacher::record_write`]).
 fn decode_event_after(
     event: &corral_store::Event,
     previous: Option<Arc<Value>>,
-    written: Option<(Arc<Value>, Option<Bytes>)>,
+    written: Option<(Arc<Value>, Option<Served>)>,
 ) -> Result<CachedEvent, crate::error::ApiError> {
     let revision = event.revision();
-    let (object, json) = match written {
-        Some((written, json)) if event.kind == EventKind::Put => (written, json),
+    let (object, served) = match written {
+        Some((written, served)) if event.kind == EventKind::Put => (written, served),
         _ => {
             let mut object = object::decode_stored(&event.kv)?;
             object::set_resource_version(&mut object, revision);
@@ -686,15 +689,20 @@ fn decode_event_after(
         (Some(prev), None) => Some(Previous::stored(prev.clone())),
         (None, _) => None,
     };
-    let object_json = json.unwrap_or_else(|| {
-        Bytes::from(serde_json::to_vec(&*object).expect("JSON values serialize"))
-    });
+    let object_json = match &served {
+        Some(served) => served.json.clone(),
+        None => Bytes::from(serde_json::to_vec(&*object).expect("JSON values serialize")),
+    };
+    let served = match served {
+        Some(served) => std::sync::OnceLock::from(served),
+        None => std::sync::OnceLock::new(),
+    };
     Ok(CachedEvent {
         revision,
         kind: event.kind,
         object,
         object_json,
         prev,
-        served: std::sync::OnceLock::new(),
+        served,
     })
 }
