@@ -263,6 +263,12 @@ pub struct EventEncoder {
 }
 
 impl EventEncoder {
+    /// Whether it renders only the object's metadata, which no conversion to another version
+    /// and no read-time defaulting changes: the object need not be converted first.
+    pub fn metadata_only(&self) -> bool {
+        matches!(self.rendering, Rendering::Metadata(_))
+    }
+
     /// The event object for `object` (already in the requested version).
     pub fn encode(&self, object: &Value) -> Value {
         match self.rendering {

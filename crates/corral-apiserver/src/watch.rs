@@ -212,6 +212,11 @@ impl Writer {
 
     /// An object of the store converted to the requested version (and encoding), serialized.
     fn converted_json(&self, object: &Value) -> Vec<u8> {
+        if let Some(encoder) = &self.encoder
+            && encoder.metadata_only()
+        {
+            return serde_json::to_vec(&encoder.encode(object)).expect("JSON values serialize");
+        }
         let mut object = object.clone();
         self.target.to_request_version(&mut object);
         let object = match &self.encoder {
