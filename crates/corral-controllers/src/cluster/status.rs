@@ -396,8 +396,10 @@ fn is_control_plane_machine(machine: &Machine) -> bool {
         .is_some_and(|labels| labels.contains_key(corral_api::labels::CONTROL_PLANE))
 }
 
+/// `control_plane`: whether `machines` are control plane Machines (the caller sorted them).
 fn machines_condition(
     machines: &[&Machine],
+    control_plane: bool,
     source_type: &str,
     target: &str,
     reasons: Reasons<'_>,
@@ -407,7 +409,7 @@ fn machines_condition(
         .map(|machine| AggregateSource {
             kind: "Machine",
             name: name_of(*machine),
-            control_plane_machine: is_control_plane_machine(machine),
+            control_plane_machine: control_plane,
             conditions: machine_conditions(machine),
         })
         .collect();
@@ -475,24 +477,28 @@ pub fn set_machines_conditions(
     let updates = [
         machines_condition(
             &refs(&descendants.control_plane_machines),
+            true,
             names::READY,
             cluster_names::CONTROL_PLANE_MACHINES_READY,
             ready_reasons,
         ),
         machines_condition(
             &refs(&descendants.worker_machines),
+            false,
             names::READY,
             cluster_names::WORKER_MACHINES_READY,
             ready_reasons,
         ),
         machines_condition(
             &refs(&control_plane_up_to_date),
+            true,
             names::machine::UP_TO_DATE,
             cluster_names::CONTROL_PLANE_MACHINES_UP_TO_DATE,
             up_to_date_reasons,
         ),
         machines_condition(
             &refs(&workers_up_to_date),
+            false,
             names::machine::UP_TO_DATE,
             cluster_names::WORKER_MACHINES_UP_TO_DATE,
             up_to_date_reasons,
