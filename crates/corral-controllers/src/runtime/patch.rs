@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -130,17 +130,28 @@ where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
     let patch = object_patch(before, after, part);
-    send(api, &before.name_any(), patch, part).await
+    send(api, &before.name_any(), patch, part, K::meta).await
 }
 
-async fn send<K>(
+/// An object as a write stored it, metadata only: the rest of the answer is parsed, not
+/// built (serde skips unknown fields without allocating).
+#[derive(serde::Deserialize)]
+struct Stored {
+    metadata: ObjectMeta,
+}
+
+/// Sends `patch` of `part`; returns the object as stored, decoded as `T`: `K` itself, or
+/// [`Stored`] for a caller that needs no more; `meta` reads its metadata.
+async fn send<K, T>(
     api: &Api<K>,
     name: &str,
     patch: Option<Value>,
     part: Part,
-) -> Result<Option<K>, kube::Error>
+    meta: fn(&T) -> &ObjectMeta,
+) -> Result<Option<T>, kube::Error>
 where
-    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone,
+    T: DeserializeOwned,
 {
     let Some(patch) = patch else {
         return Ok(None);
@@ -159,18 +170,21 @@ where
         );
     }
     let params = PatchParams::default();
-    let patched = match part {
-        Part::Main => api.patch(name, &params, &Patch::Merge(&patch)).await?,
-        Part::Status => {
-            api.patch_status(name, &params, &Patch::Merge(&patch))
-                .await?
-        }
-    };
+    let request = kube::core::Request::new(api.resource_url());
+    let patch = Patch::Merge(&patch);
+    let mut request = match part {
+        Part::Main => request.patch(name, &params, &patch),
+        Part::Status => request.patch_subresource("status", name, &params, &patch),
+    }
+    .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("patch");
+    let client: kube::Client = api.clone().into();
+    let patched: T = client.request(request).await?;
     // A write that changed nothing keeps the version, and brings no watch event.
     if let Some(replaced) = replaced
-        && patched.meta().resource_version.as_deref() != Some(replaced.as_str())
+        && meta(&patched).resource_version.as_deref() != Some(replaced.as_str())
     {
-        remember_replaced(&patched, replaced);
+        remember_replaced_meta(meta(&patched), replaced);
     }
     Ok(Some(patched))
 }
@@ -214,11 +228,16 @@ static REPLACED: Mutex<Option<HashMap<String, Replaced>>> = Mutex::new(None);
 /// catching up keeps the newest.
 const MAX_REPLACED: usize = 8;
 
+#[cfg(test)]
 pub(crate) fn remember_replaced<K: Resource>(object: &K, replaced: String) {
-    let Some(uid) = object.meta().uid.clone() else {
+    remember_replaced_meta(object.meta(), replaced);
+}
+
+fn remember_replaced_meta(meta: &ObjectMeta, replaced: String) {
+    let Some(uid) = meta.uid.clone() else {
         return;
     };
-    let written = object.meta().resource_version.clone().unwrap_or_default();
+    let written = meta.resource_version.clone().unwrap_or_default();
     let mut map = REPLACED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -362,13 +381,18 @@ where
     let mut written = Written::Nothing;
     let mut version = before.resource_version();
     let mut generation_moved = None;
-    if let Some(stored) = send(api, &name, main, Part::Main).await? {
-        if stored.meta().deletion_timestamp.is_some() && stored.finalizers().is_empty() {
+    let stored_meta: fn(&Stored) -> &ObjectMeta = |stored| &stored.metadata;
+    if let Some(Stored { metadata: stored }) =
+        send(api, &name, main, Part::Main, stored_meta).await?
+    {
+        if stored.deletion_timestamp.is_some()
+            && stored.finalizers.as_ref().is_none_or(Vec::is_empty)
+        {
             return Ok(Written::Gone);
         }
         written = Written::Changed;
-        version = stored.meta().resource_version.clone();
-        if let (Some(old), Some(new)) = (before.meta().generation, stored.meta().generation)
+        version = stored.resource_version.clone();
+        if let (Some(old), Some(new)) = (before.meta().generation, stored.generation)
             && old != new
         {
             generation_moved = Some((old, new));
@@ -382,7 +406,10 @@ where
         observe_own_spec_change(&mut status_to, old, new);
     }
     let status = patch_with_version(&before.status_part(), &status_to, version);
-    if send(api, &name, status, Part::Status).await?.is_some() {
+    if send(api, &name, status, Part::Status, stored_meta)
+        .await?
+        .is_some()
+    {
         written = Written::Changed;
     }
     Ok(written)
