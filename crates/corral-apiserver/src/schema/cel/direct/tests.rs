@@ -1,14 +1,14 @@
 //! Direct evaluation against the interpreter: the rules of the upstream Cluster API CRDs
 //! (copied into the provider crates' `tests/upstream/`) and a corpus of rules written for the
-//! forms [`Direct`] handles and the ones it defers, each evaluated over values generated from
-//! its node's schema. Wherever direct evaluation answers, the interpreter must answer the same.
+//! forms [`super::Direct`] handles and the ones it defers, each evaluated over values
+//! generated from its node's schema. Wherever direct evaluation answers, the interpreter must
+//! answer the same.
 
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use super::super::{Expression, scope, to_val_reading};
-use super::Direct;
 use crate::schema::structural::Schema;
 use kube_cel::cel;
 
