@@ -72,6 +72,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
 use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
+use crate::machine_set::in_sync::{Checked, SelectedMemo};
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
 use crate::runtime::coalesce::{Window, coalesce};
@@ -214,6 +215,8 @@ pub(crate) struct MachineDeploymentController {
     expectations: Expectations<ObjectRef<MachineDeployment>>,
     /// The MachineDeployments this controller wrote, to skip reconciles of a copy it replaced.
     own_writes: OwnWrites<ObjectRef<MachineDeployment>>,
+    /// Which Machines (by cache `Arc`) matched each MachineDeployment's selector.
+    selected: SelectedMemo<MachineDeployment>,
 }
 
 /// What one reconcile works on. Fields are valid from the start unless their doc says when
@@ -352,6 +355,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         clusters: cluster_cache.store(),
         expectations: Expectations::default(),
         own_writes: OwnWrites::default(),
+        selected: SelectedMemo::default(),
     });
     runtime::run_controller(
         "machinedeployment",
@@ -539,6 +543,7 @@ async fn reconcile(
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
         controller.own_writes.forget(&object_ref);
+        controller.selected.forget(&object_ref);
         return Ok(Action::await_change());
     }
 
@@ -804,12 +809,25 @@ fn machines_of(
         &scope.namespace(),
         &scope.machine_deployment.spec.cluster_name,
     );
-    controller
-        .machines
-        .of_cluster(&cluster)
-        .into_iter()
-        .filter(|machine| !selector.selects_all() && selector.matches(machine.labels()))
-        .collect()
+    if selector.selects_all() {
+        return Vec::new();
+    }
+    // A Machine whose very `Arc` matched the same selector last time still matches.
+    let key = ObjectRef::from_obj(scope.before.as_ref());
+    let inputs = selector.to_string();
+    let known = controller.selected.take(&key, inputs.clone());
+    let mut checked = Checked::new(inputs);
+    let mut machines = controller.machines.of_cluster(&cluster);
+    machines.retain(|machine| {
+        let matches = known.contains(machine) || selector.matches(machine.labels());
+        if matches {
+            checked.insert(machine);
+        }
+        matches
+    });
+    drop(known);
+    controller.selected.put(key, checked);
+    machines
 }
 
 /// Deletes every MachineSet, then lets the MachineDeployment go (upstream `reconcileDelete`).

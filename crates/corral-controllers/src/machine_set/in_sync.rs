@@ -66,14 +66,14 @@ impl Inputs {
 
 /// The Machines found to pass a check under some inputs: in sync with the template (inputs:
 /// [`Inputs`]), or matching the selector (inputs: the selector as written).
-pub(super) struct Checked<I> {
+pub(crate) struct Checked<I> {
     inputs: I,
     machines: HashMap<usize, Weak<Machine>, BuildHasherDefault<AddressHasher>>,
 }
 
 impl<I> Checked<I> {
     /// Nothing checked yet, under `inputs`.
-    pub(super) fn new(inputs: I) -> Self {
+    pub(crate) fn new(inputs: I) -> Self {
         Checked {
             inputs,
             machines: HashMap::default(),
@@ -81,12 +81,12 @@ impl<I> Checked<I> {
     }
 
     /// Whether this very `Arc` passed.
-    pub(super) fn contains(&self, machine: &Arc<Machine>) -> bool {
+    pub(crate) fn contains(&self, machine: &Arc<Machine>) -> bool {
         self.machines.contains_key(&address(machine))
     }
 
     /// Records `machine` as passing.
-    pub(super) fn insert(&mut self, machine: &Arc<Machine>) {
+    pub(crate) fn insert(&mut self, machine: &Arc<Machine>) {
         self.machines
             .insert(address(machine), Arc::downgrade(machine));
     }
@@ -105,7 +105,7 @@ fn address(machine: &Arc<Machine>) -> usize {
 /// Hashes an address: allocations are aligned, so its low bits say little; a multiplication
 /// spreads the rest over all of them (SipHash, the default, cost more than the check it saves).
 #[derive(Default)]
-pub(super) struct AddressHasher(u64);
+pub(crate) struct AddressHasher(u64);
 
 impl std::hash::Hasher for AddressHasher {
     fn finish(&self) -> u64 {
@@ -124,12 +124,15 @@ impl std::hash::Hasher for AddressHasher {
     }
 }
 
-/// The memo of every MachineSet, by MachineSet, for one check.
-pub(super) struct Memo<I> {
-    sets: Mutex<HashMap<ObjectRef<MachineSet>, Checked<I>>>,
+/// The memo of every owner (by default a MachineSet), by owner, for one check.
+pub(crate) struct Memo<I, O = MachineSet>
+where
+    O: kube::Resource,
+{
+    sets: Mutex<HashMap<ObjectRef<O>, Checked<I>>>,
 }
 
-impl<I> Default for Memo<I> {
+impl<I, O: kube::Resource> Default for Memo<I, O> {
     fn default() -> Self {
         Memo {
             sets: Mutex::default(),
@@ -140,14 +143,19 @@ impl<I> Default for Memo<I> {
 /// Which Machines were found in sync with the template.
 pub(super) type InSyncMemo = Memo<Inputs>;
 
-/// Which Machines were found to match the selector (the MachineSet's Machines are checked
-/// against it at every reconcile: label lookups, several per Machine).
-pub(super) type SelectedMemo = Memo<String>;
+/// Which Machines were found to match an owner's selector (a MachineSet's or a
+/// MachineDeployment's Machines are checked against it at every reconcile: label lookups,
+/// several per Machine).
+pub(crate) type SelectedMemo<O = MachineSet> = Memo<String, O>;
 
-impl<I: PartialEq> Memo<I> {
+impl<I: PartialEq, O> Memo<I, O>
+where
+    O: kube::Resource,
+    O::DynamicType: Eq + std::hash::Hash + Clone,
+{
     /// What passed for `machine_set` under equal `inputs`; empty when the inputs changed or
     /// nothing was kept. The memo is taken out: [`Memo::put`] gives back the next one.
-    pub(super) fn take(&self, machine_set: &ObjectRef<MachineSet>, inputs: I) -> Checked<I> {
+    pub(crate) fn take(&self, machine_set: &ObjectRef<O>, inputs: I) -> Checked<I> {
         let kept = self.sets.lock().expect("memo lock").remove(machine_set);
         match kept {
             Some(checked) if checked.inputs == inputs => checked,
@@ -156,7 +164,7 @@ impl<I: PartialEq> Memo<I> {
     }
 
     /// Keeps what a check found for `machine_set`.
-    pub(super) fn put(&self, machine_set: ObjectRef<MachineSet>, checked: Checked<I>) {
+    pub(crate) fn put(&self, machine_set: ObjectRef<O>, checked: Checked<I>) {
         self.sets
             .lock()
             .expect("memo lock")
@@ -164,7 +172,7 @@ impl<I: PartialEq> Memo<I> {
     }
 
     /// Forgets a MachineSet that is gone.
-    pub(super) fn forget(&self, machine_set: &ObjectRef<MachineSet>) {
+    pub(crate) fn forget(&self, machine_set: &ObjectRef<O>) {
         self.sets.lock().expect("memo lock").remove(machine_set);
     }
 }

@@ -40,7 +40,7 @@
 
 pub mod deletion_order;
 pub mod expectations;
-mod in_sync;
+pub(crate) mod in_sync;
 mod machines;
 pub(crate) use machines::MACHINE_SET_MANAGER;
 pub mod naming;
