@@ -33,9 +33,9 @@ use kube::{Resource, ResourceExt};
 use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
-use crate::runtime::coalesce::{Window, coalesce, coalesce_marked};
+use crate::runtime::coalesce::Window;
 use crate::runtime::patch;
-use crate::runtime::shared::SharedCache;
+use crate::runtime::shared::{SharedCache, trigger_own_coalesced_with};
 use crate::runtime::triggers::{ExternalWatches, Triggers};
 use crate::runtime::{self, Context, Queue, Shutdown};
 
@@ -237,20 +237,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             ))
         },
     );
-    queue.push(coalesce_marked(
-        clusters.map_ok(|cluster| {
-            (
-                ReconcileRequest::from(ObjectRef::from_obj(cluster.as_ref())),
-                patch::is_own_write(cluster.as_ref()),
-            )
-        }),
-        window.clone(),
-    ));
-    // The descendants' changes come in bursts while a cluster comes up or rolls out; one
-    // reconcile per burst writes the status once. A MachineSet's Machines and a
-    // MachineDeployment's MachineSets reach the Cluster through their owner's status, which
-    // sums them up and changes with them (upstream watches no worker Machines and no
-    // MachineSets at all): only the others, and deletions, wake the Cluster directly.
     // A deleting Cluster waits for its descendants to go: their deletions wake it.
     let deleting = {
         let clusters = cluster_store.clone();
@@ -261,28 +247,27 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         }
     };
     let machine_wakes = deleting.clone();
-    queue.push(coalesce(
+    // One window for the Cluster's own writes and all its descendants' changes: a burst of
+    // both becomes one reconcile.
+    let descendants = futures::stream::select_all([
         trigger_with(machines, move |machine: Arc<Machine>| {
             let cluster = cluster_ref(machine.as_ref(), &machine.spec.cluster_name);
             wakes_cluster(machine.as_ref(), "MachineSet", || machine_wakes(&cluster))
                 .then_some(cluster)
-        }),
-        window.clone(),
-    ));
-    queue.push(coalesce(
+        })
+        .boxed(),
         trigger_with(machine_deployments, |md: Arc<MachineDeployment>| {
             Some(cluster_ref(md.as_ref(), &md.spec.cluster_name))
-        }),
-        window.clone(),
-    ));
-    queue.push(coalesce(
+        })
+        .boxed(),
         trigger_with(machine_sets, move |ms: Arc<MachineSet>| {
             let cluster = cluster_ref(ms.as_ref(), &ms.spec.cluster_name);
             wakes_cluster(ms.as_ref(), "MachineDeployment", || deleting(&cluster))
                 .then_some(cluster)
-        }),
-        window,
-    ));
+        })
+        .boxed(),
+    ]);
+    queue.push(trigger_own_coalesced_with(clusters, descendants, window));
     queue.push(requests.map(|r| Ok(ReconcileRequest::from(r))).boxed());
     queue.push(
         connections

@@ -75,9 +75,9 @@ use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_reco
 use crate::machine_set::in_sync::{Checked, SelectedMemo};
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
-use crate::runtime::coalesce::{Window, coalesce};
+use crate::runtime::coalesce::Window;
 use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own_coalesced;
+use crate::runtime::shared::trigger_own_coalesced_with;
 use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
 
 use rollback::RollbackOutcome;
@@ -303,9 +303,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             ))
         })
     });
-    queue.push(trigger_own_coalesced(machine_deployments, window.clone()));
     let store = machine_deployment_store.clone();
-    queue.push(coalesce(
+    queue.push(trigger_own_coalesced_with(
+        machine_deployments,
         trigger_with(machine_sets, move |machine_set: Arc<MachineSet>| {
             machine_set_to_machine_deployments(&store, &machine_set)
         }),

@@ -65,10 +65,10 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
-use crate::runtime::coalesce::{Window, coalesce};
+use crate::runtime::coalesce::Window;
 use crate::runtime::index::key;
 use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own_coalesced;
+use crate::runtime::shared::trigger_own_coalesced_with;
 use crate::runtime::{self, Context, Queue, Shutdown};
 
 use expectations::{Expectations, OwnWrites, Seen, write_recorded};
@@ -329,9 +329,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             index.count_with_key(&cluster, &key::controller(ms.uid().as_deref()))
         })
     });
-    queue.push(trigger_own_coalesced(machine_sets, window.clone()));
     let store = machine_set_store.clone();
-    queue.push(coalesce(
+    queue.push(trigger_own_coalesced_with(
+        machine_sets,
         trigger_with(machines, move |machine: Arc<Machine>| {
             machine_to_machine_sets(&store, &machine)
         }),

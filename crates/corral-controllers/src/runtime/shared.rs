@@ -406,5 +406,34 @@ where
     )
 }
 
+/// [`trigger_own_coalesced`] joined with `related`: requests mapped from other objects'
+/// changes, held back by the same window and joined with the held requests of the same
+/// object. Separate windows for the two would each end in a reconcile: a MachineSet of
+/// thousands whose Machines change while its own status write comes back was reconciled
+/// twice per window, each reconcile summing up every Machine.
+pub fn trigger_own_coalesced_with<K, S, R>(
+    objects: S,
+    related: R,
+    window: impl Into<super::coalesce::Window<K>>,
+) -> super::Queue<K>
+where
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
+    S: Stream<Item = Result<Arc<K>, watcher::Error>> + Send + 'static,
+    R: Stream<Item = Result<kube::runtime::controller::ReconcileRequest<K>, watcher::Error>>
+        + Send
+        + 'static,
+{
+    let own = objects.map(|object| {
+        object.map(|object| {
+            (
+                ObjectRef::from_obj(object.as_ref()).into(),
+                super::patch::is_own_write(object.as_ref()),
+            )
+        })
+    });
+    let related = related.map(|request| request.map(|request| (request, true)));
+    super::coalesce::coalesce_marked(futures::stream::select(own, related), window)
+}
+
 #[cfg(test)]
 mod tests;
