@@ -647,3 +647,92 @@ fn comparison_in_place_equals_comparison_of_copies() {
     }
     assert!(merge::compare_without(&current, &json!({"metadata": 1}), schema, &[], &[]).is_none());
 }
+
+/// A create's managedFields built directly in `FieldsV1` form equal those of comparing the
+/// object against an empty one, recording and encoding.
+#[test]
+fn created_fields_equal_recorded_fields() {
+    let schema_value = widget_schema();
+    let keep_spec = |field: &str| field != "status";
+    let keeps: [&dyn Fn(&str) -> bool; 2] = [&keep_all, &keep_spec];
+    let mut objects = vec![
+        widget(json!({
+            "color": "red",
+            "tags": ["a", "b"],
+            "args": ["x", "y"],
+            "ports": [{"name": "http", "port": 80}, {"name": "dns", "protocol": "UDP"}],
+            "selector": {"a": "b"},
+            "extra": {"deep": {"er": [1, 2]}, "empty": {}},
+        })),
+        widget(json!({})),
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+        json!({"apiVersion": "example.com/v1", "kind": "Widget"}),
+    ];
+    let mut full = widget(json!({"ports": [{"name": "a"}, {"name": "a"}]}));
+    full["metadata"]["labels"] = json!({"app": "w"});
+    full["metadata"]["annotations"] = json!({});
+    full["metadata"]["uid"] = json!("u");
+    full["metadata"]["generation"] = json!(1);
+    full["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+    full["metadata"]["ownerReferences"] =
+        json!([{"uid": "o", "name": "n", "kind": "K", "apiVersion": "v1"}]);
+    full["metadata"]["finalizers"] = json!(["f"]);
+    full["status"] = json!({"ready": true, "conditions": [{"type": "Ready"}]});
+    objects.push(full);
+    let empty = json!({"apiVersion": "example.com/v1", "kind": "Widget"});
+    for keep in keeps {
+        let cx = context(Schema::Root(&schema_value), keep);
+        for object in &objects {
+            let direct = managed::record_create(
+                merge::created_fields_v1(object, cx.schema, &["apiVersion", "kind"]),
+                &cx,
+                &updater("m"),
+            );
+            let changes = managed::UpdateChanges::between(&empty, object, &cx);
+            let recorded = managed::record_changes(
+                Managed::default(),
+                changes.changed,
+                &changes.removed,
+                &cx,
+                &updater("m"),
+            )
+            .encode();
+            assert_eq!(direct, recorded, "{object}");
+        }
+    }
+    // A ConfigMap, with the built-in schema of its metadata lists.
+    let resource = crate::registry::builtins()
+        .into_iter()
+        .find(|r| r.plural == "configmaps")
+        .unwrap();
+    let keep = keep_all;
+    let cx = context(Schema::for_resource(&resource, "v1"), &keep);
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": "c", "namespace": "n", "uid": "u", "labels": {"a": "b"},
+            "finalizers": ["a", "b"],
+            "ownerReferences": [{"uid": "1", "name": "one"}, {"uid": "2", "name": "two"}],
+        },
+        "data": {"x": "1", "blob": "abc"},
+    });
+    let direct = managed::record_create(
+        merge::created_fields_v1(&config_map, cx.schema, &["apiVersion", "kind"]),
+        &cx,
+        &updater("m"),
+    );
+    let empty = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+    let changes = managed::UpdateChanges::between(&empty, &config_map, &cx);
+    let recorded = managed::record_changes(
+        Managed::default(),
+        changes.changed,
+        &changes.removed,
+        &cx,
+        &updater("m"),
+    )
+    .encode();
+    assert_eq!(direct, recorded);
+    assert!(
+        direct[0]["fieldsV1"]["f:metadata"]["f:ownerReferences"]["k:{\"uid\":\"1\"}"].is_object()
+    );
+}
