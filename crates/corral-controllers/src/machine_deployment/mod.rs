@@ -72,7 +72,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::cluster_cache::ClusterKey;
 use crate::external::api_group_of;
 use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
-use crate::machine_set::in_sync::{Checked, SelectedMemo};
+use crate::machine_set::in_sync::SelectedMemo;
 use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
 use crate::runtime::coalesce::Window;
@@ -812,21 +812,12 @@ fn machines_of(
     if selector.selects_all() {
         return Vec::new();
     }
-    // A Machine whose very `Arc` matched the same selector last time still matches.
-    let key = ObjectRef::from_obj(scope.before.as_ref());
-    let inputs = selector.to_string();
-    let known = controller.selected.take(&key, inputs.clone());
-    let mut checked = Checked::new(inputs);
     let mut machines = controller.machines.of_cluster(&cluster);
-    machines.retain(|machine| {
-        let matches = known.contains(machine) || selector.matches(machine.labels());
-        if matches {
-            checked.insert(machine);
-        }
-        matches
-    });
-    drop(known);
-    controller.selected.put(key, checked);
+    controller.selected.retain_matching(
+        ObjectRef::from_obj(scope.before.as_ref()),
+        selector,
+        &mut machines,
+    );
     machines
 }
 

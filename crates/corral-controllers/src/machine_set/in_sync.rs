@@ -143,6 +143,36 @@ impl<I, O: kube::Resource> Default for Memo<I, O> {
 /// Which Machines were found in sync with the template.
 pub(super) type InSyncMemo = Memo<Inputs>;
 
+impl<O> SelectedMemo<O>
+where
+    O: kube::Resource,
+    O::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    /// Keeps the `machines` that match `owner`'s `selector`, checking only those whose very
+    /// `Arc` did not match the same selector at the owner's last check.
+    pub(crate) fn retain_matching(
+        &self,
+        owner: ObjectRef<O>,
+        selector: &kube::core::Selector,
+        machines: &mut Vec<Arc<Machine>>,
+    ) {
+        use kube::ResourceExt;
+        use kube::core::SelectorExt;
+        let inputs = selector.to_string();
+        let known = self.take(&owner, inputs.clone());
+        let mut checked = Checked::new(inputs);
+        machines.retain(|machine| {
+            let matches = known.contains(machine) || selector.matches(machine.labels());
+            if matches {
+                checked.insert(machine);
+            }
+            matches
+        });
+        drop(known);
+        self.put(owner, checked);
+    }
+}
+
 /// Which Machines were found to match an owner's selector (a MachineSet's or a
 /// MachineDeployment's Machines are checked against it at every reconcile: label lookups,
 /// several per Machine).

@@ -510,20 +510,8 @@ impl MachineSetController {
                     .with_key(&cluster, &key::controller(Some(uid))),
             );
         }
-        // A Machine whose very `Arc` matched the same selector last time still matches.
-        let key = ObjectRef::from_obj(machine_set);
-        let inputs = selector.to_string();
-        let known = self.selected.take(&key, inputs.clone());
-        let mut checked = in_sync::Checked::new(inputs);
-        machines.retain(|machine| {
-            let matches = known.contains(machine) || selector.matches(machine.labels());
-            if matches {
-                checked.insert(machine);
-            }
-            matches
-        });
-        drop(known);
-        self.selected.put(key, checked);
+        self.selected
+            .retain_matching(ObjectRef::from_obj(machine_set), selector, &mut machines);
         machines.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         machines
     }
