@@ -215,8 +215,9 @@ impl<K: Hash + Eq + Clone> OwnWrites<K> {
     }
 }
 
-/// Writes an object with [`crate::runtime::patch::write`] (metadata and spec, then status,
-/// each when changed) and records in `own` that its version `before` was replaced.
+/// Writes an object with [`crate::runtime::patch::write_unobserved`] (metadata and spec,
+/// then status, each when changed) and records in `own` that its version `before` was
+/// replaced.
 pub async fn write_recorded<K>(
     api: &kube::Api<K>,
     before: &K,
@@ -232,9 +233,9 @@ where
         + PartialEq
         + crate::runtime::patch::Parts,
 {
-    use crate::runtime::patch::{Written, write};
+    use crate::runtime::patch::{Written, write_unobserved};
     let key = kube::runtime::reflector::ObjectRef::from_obj(before);
-    match write(api, before, after).await? {
+    match write_unobserved(api, before, after).await? {
         Written::Nothing => {}
         Written::Changed => {
             let version = before

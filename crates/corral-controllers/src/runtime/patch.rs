@@ -355,8 +355,36 @@ pub enum Written {
 
 /// Writes an object's metadata and spec, then its status, each only when changed. When the
 /// first write removed the last finalizer of an object being deleted, the object is gone and
-/// its status is not written. Only a part that differs is serialized (see [`Parts`]).
+/// its status is not written. Only a part that differs is serialized (see [`Parts`]). A
+/// status written after a spec write that moved the generation has observed it (see
+/// [`observe_own_spec_change`]).
 pub async fn write<K>(api: &Api<K>, before: &K, after: &K) -> Result<Written, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + PartialEq + Parts,
+{
+    write_parts(api, before, after, true).await
+}
+
+/// [`write`] for a controller whose status of a reconcile does not describe the spec it
+/// writes in that reconcile (a MachineDeployment that rolls back its template counted its
+/// Machines against the template it had): its status keeps the generation it observed.
+pub async fn write_unobserved<K>(
+    api: &Api<K>,
+    before: &K,
+    after: &K,
+) -> Result<Written, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + PartialEq + Parts,
+{
+    write_parts(api, before, after, false).await
+}
+
+async fn write_parts<K>(
+    api: &Api<K>,
+    before: &K,
+    after: &K,
+    observes_spec: bool,
+) -> Result<Written, kube::Error>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + PartialEq + Parts,
 {
@@ -394,6 +422,7 @@ where
         version = stored.resource_version.clone();
         if let (Some(old), Some(new)) = (before.meta().generation, stored.generation)
             && old != new
+            && observes_spec
         {
             generation_moved = Some((old, new));
         }
