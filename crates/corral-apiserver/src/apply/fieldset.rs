@@ -32,10 +32,6 @@ impl PathElement {
     }
 
     /// The key of a `FieldsV1` object.
-    pub fn fields_v1_key(&self) -> String {
-        self.to_fields_v1_key()
-    }
-
     fn to_fields_v1_key(&self) -> String {
         let prefixed = |prefix: &str, rest: &str| {
             let mut key = String::with_capacity(prefix.len() + rest.len());

@@ -487,60 +487,6 @@ pub fn record_changes_in_place(
     ))
 }
 
-/// The managedFields of a create without any in the request: [`record_changes`] from no
-/// ownership, given what the create adds in `FieldsV1` form ([`merge::created_fields_v1`]),
-/// without building and encoding a field set. An empty list when the writer owns nothing.
-pub fn record_create(
-    mut fields: Map<String, Value>,
-    cx: &Context<'_>,
-    writer: &ManagerId,
-) -> Value {
-    fields.retain(|key, _| key.strip_prefix("f:").is_none_or(|name| (cx.keep)(name)));
-    for path in STRIP {
-        strip_fields_v1(&mut fields, path);
-    }
-    if fields.is_empty() {
-        return Value::Array(Vec::new());
-    }
-    Value::Array(vec![encode_entry(
-        writer,
-        cx.api_version,
-        Some(cx.now),
-        Value::Object(fields),
-    )])
-}
-
-/// Removes the member at a path of field names from a `FieldsV1` map, as
-/// [`FieldSet::remove_paths`] does from a set: a node that is then neither a member nor has
-/// children is gone.
-fn strip_fields_v1(map: &mut Map<String, Value>, path: &[&str]) {
-    let Some((first, rest)) = path.split_first() else {
-        return;
-    };
-    let key = format!("f:{first}");
-    let Some(Value::Object(node)) = map.get_mut(&key) else {
-        return;
-    };
-    if rest.is_empty() {
-        if node.is_empty() {
-            map.remove(&key);
-        } else {
-            node.remove(".");
-        }
-        return;
-    }
-    if node.is_empty() {
-        // A member without children: nothing below it.
-        return;
-    }
-    strip_fields_v1(node, rest);
-    if node.is_empty() {
-        map.remove(&key);
-    } else if node.len() == 1 && node.contains_key(".") {
-        node.remove(".");
-    }
-}
-
 /// An entry of a stored managedFields list, if it is exactly as [`encode_entry`] writes
 /// entries that [`Managed::decode`] accepts: its id, apiVersion, time and `fieldsV1`.
 fn read_entry(raw: &Value) -> Option<(ManagerId, &str, Option<&str>, &Value)> {

@@ -352,52 +352,6 @@ pub fn compare_without(
     Some(out)
 }
 
-/// What `compare` of an object without fields against `new` finds added, in `FieldsV1` form,
-/// built directly: every field and list item below the root, each container a member too.
-/// `hidden` top-level fields are left out (the type, equal on both sides of that comparison).
-/// A create's managedFields entry is this set, less the fields nobody owns; building the
-/// field set first and encoding it was most of what tracking a create cost.
-pub fn created_fields_v1(new: &Value, schema: Schema<'_>, hidden: &[&str]) -> Map<String, Value> {
-    let mut fields = children_v1(&lenient(new, schema));
-    for field in hidden {
-        fields.remove(&format!("f:{field}"));
-    }
-    fields
-}
-
-/// The `FieldsV1` children of a node, every one of them a member.
-fn children_v1(node: &Node<'_, '_>) -> Map<String, Value> {
-    let mut out = Map::new();
-    match node {
-        Node::Map(map, schema) => {
-            for (key, value) in map.iter() {
-                let (child_schema, _) = schema.field(key);
-                out.insert(
-                    PathElement::Field(key.clone()).fields_v1_key(),
-                    member_v1(value, child_schema),
-                );
-            }
-        }
-        Node::List {
-            items, item_schema, ..
-        } => {
-            for (element, value) in items {
-                out.insert(element.fields_v1_key(), member_v1(value, *item_schema));
-            }
-        }
-        Node::Leaf(_) => {}
-    }
-    out
-}
-
-fn member_v1(value: &Value, schema: Schema<'_>) -> Value {
-    let mut children = children_v1(&lenient(value, schema));
-    if !children.is_empty() {
-        children.insert(".".into(), Value::Object(Map::new()));
-    }
-    Value::Object(children)
-}
-
 fn compare_values(
     old: Option<&Value>,
     new: Option<&Value>,

@@ -230,20 +230,6 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         now: &now,
     };
     let writer = ManagerId::new(manager, Operation::Update, &api_version, subresource);
-    if current.is_none() && matches!(base, Base::Current) {
-        // A create: the writer owns what it sets.
-        let list = as_compared(new, resource, &api_version, |new_view| {
-            let fields = merge::created_fields_v1(new_view, cx.schema, &["apiVersion", "kind"]);
-            managed::record_create(fields, &cx, &writer)
-        });
-        let metadata = object::metadata_mut(new);
-        if list.as_array().is_some_and(Vec::is_empty) {
-            metadata.remove("managedFields");
-        } else {
-            metadata.insert("managedFields".into(), list);
-        }
-        return true;
-    }
     let changes = as_compared(new, resource, &api_version, |new_view| {
         let Some(current) = current else {
             return managed::UpdateChanges::between(&empty, new_view, &cx);
