@@ -726,6 +726,7 @@ async fn create_as(
         }
         let key = target.key(&name);
         let encoded = object::Encoded::new(&object);
+        let _in_flight = in_flight(state, target, &key);
         match state.store.create(&key, encoded.bytes.clone()).await {
             Ok(revision) => {
                 let answer = written(state, target, &key, revision, encoded, object).await;
@@ -821,7 +822,6 @@ async fn written(
     mut object: Value,
 ) -> bytes::Bytes {
     object::set_resource_version(&mut object, revision);
-    crate::hooks::after_write(state, target, &object).await;
     let object = Arc::new(object);
     // What `admitted_to_request_version` would change: nothing, in the storage version of
     // a resource that is not converted.
@@ -840,7 +840,7 @@ async fn written(
         let current = crate::watch_cache::Current {
             mod_revision: revision,
             value: encoded.bytes,
-            object,
+            object: object.clone(),
         };
         let served = as_stored.then(|| crate::watch_cache::Served {
             resource: target.resource.clone(),
@@ -849,7 +849,18 @@ async fn written(
         });
         cacher.record_write(key, current, served);
     }
+    // After the record: the watch cache's feed may be waiting for it (`begin_write`).
+    crate::hooks::after_write(state, target, &object).await;
     answer
+}
+
+/// Marks a write on `key` in flight for the resource's watch cache, if it runs (see
+/// `watch_cache::Cacher::begin_write`); the write ends when the guard is dropped.
+fn in_flight(state: &ApiState, target: &Target, key: &str) -> Option<crate::watch_cache::InFlight> {
+    state
+        .hub
+        .running(&target.resource.key_prefix())
+        .map(|cacher| cacher.begin_write(key))
 }
 
 fn to_json(value: &Value) -> bytes::Bytes {
@@ -1063,6 +1074,7 @@ async fn update_once(
         target.admitted_to_request_version(&mut new);
         return Ok(Attempt::Done(respond(&new)));
     }
+    let _in_flight = in_flight(state, target, key);
     match state
         .store
         .update(key, encoded.bytes.clone(), mod_revision)

@@ -304,7 +304,38 @@ pub struct Cacher {
     objects: Mutex<Objects>,
     config: WatchCacheConfig,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Keys with a write of this server in flight (between its store call and its
+    /// [`Cacher::record_write`]), with how many: the feed waits for their records rather than
+    /// decode their events (see [`Cacher::begin_write`]).
+    in_flight: Mutex<HashMap<String, usize>>,
+    /// Woken when a write in flight ends.
+    write_ended: tokio::sync::Notify,
 }
+
+/// A write of this server in flight on one key, from before its store call until it is
+/// recorded or failed (dropped).
+pub struct InFlight {
+    cacher: Arc<Cacher>,
+    key: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut in_flight = self.cacher.in_flight.lock().unwrap();
+        if let Some(count) = in_flight.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                in_flight.remove(&self.key);
+            }
+        }
+        drop(in_flight);
+        self.cacher.write_ended.notify_waiters();
+    }
+}
+
+/// How long the feed waits at most for a write in flight to be recorded before it decodes
+/// the write's event itself.
+const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Drop for Cacher {
     fn drop(&mut self) {
@@ -336,7 +367,47 @@ impl Cacher {
             objects: Mutex::new(Objects::default()),
             config,
             task: Mutex::new(None),
+            in_flight: Mutex::new(HashMap::new()),
+            write_ended: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Marks a write of this server on `key` in flight, before its store call; the write
+    /// ends when the returned guard is dropped, after [`Cacher::record_write`] or a failure.
+    /// The store delivers a write's event as soon as it commits, before its fsync completes
+    /// and the writer hears back; meanwhile the feed waits for the writer's record of the
+    /// object (decoded, and serialized in its answer) instead of decoding and serializing the
+    /// event again. A wait is short (an fsync) and bounded ([`IN_FLIGHT_WAIT`]).
+    pub fn begin_write(self: &Arc<Self>, key: &str) -> InFlight {
+        *self
+            .in_flight
+            .lock()
+            .unwrap()
+            .entry(key.to_string())
+            .or_default() += 1;
+        InFlight {
+            cacher: self.clone(),
+            key: key.to_string(),
+        }
+    }
+
+    /// Waits, at most [`IN_FLIGHT_WAIT`], until the write at `revision` of `key` is recorded
+    /// or no write of this server on `key` is in flight.
+    async fn await_record(&self, key: &str, revision: Revision) {
+        let deadline = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
+        loop {
+            let ended = self.write_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.written(key, revision).is_some()
+                || !self.in_flight.lock().unwrap().contains_key(key)
+            {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Registers a watcher for every event after `after`.
@@ -636,6 +707,9 @@ async fn feed(
                             .filter(|current| current.mod_revision == prev.mod_revision)
                             .map(|current| current.object)
                     });
+                    if event.kind == EventKind::Put {
+                        cacher.await_record(&event.kv.key, event.revision()).await;
+                    }
                     let written = cacher.written(&event.kv.key, event.revision());
                     match decode_event_after(&event, previous, written) {
                         Ok(cached) => cacher.publish(cached, event),

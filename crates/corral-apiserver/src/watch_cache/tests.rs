@@ -335,3 +335,51 @@ fn the_current_copies_are_bounded_by_bytes_least_recently_written_first() {
     }
     assert_eq!(cacher.objects.lock().unwrap().bytes, 3 * one);
 }
+
+/// The feed waits for a write in flight to be recorded (or to end) before decoding its event
+/// itself, and not forever.
+#[tokio::test]
+async fn the_feed_waits_for_a_write_in_flight_to_be_recorded() {
+    let cacher = cacher(100, 100);
+    let key = format!("{KEY_PREFIX}a");
+    let event = stored(11, "a", 1, None);
+    let current = super::Current {
+        mod_revision: 11,
+        value: event.kv.value.clone(),
+        object: decode_event(&event).unwrap().object,
+    };
+
+    // Nothing in flight: no wait.
+    cacher.await_record(&key, 11).await;
+
+    // Recorded while the feed waits: the wait ends with the record there.
+    let in_flight = cacher.begin_write(&key);
+    let waiting = tokio::spawn({
+        let (cacher, key) = (cacher.clone(), key.clone());
+        async move {
+            cacher.await_record(&key, 11).await;
+            cacher.written(&key, 11).is_some()
+        }
+    });
+    tokio::task::yield_now().await;
+    assert!(!waiting.is_finished(), "waits while the write is in flight");
+    cacher.record_write(&key, current, None);
+    drop(in_flight);
+    assert!(waiting.await.unwrap(), "the feed takes the record");
+
+    // A write that fails ends the wait without a record.
+    let failed = cacher.begin_write(&key);
+    let waiting = tokio::spawn({
+        let (cacher, key) = (cacher.clone(), key.clone());
+        async move { cacher.await_record(&key, 12).await }
+    });
+    tokio::task::yield_now().await;
+    assert!(!waiting.is_finished());
+    drop(failed);
+    waiting.await.unwrap();
+
+    // A write that never ends does not hold the feed back for good (`IN_FLIGHT_WAIT`).
+    let _stuck = cacher.begin_write(&key);
+    cacher.await_record(&key, 13).await;
+    assert!(cacher.written(&key, 13).is_none());
+}
