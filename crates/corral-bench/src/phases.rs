@@ -114,35 +114,43 @@ pub async fn http_updates(
                 let path = objects::object_path(objects::NAMESPACE, &name);
                 let body =
                     objects::configmap(&name, &blob, Some(&version), &[("seq", seq.to_string())]);
-                let outcome = async {
-                    let answer = http
-                        .expect(Method::PUT, &path, Some(body), StatusCode::OK)
-                        .await?;
-                    let object: Versioned = serde_json::from_slice(&answer)?;
-                    anyhow::Ok(object.metadata.resource_version)
-                }
-                .await;
-                match outcome {
-                    Ok(version) => ((http, name, version, seq + 1), Ok(())),
-                    Err(error) => {
-                        // Take the current version, so that one failure does not make every
-                        // later write a conflict.
-                        let current = async {
-                            let answer = http
-                                .expect(Method::GET, &path, None, StatusCode::OK)
-                                .await?;
-                            let object: Versioned = serde_json::from_slice(&answer)?;
-                            anyhow::Ok(object.metadata.resource_version)
-                        }
-                        .await
-                        .unwrap_or(version);
-                        ((http, name, current, seq + 1), Err(error))
-                    }
-                }
+                let answer = http
+                    .expect(Method::PUT, &path, Some(body), StatusCode::OK)
+                    .await;
+                let (version, outcome) = version_after(&http, &path, answer, version).await;
+                ((http, name, version, seq + 1), outcome)
             }
         },
     )
     .await)
+}
+
+/// The resourceVersion a client's next write of its object at `path` carries after a write
+/// answered `answer`: the written one, or after a failure the current one (so that one failure
+/// does not make every later write a conflict; `version` if that cannot be read either).
+async fn version_after(
+    http: &Http,
+    path: &str,
+    answer: anyhow::Result<bytes::Bytes>,
+    version: String,
+) -> (String, anyhow::Result<()>) {
+    let written = answer.and_then(|answer| {
+        let object: Versioned = serde_json::from_slice(&answer)?;
+        Ok(object.metadata.resource_version)
+    });
+    match written {
+        Ok(version) => (version, Ok(())),
+        Err(error) => {
+            let current = async {
+                let answer = http.expect(Method::GET, path, None, StatusCode::OK).await?;
+                let object: Versioned = serde_json::from_slice(&answer)?;
+                anyhow::Ok(object.metadata.resource_version)
+            }
+            .await
+            .unwrap_or(version);
+            (current, Err(error))
+        }
+    }
 }
 
 /// GETs of the client's own object (created by the update run at the same concurrency).
@@ -822,35 +830,17 @@ pub async fn http_machine_patches(
                     objects::machine_label_patch(&version, seq_base + seq),
                 ),
             };
-            let outcome = async {
-                let answer = http
-                    .expect_typed(
-                        Method::PATCH,
-                        &target,
-                        body,
-                        "application/merge-patch+json",
-                        StatusCode::OK,
-                    )
-                    .await?;
-                let object: Versioned = serde_json::from_slice(&answer)?;
-                anyhow::Ok(object.metadata.resource_version)
-            }
-            .await;
-            match outcome {
-                Ok(version) => ((http, path, version, seq + 1), Ok(())),
-                Err(error) => {
-                    let current = async {
-                        let answer = http
-                            .expect(Method::GET, &path, None, StatusCode::OK)
-                            .await?;
-                        let object: Versioned = serde_json::from_slice(&answer)?;
-                        anyhow::Ok(object.metadata.resource_version)
-                    }
-                    .await
-                    .unwrap_or(version);
-                    ((http, path, current, seq + 1), Err(error))
-                }
-            }
+            let answer = http
+                .expect_typed(
+                    Method::PATCH,
+                    &target,
+                    body,
+                    "application/merge-patch+json",
+                    StatusCode::OK,
+                )
+                .await;
+            let (version, outcome) = version_after(&http, &path, answer, version).await;
+            ((http, path, version, seq + 1), outcome)
         },
     )
     .await)
