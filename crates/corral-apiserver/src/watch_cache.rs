@@ -391,21 +391,24 @@ impl Cacher {
         }
     }
 
-    /// Waits, at most [`IN_FLIGHT_WAIT`], until the write at `revision` of `key` is recorded
-    /// or no write of this server on `key` is in flight.
-    async fn await_record(&self, key: &str, revision: Revision) {
+    /// The record of the write at `revision` of `key` ([`Self::written`]), waiting for it at
+    /// most [`IN_FLIGHT_WAIT`] while a write of this server on `key` is in flight.
+    async fn await_record(
+        &self,
+        key: &str,
+        revision: Revision,
+    ) -> Option<(Arc<Value>, Option<Served>)> {
         let deadline = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
         loop {
             let ended = self.write_ended.notified();
             tokio::pin!(ended);
             ended.as_mut().enable();
-            if self.written(key, revision).is_some()
-                || !self.in_flight.lock().unwrap().contains_key(key)
-            {
-                return;
+            let recorded = self.written(key, revision);
+            if recorded.is_some() || !self.in_flight.lock().unwrap().contains_key(key) {
+                return recorded;
             }
             if tokio::time::timeout_at(deadline, ended).await.is_err() {
-                return;
+                return self.written(key, revision);
             }
         }
     }
@@ -707,10 +710,13 @@ async fn feed(
                             .filter(|current| current.mod_revision == prev.mod_revision)
                             .map(|current| current.object)
                     });
-                    if event.kind == EventKind::Put {
-                        cacher.await_record(&event.kv.key, event.revision()).await;
-                    }
-                    let written = cacher.written(&event.kv.key, event.revision());
+                    // Only a put can have been recorded.
+                    let written = match event.kind {
+                        EventKind::Put => {
+                            cacher.await_record(&event.kv.key, event.revision()).await
+                        }
+                        EventKind::Delete => None,
+                    };
                     match decode_event_after(&event, previous, written) {
                         Ok(cached) => cacher.publish(cached, event),
                         Err(error) => {
