@@ -104,11 +104,7 @@ impl Patch {
                 })?;
                 Ok(result)
             }
-            Patch::Merge(patch) => {
-                let mut result = current.clone();
-                json_patch::merge(&mut result, patch);
-                Ok(result)
-            }
+            Patch::Merge(patch) => Ok(merged(current, patch)),
             Patch::StrategicMerge(patch) => {
                 strategic_merge::apply(current, patch, &strategic_merge::BuiltinPatchMeta).map_err(
                     |e| match e.http_status() {
@@ -123,6 +119,77 @@ impl Patch {
                     },
                 )
             }
+        }
+    }
+}
+
+/// `target` with the JSON merge patch `patch` applied (RFC 7386), built from both by
+/// reference: what the patch replaces or removes is not copied from `target` first, as a copy
+/// of the whole object followed by `json_patch::merge` would (a status patch replaces every
+/// condition of the list it sends).
+fn merged(target: &Value, patch: &Value) -> Value {
+    let Value::Object(changes) = patch else {
+        return patch.clone();
+    };
+    let mut result: serde_json::Map<String, Value> = match target {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(key, _)| !changes.contains_key(key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        _ => serde_json::Map::new(),
+    };
+    for (key, change) in changes {
+        if change.is_null() {
+            continue;
+        }
+        let base = target.get(key).unwrap_or(&Value::Null);
+        result.insert(key.clone(), merged(base, change));
+    }
+    Value::Object(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The same results as `json_patch::merge` on a copy (RFC 7386's examples and more).
+    #[test]
+    fn merged_is_a_merge_patch() {
+        let cases = [
+            (json!({"a": "b"}), json!({"a": "c"})),
+            (json!({"a": "b"}), json!({"b": "c"})),
+            (json!({"a": "b"}), json!({"a": null})),
+            (json!({"a": "b", "b": "c"}), json!({"a": null})),
+            (json!({"a": ["b"]}), json!({"a": "c"})),
+            (json!({"a": "c"}), json!({"a": ["b"]})),
+            (
+                json!({"a": {"b": "c"}}),
+                json!({"a": {"b": "d", "c": null}}),
+            ),
+            (json!({"a": [{"b": "c"}]}), json!({"a": [1]})),
+            (json!(["a", "b"]), json!(["c", "d"])),
+            (json!({"a": "b"}), json!(["c"])),
+            (json!({"a": "foo"}), json!(null)),
+            (json!({"a": "foo"}), json!("bar")),
+            (json!({"e": null}), json!({"a": 1})),
+            (json!([1, 2]), json!({"a": "b", "c": null})),
+            (json!({}), json!({"a": {"bb": {"ccc": null}}})),
+            (
+                json!({"metadata": {"name": "m", "labels": {"x": "1", "y": "2"}},
+                       "spec": {"n": 1}, "status": {"conditions": [{"type": "A"}], "phase": "P"}}),
+                json!({"metadata": {"resourceVersion": "7", "labels": {"y": null, "z": "3"}},
+                       "status": {"conditions": [{"type": "B"}]}}),
+            ),
+        ];
+        for (target, patch) in cases {
+            let mut expected = target.clone();
+            json_patch::merge(&mut expected, &patch);
+            assert_eq!(
+                super::merged(&target, &patch),
+                expected,
+                "{target} + {patch}"
+            );
         }
     }
 }

@@ -841,6 +841,8 @@ async fn written(
             mod_revision: revision,
             value: encoded.bytes,
             object: object.clone(),
+            // Admitted in the storage version: pruned and defaulted as a read would.
+            shaped: as_stored.then(|| target.resource.clone()),
         };
         let served = as_stored.then(|| crate::watch_cache::Served {
             resource: target.resource.clone(),
@@ -902,8 +904,13 @@ async fn read_base(
     name: &str,
     cached: Option<crate::watch_cache::Current>,
 ) -> Result<Base, ApiError> {
-    let (mod_revision, value, mut object) = match cached {
-        Some(current) => (current.mod_revision, current.value, current.object),
+    let (mod_revision, value, mut object, shaped) = match cached {
+        Some(current) => (
+            current.mod_revision,
+            current.value,
+            current.object,
+            current.shaped,
+        ),
         None => {
             let kv = state
                 .store
@@ -911,12 +918,12 @@ async fn read_base(
                 .await?
                 .ok_or_else(|| ApiError::not_found(target.subject(name)))?;
             let object = object::decode_stored(&kv)?;
-            (kv.mod_revision, kv.value, Arc::new(object))
+            (kv.mod_revision, kv.value, Arc::new(object), None)
         }
     };
     // The cache's object is shared with watchers: copied only when the request's version
     // shows it differently.
-    if !in_request_version(target, &object) {
+    if !in_request_version(target, shaped.as_ref(), &object) {
         target.to_request_version(Arc::make_mut(&mut object));
     }
     Ok(Base {
@@ -926,10 +933,20 @@ async fn read_base(
     })
 }
 
-/// Whether `to_request_version` would leave `object` as it is: no conversion, no read-time
-/// defaulting, and its type already the request's.
-fn in_request_version(target: &Target, object: &Value) -> bool {
-    !target.needs_conversion()
+/// Whether `to_request_version` would leave `object` as it is: the storage version of a
+/// resource that is not converted, its type already the request's, and no read-time pruning
+/// or defaulting to do — the resource has none, or `object` already has that of the request's
+/// definition (`shaped`, see `watch_cache::Current::shaped`).
+fn in_request_version(
+    target: &Target,
+    shaped: Option<&Arc<crate::registry::ResourceInfo>>,
+    object: &Value,
+) -> bool {
+    let resource = &target.resource;
+    target.version == resource.storage_version()
+        && !crate::conversion::converts(resource)
+        && (shaped.is_some_and(|shaped| Arc::ptr_eq(shaped, resource))
+            || !crate::schema::changes_reads(resource))
         && object.get("apiVersion").and_then(Value::as_str)
             == Some(target.resource.api_version(&target.version).as_str())
         && object.get("kind").and_then(Value::as_str) == Some(target.resource.kind.as_str())

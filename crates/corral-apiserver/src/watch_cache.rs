@@ -60,6 +60,8 @@ pub struct CachedEvent {
     /// version) served it, for the next watchers of the same resource definition and version:
     /// a CRD with defaults converts every event, and each watcher of it did so again.
     pub served: std::sync::OnceLock<Served>,
+    /// The definition whose read-time shaping `object` already has ([`Current::shaped`]).
+    pub shaped: Option<Arc<crate::registry::ResourceInfo>>,
 }
 
 /// The state of a key before a change: decoded when the event is published if the cacher
@@ -187,6 +189,27 @@ pub struct Current {
     pub value: Bytes,
     /// Decoded, with `mod_revision` as its resourceVersion.
     pub object: Arc<Value>,
+    /// The resource definition whose read-time pruning and defaulting (`schema::on_read` in
+    /// its storage version) `object` already has, if known: a write of this server in the
+    /// storage version, which admission pruned and defaulted with that very schema. An update
+    /// of that definition then starts from `object` as it is, without the copy and the walk
+    /// of the whole object a read's shaping costs; a changed CRD is another `Arc`. `None` for
+    /// an object decoded from the store.
+    pub shaped: Option<Arc<crate::registry::ResourceInfo>>,
+}
+
+/// How many writes of one key the cacher keeps recorded for its feed. A feed that lags (it is
+/// one task, and on a busy server it gets the CPU late) may still be at a key's write when the
+/// key's writer has been answered and written again; with only the newest write recorded, the
+/// feed decoded and serialized the older event's object again, for about half of the writes of
+/// 64 clients each updating its own object (`corral-bench apiserver --only machine`).
+const RECORDS_PER_KEY: usize = 8;
+
+/// A write of this server as [`Cacher::record_write`] recorded it, for the feed.
+struct Recorded {
+    object: Arc<Value>,
+    served: Option<Served>,
+    shaped: Option<Arc<crate::registry::ResourceInfo>>,
 }
 
 /// The current states a cacher keeps.
@@ -194,10 +217,11 @@ pub struct Current {
 struct Objects {
     /// Every key seen changing, as of `fed`; deleted keys are removed.
     current: HashMap<String, Current>,
-    /// Writes made through this server after `fed` (see [`Cacher::record_write`]); each is
-    /// removed when the feed delivers its revision or a later one of its key. With the
-    /// object's JSON as the writer answered it, when it had it.
-    written: HashMap<String, (Current, Option<Served>)>,
+    /// Writes made through this server after `fed` (see [`Cacher::record_write`]), per key
+    /// oldest first, at most [`RECORDS_PER_KEY`]; each is removed when the feed delivers its
+    /// revision or a later one of its key. With the object's JSON as the writer answered it,
+    /// when it had it.
+    written: HashMap<String, VecDeque<(Current, Option<Served>)>>,
     /// The revision of the last event applied to `current`.
     fed: Revision,
     /// The keys of `current` in the order their copies were recorded, with the revision of
@@ -374,10 +398,12 @@ impl Cacher {
 
     /// Marks a write of this server on `key` in flight, before its store call; the write
     /// ends when the returned guard is dropped, after [`Cacher::record_write`] or a failure.
-    /// The store delivers a write's event as soon as it commits, before its fsync completes
-    /// and the writer hears back; meanwhile the feed waits for the writer's record of the
-    /// object (decoded, and serialized in its answer) instead of decoding and serializing the
-    /// event again. A wait is short (an fsync) and bounded ([`IN_FLIGHT_WAIT`]).
+    /// The feed may get a write's event before the writer has heard back and recorded it
+    /// (etcd's watch may deliver before the put's answer; SQLite's sync thread answers and
+    /// broadcasts together, and the feed may run first); meanwhile the feed waits for the
+    /// writer's record of the object (decoded, and serialized in its answer) instead of
+    /// decoding and serializing the event again. A wait is short and bounded
+    /// ([`IN_FLIGHT_WAIT`]).
     pub fn begin_write(self: &Arc<Self>, key: &str) -> InFlight {
         *self
             .in_flight
@@ -393,11 +419,7 @@ impl Cacher {
 
     /// The record of the write at `revision` of `key` ([`Self::written`]), waiting for it at
     /// most [`IN_FLIGHT_WAIT`] while a write of this server on `key` is in flight.
-    async fn await_record(
-        &self,
-        key: &str,
-        revision: Revision,
-    ) -> Option<(Arc<Value>, Option<Served>)> {
+    async fn await_record(&self, key: &str, revision: Revision) -> Option<Recorded> {
         let deadline = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
         loop {
             let ended = self.write_ended.notified();
@@ -462,7 +484,7 @@ impl Cacher {
     pub fn current(&self, key: &str) -> Option<Current> {
         let objects = self.objects.lock().unwrap();
         let seen = objects.current.get(key);
-        match objects.written.get(key) {
+        match objects.written.get(key).and_then(VecDeque::back) {
             Some((written, _))
                 if seen.is_none_or(|seen| seen.mod_revision < written.mod_revision) =>
             {
@@ -485,21 +507,32 @@ impl Cacher {
         if current.mod_revision <= objects.fed {
             return;
         }
-        let newer = objects
-            .written
-            .get(key)
+        let records = objects.written.entry(key.to_string()).or_default();
+        let newer = records
+            .back()
             .is_none_or(|(written, _)| written.mod_revision < current.mod_revision);
         if newer {
-            objects.written.insert(key.to_string(), (current, served));
+            if records.len() == RECORDS_PER_KEY {
+                records.pop_front();
+            }
+            records.push_back((current, served));
         }
     }
 
     /// The object (and its answer, if recorded) of a write recorded by
     /// [`Self::record_write`] at `revision`, if any.
-    fn written(&self, key: &str, revision: Revision) -> Option<(Arc<Value>, Option<Served>)> {
+    fn written(&self, key: &str, revision: Revision) -> Option<Recorded> {
         let objects = self.objects.lock().unwrap();
-        let (written, served) = objects.written.get(key)?;
-        (written.mod_revision == revision).then(|| (written.object.clone(), served.clone()))
+        let (written, served) = objects
+            .written
+            .get(key)?
+            .iter()
+            .find(|(written, _)| written.mod_revision == revision)?;
+        Some(Recorded {
+            object: written.object.clone(),
+            served: served.clone(),
+            shaped: written.shaped.clone(),
+        })
     }
 
     /// Hands `event`, decoded from `stored`, to every watcher and keeps `stored` in the
@@ -509,12 +542,11 @@ impl Cacher {
             let mut objects = self.objects.lock().unwrap();
             let key = &stored.kv.key;
             objects.fed = event.revision;
-            if objects
-                .written
-                .get(key)
-                .is_some_and(|(written, _)| written.mod_revision <= event.revision)
-            {
-                objects.written.remove(key);
+            if let Some(records) = objects.written.get_mut(key) {
+                records.retain(|(written, _)| written.mod_revision > event.revision);
+                if records.is_empty() {
+                    objects.written.remove(key);
+                }
             }
             match event.kind {
                 EventKind::Put => {
@@ -522,6 +554,7 @@ impl Cacher {
                         mod_revision: event.revision,
                         value: stored.kv.value.clone(),
                         object: event.object.clone(),
+                        shaped: event.shaped.clone(),
                     };
                     objects.insert(key, current, self.config.current_bytes);
                 }
@@ -753,15 +786,17 @@ fn decode_event(event: &corral_store::Event) -> Result<CachedEvent, crate::error
 fn decode_event_after(
     event: &corral_store::Event,
     previous: Option<Arc<Value>>,
-    written: Option<(Arc<Value>, Option<Served>)>,
+    written: Option<Recorded>,
 ) -> Result<CachedEvent, crate::error::ApiError> {
     let revision = event.revision();
-    let (object, served) = match written {
-        Some((written, served)) if event.kind == EventKind::Put => (written, served),
+    let (object, served, shaped) = match written {
+        Some(written) if event.kind == EventKind::Put => {
+            (written.object, written.served, written.shaped)
+        }
         _ => {
             let mut object = object::decode_stored(&event.kv)?;
             object::set_resource_version(&mut object, revision);
-            (Arc::new(object), None)
+            (Arc::new(object), None, None)
         }
     };
     let prev = match (&event.prev, previous) {
@@ -784,5 +819,6 @@ fn decode_event_after(
         object_json,
         prev,
         served,
+        shaped,
     })
 }

@@ -276,6 +276,7 @@ fn a_recorded_write_is_served_until_the_feed_delivers_its_key() {
             mod_revision: revision,
             value: event.kv.value.clone(),
             object: decode_event(&event).unwrap().object,
+            shaped: None,
         }
     };
     let first = recorded(11);
@@ -283,7 +284,7 @@ fn a_recorded_write_is_served_until_the_feed_delivers_its_key() {
     assert_eq!(cacher.current(&key).unwrap().mod_revision, 11);
     // The feed takes the recorded object instead of decoding the event.
     assert!(Arc::ptr_eq(
-        &cacher.written(&key, 11).unwrap().0,
+        &cacher.written(&key, 11).unwrap().object,
         &first.object
     ));
     assert!(cacher.written(&key, 12).is_none());
@@ -301,6 +302,54 @@ fn a_recorded_write_is_served_until_the_feed_delivers_its_key() {
     publish(&cacher, stored(13, "a", 1, Some(&updated.kv)));
     assert_eq!(cacher.current(&key).unwrap().mod_revision, 13);
     assert!(cacher.written(&key, 13).is_none());
+}
+
+/// A feed that lags behind a key's writer still finds every recorded write of the key it has
+/// not delivered, not only the newest.
+#[test]
+fn a_lagging_feed_finds_each_recorded_write_of_a_key() {
+    let cacher = cacher(100, 100);
+    let key = format!("{KEY_PREFIX}a");
+    let created = stored(11, "a", 1, None);
+    let updated = stored(12, "a", 2, Some(&created.kv));
+    let mut recorded = Vec::new();
+    for event in [&created, &updated] {
+        let current = super::Current {
+            mod_revision: event.revision(),
+            value: event.kv.value.clone(),
+            object: decode_event(event).unwrap().object,
+            shaped: None,
+        };
+        cacher.record_write(&key, current.clone(), None);
+        recorded.push(current);
+    }
+    assert_eq!(cacher.current(&key).unwrap().mod_revision, 12, "the newest");
+    for current in &recorded {
+        let found = cacher.written(&key, current.mod_revision).unwrap();
+        assert!(Arc::ptr_eq(&found.object, &current.object));
+    }
+    publish(&cacher, created);
+    assert!(cacher.written(&key, 11).is_none(), "delivered");
+    assert!(cacher.written(&key, 12).is_some(), "not yet delivered");
+    publish(&cacher, updated);
+    assert!(cacher.written(&key, 12).is_none());
+    assert_eq!(cacher.current(&key).unwrap().mod_revision, 12);
+
+    // At most `RECORDS_PER_KEY` are kept: the oldest go first.
+    let records = super::RECORDS_PER_KEY as i64;
+    for revision in 13..13 + records + 2 {
+        let event = stored(revision, "a", 1, None);
+        let current = super::Current {
+            mod_revision: revision,
+            value: event.kv.value.clone(),
+            object: decode_event(&event).unwrap().object,
+            shaped: None,
+        };
+        cacher.record_write(&key, current, None);
+    }
+    assert!(cacher.written(&key, 14).is_none(), "forgotten");
+    assert!(cacher.written(&key, 15).is_some());
+    assert!(cacher.written(&key, 14 + records).is_some());
 }
 
 #[test]
@@ -347,6 +396,7 @@ async fn the_feed_waits_for_a_write_in_flight_to_be_recorded() {
         mod_revision: 11,
         value: event.kv.value.clone(),
         object: decode_event(&event).unwrap().object,
+        shaped: None,
     };
 
     // Nothing in flight: no wait.

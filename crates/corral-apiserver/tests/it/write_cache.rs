@@ -16,6 +16,7 @@ backend_tests!(
     an_error_from_an_old_copy_is_not_returned,
     a_key_deleted_behind_the_cache_is_not_found,
     a_delete_sees_finalizers_the_cache_has_not_seen,
+    a_copy_admitted_under_an_old_schema_gets_the_new_defaults,
 );
 
 const ROUNDS: usize = 20;
@@ -256,4 +257,136 @@ async fn a_delete_sees_finalizers_the_cache_has_not_seen(server: TestServer) {
             json!(["example.com/hold"])
         );
     }
+}
+
+const DOOHICKEYS: &str = "/apis/example.com/v1/namespaces/default/doohickeys";
+const DOOHICKEY_CRD: &str =
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/doohickeys.example.com";
+
+/// A write through the server leaves the cache a copy already pruned and defaulted as a read
+/// would, which the next update starts from as it is; once the CRD's schema changed, that copy
+/// gets the new schema's read-time defaults first, as an object read from the store would
+/// (otherwise the new default would look like a spec change, and bump the generation).
+async fn a_copy_admitted_under_an_old_schema_gets_the_new_defaults(server: TestServer) {
+    let spec_schema = json!({
+        "type": "object",
+        "properties": {"size": {"type": "integer", "default": 1}}
+    });
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "doohickeys.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "doohickeys", "singular": "doohickey", "kind": "Doohickey"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": spec_schema}
+                }}
+            }]
+        }
+    });
+    let raw = server
+        .post_json(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
+    assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
+    crate::support::eventually(5, "the CRD to be served", || async {
+        let raw = server.raw("GET", DOOHICKEYS, None, Vec::new()).await;
+        (raw.status == 200).then_some(())
+    })
+    .await;
+    let body = json!({
+        "apiVersion": "example.com/v1", "kind": "Doohickey",
+        "metadata": {"name": "d1"}, "spec": {}
+    });
+    let raw = server.post_json(DOOHICKEYS, &body).await;
+    assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
+    assert_eq!(
+        raw.json()["spec"],
+        json!({"size": 1}),
+        "defaulted on create"
+    );
+
+    // The cache holds a copy this server wrote, marked as shaped by the definition it was
+    // admitted with (the case this test is about). The resource's cache may have started
+    // after the create, or its feed may have given up waiting for the write's record (on a
+    // busy machine): then an annotation is written until it holds one.
+    let key = "/registry/example.com/doohickeys/default/d1";
+    let state = server.server.state();
+    let prefix = "/registry/example.com/doohickeys/";
+    let touches = std::sync::atomic::AtomicUsize::new(0);
+    let cacher = crate::support::eventually(10, "the cache's copy of d1", || async {
+        if let Some(cacher) = state.hub.running(prefix)
+            && cacher.current(key).is_some_and(|c| c.shaped.is_some())
+        {
+            return Some(cacher);
+        }
+        let touch = touches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let patch = json!({"metadata": {"annotations": {"touch": touch.to_string()}}});
+        let raw = server
+            .raw(
+                "PATCH",
+                &format!("{DOOHICKEYS}/d1"),
+                Some("application/merge-patch+json"),
+                serde_json::to_vec(&patch).unwrap(),
+            )
+            .await;
+        assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
+        None
+    })
+    .await;
+
+    let mut changed = server.get_json(DOOHICKEY_CRD).await;
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["color"] = json!({"type": "string", "default": "red"});
+    let raw = server
+        .raw(
+            "PUT",
+            DOOHICKEY_CRD,
+            Some("application/json"),
+            serde_json::to_vec(&changed).unwrap(),
+        )
+        .await;
+    assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
+    crate::support::eventually(5, "the new default on reads", || async {
+        let read = server.get_json(&format!("{DOOHICKEYS}/d1")).await;
+        (read["spec"]["color"] == "red").then_some(())
+    })
+    .await;
+    let copy = cacher.current(key).expect("still cached");
+    assert!(copy.shaped.is_some(), "the copy is the create's own");
+    assert!(
+        copy.object["spec"].get("color").is_none(),
+        "{}",
+        copy.object
+    );
+
+    // A JSON patch sees the object as a read shows it, and a label changes no spec.
+    let patch = json!([
+        {"op": "test", "path": "/spec/color", "value": "red"},
+        {"op": "add", "path": "/metadata/labels", "value": {"team": "a"}}
+    ]);
+    let raw = server
+        .raw(
+            "PATCH",
+            &format!("{DOOHICKEYS}/d1"),
+            Some("application/json-patch+json"),
+            serde_json::to_vec(&patch).unwrap(),
+        )
+        .await;
+    assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
+    let patched = raw.json();
+    assert_eq!(patched["spec"], json!({"size": 1, "color": "red"}));
+    assert_eq!(patched["metadata"]["labels"]["team"], "a");
+    assert_eq!(
+        patched["metadata"]["generation"], 1,
+        "a read-time default is no spec change: {patched}"
+    );
 }
