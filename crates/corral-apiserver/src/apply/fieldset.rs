@@ -32,6 +32,10 @@ impl PathElement {
     }
 
     /// The key of a `FieldsV1` object.
+    pub fn fields_v1_key(&self) -> String {
+        self.to_fields_v1_key()
+    }
+
     fn to_fields_v1_key(&self) -> String {
         let prefixed = |prefix: &str, rest: &str| {
             let mut key = String::with_capacity(prefix.len() + rest.len());
@@ -348,22 +352,22 @@ impl FieldSet {
         Value::Object(out)
     }
 
-    /// Whether `path` is a member of the set whose `FieldsV1` form is `fields_v1`, read in
-    /// place: an update asks this of every managedFields entry it might change, and most
-    /// entries are left as they are, without being decoded.
-    pub fn fields_v1_has(fields_v1: &Value, path: &[PathElement]) -> bool {
+    /// Whether a path, given as its `FieldsV1` keys, is a member of the set whose `FieldsV1`
+    /// form is `fields_v1`, read in place: an update asks this of every managedFields entry it
+    /// might change, and most entries are left as they are, without being decoded.
+    pub fn fields_v1_has_keys(fields_v1: &Value, keys: &[String]) -> bool {
         let mut node = fields_v1;
-        for element in path {
+        for key in keys {
             let Value::Object(map) = node else {
                 return false;
             };
-            let Some(child) = map.get(&element.to_fields_v1_key()) else {
+            let Some(child) = map.get(key) else {
                 return false;
             };
             node = child;
         }
         match node {
-            Value::Object(map) => !path.is_empty() && (map.is_empty() || map.contains_key(".")),
+            Value::Object(map) => !keys.is_empty() && (map.is_empty() || map.contains_key(".")),
             _ => false,
         }
     }

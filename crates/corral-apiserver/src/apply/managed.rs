@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::fieldset::{FieldSet, Path};
+use super::fieldset::{FieldSet, Path, PathElement};
 use super::merge::{self, TypeError};
 use super::schema::Schema;
 
@@ -391,18 +391,18 @@ pub fn record_changes(
 }
 
 /// [`record_changes`] on `metadata.managedFields` as stored, giving the same list: the
-/// entries the change does not concern are kept as they are, neither decoded nor encoded
-/// again, and the writer's entry, when it already owns what it changed, only gets its new
-/// time. A controller's status update of a Machine changes a few fields that its own entry
-/// owns already; decoding every entry into field sets and encoding them all again for that
-/// was most of what tracking cost.
+/// entries the change does not concern are kept as they are (moved, neither decoded nor
+/// encoded again), and the writer's entry, when it already owns what it changed, only gets
+/// its new time. A controller's status update of a Machine changes a few fields that its own
+/// entry owns already; decoding every entry into field sets and encoding them all again for
+/// that was most of what tracking cost.
 ///
 /// `None` when the list is not exactly what [`Managed::encode`] writes (an entry it would
 /// read differently, a manager twice) or when the result needs more than the reading of
 /// single entries (more update managers than [`MAX_UPDATE_MANAGERS`]): the caller then
 /// decodes the list and calls [`record_changes`].
 pub fn record_changes_in_place(
-    list: &[Value],
+    list: Vec<Value>,
     changed: &FieldSet,
     removed: &FieldSet,
     cx: &Context<'_>,
@@ -410,60 +410,91 @@ pub fn record_changes_in_place(
 ) -> Option<Value> {
     let mut taken = changed.clone();
     strip(&mut taken);
-    let changed_paths = changed.paths();
-    let removed_paths = removed.paths();
-    let taken_paths = taken.paths();
+    // Each path's `FieldsV1` keys, made once for all entries.
+    let keyed = |set: &FieldSet| -> Vec<Vec<String>> {
+        set.paths()
+            .iter()
+            .map(|path| path.iter().map(PathElement::fields_v1_key).collect())
+            .collect()
+    };
+    let changed_paths = keyed(changed);
+    let removed_paths = keyed(removed);
+    let taken_paths = keyed(&taken);
+    let owned_by = |fields_v1: &Value, paths: &[Vec<String>]| {
+        paths
+            .iter()
+            .any(|path| FieldSet::fields_v1_has_keys(fields_v1, path))
+    };
+    // Changed paths the writer may not take (stripped fields): it loses them like everyone.
+    let untaken_paths: Vec<&Vec<String>> = changed_paths
+        .iter()
+        .zip(changed.paths())
+        .filter(|(_, path)| !taken.has(path))
+        .map(|(keys, _)| keys)
+        .collect();
     let mut ids = std::collections::BTreeSet::new();
     let mut out = Vec::with_capacity(list.len() + 1);
     let mut writer_seen = false;
-    for raw in list {
-        let (id, api_version, time, fields_v1) = read_entry(raw)?;
+    for mut raw in list {
+        let (id, api_version, time, fields_v1) = read_entry(&raw)?;
         if !ids.insert(id.clone()) {
             return None;
         }
-        let owns = |path: &Path| FieldSet::fields_v1_has(fields_v1, path);
-        let decoded = || FieldSet::from_fields_v1(fields_v1).ok();
-        let mut time = time;
-        let value = if id == *writer && !taken.is_empty() {
+        let takes = id == *writer && !taken.is_empty();
+        // What becomes of the entry: kept as it is, a new time, or new fields.
+        let fields = if takes {
             writer_seen = true;
-            time = Some(cx.now);
             // (E - changed - removed) + taken is E when E holds what it took and neither
             // what it changed but may not own (stripped fields) nor what was removed.
-            let same_fields = taken_paths.iter().all(owns)
-                && !removed_paths.iter().any(owns)
-                && !changed_paths
+            let same_fields = taken_paths
+                .iter()
+                .all(|path| FieldSet::fields_v1_has_keys(fields_v1, path))
+                && !owned_by(fields_v1, &removed_paths)
+                && !untaken_paths
                     .iter()
-                    .any(|path| !taken.has(path) && owns(path));
+                    .any(|path| FieldSet::fields_v1_has_keys(fields_v1, path));
             if same_fields {
-                let mut entry = raw.clone();
-                entry
-                    .as_object_mut()
-                    .expect("read_entry checked")
-                    .insert("time".into(), json!(cx.now));
-                entry
+                None
             } else {
-                let mut fields = decoded()?.difference(changed).difference(removed);
+                let mut fields = FieldSet::from_fields_v1(fields_v1)
+                    .ok()?
+                    .difference(changed)
+                    .difference(removed);
                 fields.add(&taken);
-                encode_entry(&id, cx.api_version, time, fields.to_fields_v1())
+                Some(fields)
             }
-        } else if changed_paths.iter().chain(&removed_paths).any(owns) {
-            let fields = decoded()?.difference(changed).difference(removed);
+        } else if owned_by(fields_v1, &changed_paths) || owned_by(fields_v1, &removed_paths) {
+            let fields = FieldSet::from_fields_v1(fields_v1)
+                .ok()?
+                .difference(changed)
+                .difference(removed);
             if fields.is_empty() {
                 continue;
             }
-            encode_entry(&id, api_version, time, fields.to_fields_v1())
+            Some(fields)
         } else {
             if FieldSet::fields_v1_is_empty(fields_v1) {
                 continue;
             }
-            raw.clone()
+            None
         };
-        let api_version = if id == *writer && !taken.is_empty() {
-            cx.api_version
-        } else {
-            api_version
+        let (time, api_version) = match takes {
+            true => (Some(cx.now), cx.api_version),
+            false => (time, api_version),
         };
-        out.push((order_key(&id, time, api_version), id, value));
+        let key = order_key(&id, time, api_version);
+        let value = match fields {
+            Some(fields) => encode_entry(&id, api_version, time, fields.to_fields_v1()),
+            None => {
+                if takes {
+                    raw.as_object_mut()
+                        .expect("read_entry checked")
+                        .insert("time".into(), json!(cx.now));
+                }
+                raw
+            }
+        };
+        out.push((key, id, value));
     }
     if !writer_seen && !taken.is_empty() {
         let value = encode_entry(writer, cx.api_version, Some(cx.now), taken.to_fields_v1());
@@ -485,6 +516,65 @@ pub fn record_changes_in_place(
     Some(Value::Array(
         out.into_iter().map(|(_, _, value)| value).collect(),
     ))
+}
+
+/// The managedFields of a create that brings none: what [`record_changes`] makes from no
+/// ownership and encodes, given what the create adds in `FieldsV1` form
+/// ([`merge::created_fields_v1`]), without a field set in between. An empty list when the
+/// writer owns nothing.
+pub fn record_create(
+    mut fields: Map<String, Value>,
+    cx: &Context<'_>,
+    writer: &ManagerId,
+) -> Value {
+    fields.retain(|key, _| key.strip_prefix("f:").is_none_or(|name| (cx.keep)(name)));
+    let mut key = String::new();
+    for path in STRIP {
+        strip_fields_v1(&mut fields, path, &mut key);
+    }
+    if fields.is_empty() {
+        return Value::Array(Vec::new());
+    }
+    Value::Array(vec![encode_entry(
+        writer,
+        cx.api_version,
+        Some(cx.now),
+        Value::Object(fields),
+    )])
+}
+
+/// Removes the member at a path of field names from a `FieldsV1` map as
+/// [`FieldSet::remove_paths`] removes it from a set: the path, not what is below it; a node
+/// left neither a member nor with children goes too.
+fn strip_fields_v1(map: &mut Map<String, Value>, path: &[&str], key: &mut String) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    key.clear();
+    key.push_str("f:");
+    key.push_str(first);
+    let Some(Value::Object(node)) = map.get_mut(key.as_str()) else {
+        return;
+    };
+    if rest.is_empty() {
+        if node.is_empty() {
+            map.remove(key.as_str());
+        } else {
+            node.remove(".");
+        }
+        return;
+    }
+    if node.is_empty() {
+        // A member without children: nothing below it to remove.
+        return;
+    }
+    let own = key.clone();
+    strip_fields_v1(node, rest, key);
+    if node.is_empty() {
+        map.remove(own.as_str());
+    } else if node.len() == 1 && node.contains_key(".") {
+        node.remove(".");
+    }
 }
 
 /// An entry of a stored managedFields list, if it is exactly as [`encode_entry`] writes

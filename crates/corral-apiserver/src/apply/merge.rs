@@ -309,18 +309,21 @@ pub fn compare_without(
     };
     let mut out = Comparison::default();
     let mut path = Vec::new();
-    let visible = |hidden: &[&str], map: &'_ Map<String, Value>| {
+    fn visible<'m>(hidden: &[&str], map: &'m Map<String, Value>) -> BTreeSet<&'m str> {
         map.keys()
-            .filter(|key| !hidden.contains(&key.as_str()))
-            .cloned()
-            .collect::<BTreeSet<String>>()
-    };
+            .map(String::as_str)
+            .filter(|key| !hidden.contains(key))
+            .collect()
+    }
     let mut keys = visible(hidden, old_map);
     keys.extend(visible(hidden, new_map));
-    for key in &keys {
-        let (child_schema, _) = root.field(key);
+    for key in keys {
         let (old_child, new_child) = (old_map.get(key), new_map.get(key));
-        path.push(PathElement::Field(key.clone()));
+        if key != "metadata" && unchanged(old_child, new_child) {
+            continue;
+        }
+        let (child_schema, _) = root.field(key);
+        path.push(PathElement::Field(key.to_string()));
         if key == "metadata" {
             let (Some(Value::Object(old_meta)), Some(Value::Object(new_meta))) =
                 (old_child, new_child)
@@ -332,24 +335,169 @@ pub fn compare_without(
             };
             let mut meta_keys = visible(hidden_metadata, old_meta);
             meta_keys.extend(visible(hidden_metadata, new_meta));
-            for meta_key in &meta_keys {
+            for meta_key in meta_keys {
+                let (old_field, new_field) = (old_meta.get(meta_key), new_meta.get(meta_key));
+                if unchanged(old_field, new_field) {
+                    continue;
+                }
                 let (field_schema, _) = meta_schema.field(meta_key);
-                path.push(PathElement::Field(meta_key.clone()));
-                compare_values(
-                    old_meta.get(meta_key),
-                    new_meta.get(meta_key),
-                    field_schema,
-                    &mut path,
-                    &mut out,
-                );
+                path.push(PathElement::Field(meta_key.to_string()));
+                compare_differing(old_field, new_field, field_schema, &mut path, &mut out);
                 path.pop();
             }
         } else {
-            compare_values(old_child, new_child, child_schema, &mut path, &mut out);
+            compare_differing(old_child, new_child, child_schema, &mut path, &mut out);
         }
         path.pop();
     }
     Some(out)
+}
+
+/// What [`compare`] of an object without fields against `new` finds added, in `FieldsV1`
+/// form, built directly: every field and list item of `new` below the root, each of them a
+/// member. `hidden` top-level fields are left out (the type, which a create's comparison sees
+/// on both sides). A create's managedFields entry is this set less the fields nobody owns;
+/// building it as a field set first (a path element per node, cloned into a trie, list-map
+/// keys as pairs of strings) and encoding that was what tracking a validated create's
+/// granular `ports` list cost. `None` when `new` is not a map.
+pub fn created_fields_v1(
+    new: &Value,
+    schema: Schema<'_>,
+    hidden: &[&str],
+) -> Option<Map<String, Value>> {
+    let (Value::Object(map), Shape::Map(schema)) = (new, schema.shape(new)) else {
+        return None;
+    };
+    let mut out = Map::new();
+    let mut key = String::new();
+    for (name, child) in map {
+        if hidden.contains(&name.as_str()) {
+            continue;
+        }
+        field_key(name, &mut key);
+        out.insert(
+            std::mem::take(&mut key),
+            created_member(child, schema.field(name).0),
+        );
+    }
+    Some(out)
+}
+
+/// `f:<name>`, written into `out` (cleared first).
+fn field_key(name: &str, out: &mut String) {
+    out.clear();
+    out.reserve(name.len() + 2);
+    out.push_str("f:");
+    out.push_str(name);
+}
+
+/// The `FieldsV1` node of a member added by a create: `{}` for a leaf (or an empty or atomic
+/// container), else its children and `.`. Lists whose items cannot be identified are atomic,
+/// as [`lenient`] reads them.
+fn created_member(value: &Value, schema: Schema<'_>) -> Value {
+    let children = match (schema.shape(value), value) {
+        (Shape::Map(schema), Value::Object(map)) if !map.is_empty() => {
+            let mut out = Map::new();
+            let mut key = String::new();
+            for (name, child) in map {
+                field_key(name, &mut key);
+                out.insert(
+                    std::mem::take(&mut key),
+                    created_member(child, schema.field(name).0),
+                );
+            }
+            Some(out)
+        }
+        (Shape::Set, Value::Array(items)) if !items.is_empty() => {
+            created_items(items, |item| match item {
+                Value::Object(_) | Value::Array(_) | Value::Null => None,
+                scalar => Some(format!("v:{scalar}")),
+            })
+            .map(|keys| {
+                keys.into_iter()
+                    .map(|(key, _)| (key, Value::Object(Map::new())))
+                    .collect()
+            })
+        }
+        (
+            Shape::Keyed {
+                keys,
+                items: item_schema,
+            },
+            Value::Array(items),
+        ) if !items.is_empty() => {
+            created_items(items, |item| list_map_key(item, &keys, item_schema)).map(|keys| {
+                keys.into_iter()
+                    .map(|(key, item)| (key, created_member(item, item_schema)))
+                    .collect()
+            })
+        }
+        _ => None,
+    };
+    match children {
+        Some(mut children) => {
+            children.insert(".".into(), Value::Object(Map::new()));
+            Value::Object(children)
+        }
+        None => Value::Object(Map::new()),
+    }
+}
+
+/// The `FieldsV1` keys of a list's items with the items, in order; `None` when an item has
+/// none or two items have the same (the list is then atomic, as [`list_elements`] decides).
+fn created_items<'v>(
+    items: &'v [Value],
+    key_of: impl Fn(&Value) -> Option<String>,
+) -> Option<Vec<(String, &'v Value)>> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push((key_of(item)?, item));
+    }
+    if out.len() > 1 {
+        let mut sorted: Vec<&str> = out.iter().map(|(key, _)| key.as_str()).collect();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// `k:{"name":"http"}`: the `FieldsV1` key of a list-map item, written straight from the item
+/// (the key fields sorted by name, values as JSON text, a missing key field by its default),
+/// equal to the key of [`list_elements`]'s path element. `None` when the item is no object or
+/// has none of the key fields.
+fn list_map_key(item: &Value, keys: &[&str], item_schema: Schema<'_>) -> Option<String> {
+    let Value::Object(map) = item else {
+        return None;
+    };
+    let mut fields: Vec<(&str, &Value)> = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Some(value) = map.get(*key).or_else(|| item_schema.key_default(key)) {
+            fields.push((key, value));
+        }
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    if fields.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+        // The same key field named twice: the element's own sort decides the order.
+        let element = PathElement::Key(key_fields(fields));
+        return Some(element.fields_v1_key());
+    }
+    let mut out = Vec::with_capacity(32);
+    out.extend_from_slice(b"k:{");
+    for (index, (name, value)) in fields.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, name).expect("strings serialize");
+        out.push(b':');
+        serde_json::to_writer(&mut out, value).expect("JSON values serialize");
+    }
+    out.push(b'}');
+    Some(String::from_utf8(out).expect("JSON is UTF-8"))
 }
 
 fn compare_values(
@@ -359,13 +507,26 @@ fn compare_values(
     path: &mut Path,
     out: &mut Comparison,
 ) {
-    // Equal values have no changes below them: most of an update (all but a few status
-    // fields) is checked in one comparison instead of field by field.
-    if let (Some(a), Some(b)) = (old, new)
-        && a == b
-    {
-        return;
+    if !unchanged(old, new) {
+        compare_differing(old, new, schema, path, out);
     }
+}
+
+/// Equal values have no changes below them: most of an update (all but a few status fields)
+/// is checked in one comparison instead of field by field, and without a path element made
+/// for each of them.
+fn unchanged(old: Option<&Value>, new: Option<&Value>) -> bool {
+    matches!((old, new), (Some(a), Some(b)) if a == b)
+}
+
+/// [`compare_values`] of values known not to be equal.
+fn compare_differing(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    schema: Schema<'_>,
+    path: &mut Path,
+    out: &mut Comparison,
+) {
     let old_node = old.map(|value| lenient(value, schema));
     let new_node = new.map(|value| lenient(value, schema));
     let containers =
@@ -437,15 +598,16 @@ fn compare_children(
                 .chain(new_map.into_iter().flat_map(Map::keys))
                 .collect();
             for key in keys {
-                let (child_schema, _) = schema.field(key);
-                path.push(PathElement::Field(key.clone()));
-                compare_values(
+                let (old_child, new_child) = (
                     old_map.and_then(|m| m.get(key)),
                     new_map.and_then(|m| m.get(key)),
-                    child_schema,
-                    path,
-                    out,
                 );
+                if unchanged(old_child, new_child) {
+                    continue;
+                }
+                let (child_schema, _) = schema.field(key);
+                path.push(PathElement::Field(key.clone()));
+                compare_differing(old_child, new_child, child_schema, path, out);
                 path.pop();
             }
         }
@@ -485,14 +647,15 @@ fn compare_children(
             let elements: BTreeSet<&PathElement> =
                 old_index.keys().chain(new_index.keys()).copied().collect();
             for element in elements {
-                path.push(element.clone());
-                compare_values(
+                let (old_item, new_item) = (
                     old_index.get(element).copied(),
                     new_index.get(element).copied(),
-                    item_schema,
-                    path,
-                    out,
                 );
+                if unchanged(old_item, new_item) {
+                    continue;
+                }
+                path.push(element.clone());
+                compare_differing(old_item, new_item, item_schema, path, out);
                 path.pop();
             }
         }

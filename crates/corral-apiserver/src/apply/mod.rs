@@ -193,10 +193,13 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
     // edit ownership directly); `[]` or `[{}]` resets ownership; a subresource never
     // changes it. A request that sends the current ones back (a PUT of what was read, any
     // merge patch) starts from the current ones.
+    let sends_current = current.is_some_and(|_| {
+        new_managed_fields(new).is_some_and(|requested| current_list(&current) == Some(requested))
+    });
     let base = match (subresource, new_managed_fields(new)) {
         (Some(_), _) | (None, None) => Base::Current,
         (None, Some(requested)) if is_reset(requested) => Base::Requested(Managed::default()),
-        (None, Some(requested)) if current_list(&current) == Some(requested) => Base::Current,
+        (None, Some(_)) if sends_current => Base::Current,
         (None, Some(requested)) => match Managed::decode(Some(requested)) {
             Ok(managed) if !managed.is_empty() => Base::Requested(managed),
             _ => Base::Current,
@@ -218,6 +221,12 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         return false;
     }
 
+    // The request's copy of the current list (a merge patch's or a status write's) becomes
+    // the new list, updated in place, instead of being dropped for a copy of the current one.
+    let sent_list = match sends_current && matches!(base, Base::Current) {
+        true => object::metadata_mut(new).remove("managedFields"),
+        false => None,
+    };
     let empty = empty_object(resource, &api_version);
 
     let reset = ResetFields::of(resource, subresource);
@@ -230,6 +239,24 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         now: &now,
     };
     let writer = ManagerId::new(manager, Operation::Update, &api_version, subresource);
+    if current.is_none() && matches!(base, Base::Current) {
+        // A create that brings no managedFields: its writer owns what it sets, written
+        // straight in `FieldsV1` form (equal to comparing against the empty object,
+        // recording and encoding, which remains the way for anything else).
+        let list = as_compared(new, resource, &api_version, |new_view| {
+            merge::created_fields_v1(new_view, cx.schema, &["apiVersion", "kind"])
+                .map(|fields| managed::record_create(fields, &cx, &writer))
+        });
+        if let Some(list) = list {
+            let metadata = object::metadata_mut(new);
+            if list.as_array().is_some_and(Vec::is_empty) {
+                metadata.remove("managedFields");
+            } else {
+                metadata.insert("managedFields".into(), list);
+            }
+            return true;
+        }
+    }
     let changes = as_compared(new, resource, &api_version, |new_view| {
         let Some(current) = current else {
             return managed::UpdateChanges::between(&empty, new_view, &cx);
@@ -255,7 +282,12 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         Base::Requested(managed) => managed,
         Base::Current => {
             let list = current_list(&current);
-            if let Some(Value::Array(entries)) = list
+            let entries = match (sent_list, list) {
+                (Some(Value::Array(sent)), _) => Some(sent),
+                (_, Some(Value::Array(entries))) => Some(entries.clone()),
+                _ => None,
+            };
+            if let Some(entries) = entries
                 && let Some(result) = managed::record_changes_in_place(
                     entries,
                     &changes.changed,

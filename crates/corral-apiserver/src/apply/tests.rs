@@ -560,7 +560,7 @@ fn in_place_update_of_managed_fields_equals_decode_and_encode() {
             change(&mut new);
             let changes = managed::UpdateChanges::between(&live, &new, &cx);
             let in_place = managed::record_changes_in_place(
-                stored.as_array().unwrap(),
+                stored.as_array().unwrap().clone(),
                 &changes.changed,
                 &changes.removed,
                 &cx,
@@ -590,7 +590,7 @@ fn in_place_update_of_managed_fields_equals_decode_and_encode() {
     let changes = managed::UpdateChanges::between(&live, &live, &cx);
     assert!(
         managed::record_changes_in_place(
-            odd.as_array().unwrap(),
+            odd.as_array().unwrap().clone(),
             &changes.changed,
             &changes.removed,
             &cx,
@@ -646,4 +646,95 @@ fn comparison_in_place_equals_comparison_of_copies() {
         );
     }
     assert!(merge::compare_without(&current, &json!({"metadata": 1}), schema, &[], &[]).is_none());
+}
+
+/// A create's managedFields written straight in `FieldsV1` form are what comparing against
+/// the empty object, recording and encoding gives, for every shape a create can bring:
+/// list-map items (keys defaulted, escaped, duplicated, missing), sets (with duplicates and
+/// maps), empty and atomic containers, metadata lists, and fields the writer may not change.
+#[test]
+fn created_fields_v1_equal_recording_a_create() {
+    let schema_value = widget_schema();
+    let schema = Schema::Root(&schema_value);
+    let mut objects = vec![
+        widget(json!({})),
+        widget(json!({"color": "red", "size": 1, "args": ["a", "a"], "selector": {"a": "b"}})),
+        widget(json!({
+            "ports": [
+                {"name": "http", "port": 80},
+                {"name": "dns", "protocol": "UDP", "port": 53},
+                {"name": "q\"uo\\te", "protocol": "TCP"},
+                {"name": "ünï", "port": 1},
+            ],
+            "tags": ["b", "a", 1, true],
+            "extra": {"deep": {"x": [1, {"y": null}], "z": {}}, "n": null},
+        })),
+        widget(json!({"ports": [{"name": "a"}, {"name": "a", "protocol": "TCP"}]})),
+        widget(json!({"ports": [{"port": 1}]})),
+        widget(json!({"ports": [null]})),
+        widget(json!({"ports": [1, 2]})),
+        widget(json!({"ports": [], "tags": [], "extra": {}, "selector": {}})),
+        widget(json!({"tags": ["a", "a"]})),
+        widget(json!({"tags": [{"a": 1}]})),
+        widget(json!({"tags": [null]})),
+        widget(json!({"ports": {"not": "a list"}, "tags": "nor this", "color": {"x": 1}})),
+        widget(json!(null)),
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "only"}}),
+        json!({"apiVersion": "example.com/v1", "kind": "Widget"}),
+    ];
+    let mut full = widget(json!({"color": "red", "ports": [{"name": "a", "port": 1}]}));
+    full["metadata"] = json!({
+        "name": "w1",
+        "namespace": "default",
+        "generateName": "w-",
+        "uid": "u1",
+        "generation": 1,
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "labels": {"app": "w", "": "empty"},
+        "annotations": {},
+        "finalizers": ["example.com/a", "example.com/b"],
+        "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u0"},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "d", "uid": "u2", "controller": true},
+        ],
+    });
+    full["status"] = json!({"phase": "Ready", "conditions": [{"type": "Ready"}]});
+    objects.push(full);
+    let mut odd_metadata = widget(json!({}));
+    odd_metadata["metadata"] = json!({"name": {"not": "a string"}, "labels": null});
+    objects.push(odd_metadata);
+
+    let keep_spec = |field: &str| field != "status";
+    let keep_status = |field: &str| field == "status";
+    let keeps: [&dyn Fn(&str) -> bool; 3] = [&keep_all, &keep_spec, &keep_status];
+    let writer = updater("creator");
+    let empty = json!({"apiVersion": "example.com/v1", "kind": "Widget"});
+    for object in &objects {
+        for keep in keeps {
+            let cx = context(schema, keep);
+            let changes = managed::UpdateChanges::between(&empty, object, &cx);
+            let recorded = managed::record_changes(
+                Managed::default(),
+                changes.changed,
+                &changes.removed,
+                &cx,
+                &writer,
+            )
+            .encode();
+            let fields = merge::created_fields_v1(object, schema, &["apiVersion", "kind"])
+                .expect("an object");
+            let direct = managed::record_create(fields, &cx, &writer);
+            assert_eq!(direct, recorded, "{object}");
+        }
+    }
+    // The entry of a real create, as kube-apiserver writes it.
+    let cx = context(schema, &keep_spec);
+    let fields = merge::created_fields_v1(&objects[2], schema, &["apiVersion", "kind"]).unwrap();
+    let list = managed::record_create(fields, &cx, &writer);
+    assert_eq!(
+        list[0]["fieldsV1"]["f:spec"]["f:ports"]["k:{\"name\":\"http\",\"protocol\":\"TCP\"}"],
+        json!({".": {}, "f:name": {}, "f:port": {}})
+    );
+    assert_eq!(list[0]["manager"], json!("creator"));
+    assert!(merge::created_fields_v1(&json!([1]), schema, &[]).is_none());
 }

@@ -29,6 +29,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -84,10 +85,17 @@ pub fn admit(request: &Request<'_>, object: &mut Value) -> Result<Vec<String>, A
     // Validation sees the object as the client sent it: in the requested version.
     let request_api_version = Value::String(resource.api_version(&target.version));
     let stored_api_version = set_api_version(object, request_api_version.clone());
+    // The old object is copied only when its apiVersion is not the request's already (an
+    // update usually reads it in the request's version; copying a whole Machine per status
+    // patch for nothing was a visible part of admission).
     let old = request.old.map(|old| {
-        let mut old = old.clone();
-        set_api_version(&mut old, request_api_version);
-        old
+        if old.get("apiVersion") == Some(&request_api_version) {
+            Cow::Borrowed(old)
+        } else {
+            let mut old = old.clone();
+            set_api_version(&mut old, request_api_version);
+            Cow::Owned(old)
+        }
     });
 
     let unknown = decode(&schema, object, directive != FieldValidation::Ignore);
@@ -112,7 +120,7 @@ pub fn admit(request: &Request<'_>, object: &mut Value) -> Result<Vec<String>, A
     }
     coerce::default(object, &schema.root);
 
-    let (errors, rule_warnings) = validate(&schema, object, old.as_ref());
+    let (errors, rule_warnings) = validate(&schema, object, old.as_deref());
     warnings.extend(rule_warnings);
     if !errors.is_empty() {
         let name = crate::object::name(object).unwrap_or("").to_string();
