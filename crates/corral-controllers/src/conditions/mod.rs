@@ -270,108 +270,172 @@ enum Operation {
 
 fn merge(
     operation: Operation,
+    conditions: Vec<SourceCondition<'_>>,
+    order: &[String],
+    strategy: &MergeStrategy<'_>,
+) -> (ConditionStatus, String, String) {
+    match operation {
+        Operation::Summary => merge_summary(conditions, order, strategy),
+        Operation::Aggregate => merge_aggregate(&conditions, strategy),
+    }
+}
+
+/// The status and reason a merge gives, by whether any condition is an issue or unknown.
+fn merged_status(
+    issues: bool,
+    unknowns: bool,
+    strategy: &MergeStrategy<'_>,
+) -> (ConditionStatus, String) {
+    let (status, reason) = if issues {
+        (
+            bool_status(!strategy.target_positive),
+            strategy.reasons.issue,
+        )
+    } else if unknowns {
+        (ConditionStatus::Unknown, strategy.reasons.unknown)
+    } else {
+        (bool_status(strategy.target_positive), strategy.reasons.info)
+    };
+    (status, reason.to_owned())
+}
+
+/// A summary of one object's conditions: issues and unknowns listed in the order of relevance
+/// given, information only while all is well.
+fn merge_summary(
     mut conditions: Vec<SourceCondition<'_>>,
     order: &[String],
     strategy: &MergeStrategy<'_>,
 ) -> (ConditionStatus, String, String) {
     // By the order of relevance given, then oldest transition first (a stable sort: equal
     // times keep the order of the sources).
-    if order.len() > 1 {
-        let position = |type_: &str| order.iter().position(|t| t == type_).unwrap_or(0);
-        conditions.sort_by(|a, b| {
-            position(&a.condition.type_)
-                .cmp(&position(&b.condition.type_))
-                .then_with(|| {
-                    a.condition
-                        .last_transition_time
-                        .cmp(&b.condition.last_transition_time)
-                })
-        });
-    } else {
-        conditions.sort_by(|a, b| {
-            a.condition
-                .last_transition_time
-                .cmp(&b.condition.last_transition_time)
-        });
+    let position = |type_: &str| order.iter().position(|t| t == type_).unwrap_or(0);
+    conditions.sort_by(|a, b| {
+        position(&a.condition.type_)
+            .cmp(&position(&b.condition.type_))
+            .then_with(|| {
+                a.condition
+                    .last_transition_time
+                    .cmp(&b.condition.last_transition_time)
+            })
+    });
+    let priorities: Vec<Priority> = conditions
+        .iter()
+        .map(|condition| (strategy.priority)(condition.condition))
+        .collect();
+    let issues = priorities.contains(&Priority::Issue);
+    let unknowns = priorities.contains(&Priority::Unknown);
+    let (status, reason) = merged_status(issues, unknowns, strategy);
+    let healthy = !issues && !unknowns;
+    let mut messages = Vec::new();
+    for (condition, priority) in conditions.iter().zip(&priorities) {
+        if *priority == Priority::Info && (!healthy || condition.condition.message.is_empty()) {
+            // Information is dropped while there are issues, and when it says nothing.
+            continue;
+        }
+        let text = if condition.condition.message.is_empty() {
+            format!(" {}", condition.condition.reason)
+        } else {
+            indent_if_multiline(&condition.condition.message)
+        };
+        messages.push(format!("* {}:{}", condition.condition.type_, text));
     }
-    let mut issues = Vec::new();
-    let mut unknowns = Vec::new();
-    let mut infos = Vec::new();
+    (status, reason, messages.join("\n"))
+}
+
+/// An aggregate of one condition across objects: the messages of the issues and unknowns, or
+/// of the information while all is well.
+///
+/// Upstream sorts the conditions by transition time first (stably), and the order matters only
+/// where two messages tie on everything else and their objects' names, joined in that order,
+/// decide ([`aggregate_messages`]). Sorting thousands of conditions for that rare tie is most of
+/// an aggregate's cost, so each object carries its place in upstream's order instead
+/// ([`Place`]) and only a tie sorts.
+fn merge_aggregate(
+    conditions: &[SourceCondition<'_>],
+    strategy: &MergeStrategy<'_>,
+) -> (ConditionStatus, String, String) {
+    let mut issues = 0;
+    let mut unknowns = 0;
     let mut priorities = Vec::with_capacity(conditions.len());
-    for condition in &conditions {
+    for condition in conditions {
         let priority = (strategy.priority)(condition.condition);
-        priorities.push(priority);
         match priority {
-            Priority::Issue => issues.push((*condition, priority)),
-            Priority::Unknown => unknowns.push((*condition, priority)),
-            Priority::Info => infos.push((*condition, priority)),
+            Priority::Issue => issues += 1,
+            Priority::Unknown => unknowns += 1,
+            Priority::Info => {}
         }
+        priorities.push(priority);
     }
-    let status = if !issues.is_empty() {
-        bool_status(!strategy.target_positive)
-    } else if !unknowns.is_empty() {
-        ConditionStatus::Unknown
-    } else {
-        bool_status(strategy.target_positive)
-    };
-    let reason = if !issues.is_empty() {
-        strategy.reasons.issue
-    } else if !unknowns.is_empty() {
-        strategy.reasons.unknown
-    } else {
-        strategy.reasons.info
-    };
-    let message = match operation {
-        Operation::Summary => {
-            let healthy = issues.is_empty() && unknowns.is_empty();
-            let mut messages = Vec::new();
-            for (condition, priority) in conditions.iter().zip(&priorities) {
-                if *priority == Priority::Info
-                    && (!healthy || condition.condition.message.is_empty())
-                {
-                    // Information is dropped while there are issues, and when it says nothing.
-                    continue;
-                }
-                let text = if condition.condition.message.is_empty() {
-                    format!(" {}", condition.condition.reason)
-                } else {
-                    indent_if_multiline(&condition.condition.message)
-                };
-                messages.push(format!("* {}:{}", condition.condition.type_, text));
-            }
-            messages.join("\n")
+    let (status, reason) = merged_status(issues > 0, unknowns > 0, strategy);
+    let relevant = |priority: Priority| {
+        if issues + unknowns > 0 {
+            priority != Priority::Info
+        } else {
+            priority == Priority::Info
         }
-        Operation::Aggregate => {
-            let mut budget = 3;
-            let messages = if !issues.is_empty() || !unknowns.is_empty() {
-                let mut relevant = issues;
-                relevant.extend(unknowns);
-                aggregate_messages(&relevant, &mut budget, false)
-            } else {
-                aggregate_messages(&infos, &mut budget, true)
+    };
+    let selected = conditions
+        .iter()
+        .zip(&priorities)
+        .enumerate()
+        .filter(|(_, (_, priority))| relevant(**priority))
+        .map(|(index, (condition, priority))| {
+            // Upstream lists the issues before the unknowns, each oldest first.
+            let place = Place {
+                after_issues: *priority != Priority::Issue,
+                time: &condition.condition.last_transition_time,
+                index,
             };
-            messages.join("\n")
-        }
-    };
-    (status, reason.to_owned(), message)
+            (*condition, *priority, place)
+        });
+    let mut budget = 3;
+    let messages = aggregate_messages(selected, &mut budget, issues + unknowns == 0);
+    (status, reason, messages.join("\n"))
+}
+
+/// Where an object comes in upstream's order of an aggregate's conditions: issues before
+/// unknowns, then oldest transition first, then the order of the sources.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Place<'a> {
+    /// False for issues, true for unknowns (and for information, which is never mixed with
+    /// either).
+    after_issues: bool,
+    /// The condition's last transition.
+    time: &'a Time,
+    /// The position of the object among the sources.
+    index: usize,
 }
 
 /// Messages of an aggregate: per kind, the three most relevant messages with up to three of
 /// the objects reporting each, then how many other objects report something (upstream
-/// `aggregateMessages`). Each condition comes with its priority.
-fn aggregate_messages(
-    conditions: &[(SourceCondition<'_>, Priority)],
+/// `aggregateMessages`). Each condition comes with its priority and its place in upstream's
+/// order ([`Place`]).
+fn aggregate_messages<'a>(
+    conditions: impl Iterator<Item = (SourceCondition<'a>, Priority, Place<'a>)>,
     budget: &mut usize,
     drop_empty: bool,
 ) -> Vec<String> {
     struct Entry<'a> {
-        objects: Vec<&'a str>,
+        objects: Vec<(Place<'a>, &'a str)>,
         priority: Priority,
         first: bool,
+        /// The objects' names joined in upstream's order: the last tie-breaker, computed only
+        /// for a tie.
+        names: std::cell::OnceCell<String>,
+    }
+    impl Entry<'_> {
+        fn names(&self) -> &str {
+            self.names.get_or_init(|| {
+                let mut objects = self.objects.clone();
+                objects.sort_unstable_by_key(|(place, _)| *place);
+                let names: Vec<&str> = objects.iter().map(|(_, name)| *name).collect();
+                names.join(",")
+            })
+        }
     }
     let mut by_kind: BTreeMap<&str, BTreeMap<&str, Entry<'_>>> = BTreeMap::new();
     let mut control_plane_machines = BTreeSet::new();
-    for (condition, priority) in conditions {
+    for (condition, priority, place) in conditions {
         if drop_empty && condition.condition.message.is_empty() {
             continue;
         }
@@ -381,11 +445,12 @@ fn aggregate_messages(
             .entry(&condition.condition.message)
             .or_insert(Entry {
                 objects: Vec::new(),
-                priority: *priority,
+                priority,
                 first: false,
+                names: std::cell::OnceCell::new(),
             });
-        entry.objects.push(condition.name);
-        entry.priority = entry.priority.min(*priority);
+        entry.objects.push((place, condition.name));
+        entry.priority = entry.priority.min(priority);
         if condition.control_plane_machine {
             entry.first = true;
             control_plane_machines.insert(condition.name);
@@ -394,39 +459,40 @@ fn aggregate_messages(
     let mut messages = Vec::new();
     for (kind, entries) in by_kind {
         let plural = format!("{kind}s");
-        // The objects' names joined, as the last tie-breaker, computed once per message.
-        let mut entries: Vec<(&str, Entry<'_>, String)> = entries
-            .into_iter()
-            .map(|(message, entry)| {
-                let names = entry.objects.join(",");
-                (message, entry, names)
-            })
-            .collect();
-        entries.sort_by(|(_, a, a_names), (_, b, b_names)| {
+        let mut entries: Vec<(&str, Entry<'_>)> = entries.into_iter().collect();
+        entries.sort_by(|(_, a), (_, b)| {
             b.first
                 .cmp(&a.first)
                 .then(a.priority.cmp(&b.priority))
                 .then(b.objects.len().cmp(&a.objects.len()))
-                .then_with(|| a_names.cmp(b_names))
+                .then_with(|| a.names().cmp(b.names()))
         });
         let mut others: BTreeMap<Priority, usize> = BTreeMap::new();
-        for (message, mut entry, _) in entries {
+        for (message, entry) in entries {
             if *budget == 0 {
                 *others.entry(entry.priority).or_default() += entry.objects.len();
                 continue;
             }
-            entry.objects.sort_by(|a, b| {
+            // Control plane Machines first, then by name; only the first three are named.
+            let mut names: Vec<&str> = entry.objects.iter().map(|(_, name)| *name).collect();
+            let order = |a: &&str, b: &&str| {
                 control_plane_machines
                     .contains(b)
                     .cmp(&control_plane_machines.contains(a))
                     .then_with(|| a.cmp(b))
-            });
-            let head = match entry.objects.len() {
-                1 => format!("* {kind} {}:", entry.objects[0]),
-                2 | 3 => format!("* {plural} {}:", entry.objects.join(", ")),
+            };
+            if names.len() > 3 {
+                names.select_nth_unstable_by(2, order);
+                names[..3].sort_by(order);
+            } else {
+                names.sort_by(order);
+            }
+            let head = match names.len() {
+                1 => format!("* {kind} {}:", names[0]),
+                2 | 3 => format!("* {plural} {}:", names.join(", ")),
                 more => format!(
                     "* {plural} {}, ... ({} more):",
-                    entry.objects[..3].join(", "),
+                    names[..3].join(", "),
                     more - 3
                 ),
             };

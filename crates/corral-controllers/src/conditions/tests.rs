@@ -299,3 +299,179 @@ fn mirror_copies_the_condition_or_falls_back() {
     };
     assert!(mirror(Some(&invalid), "Ready", "InfrastructureReady", None).is_err());
 }
+
+/// The aggregate as first written, sorting every condition by transition time up front (as
+/// upstream's `aggregateMessages` does): the reference [`aggregate`] must agree with.
+fn reference_aggregate(
+    sources: &[AggregateSource<'_>],
+    source_type: &str,
+    strategy: &MergeStrategy<'_>,
+) -> (ConditionStatus, String, String) {
+    let not_reported = Condition {
+        type_: source_type.to_owned(),
+        status: "Unknown".into(),
+        reason: NOT_YET_REPORTED.into(),
+        message: format!("Condition {source_type} not yet reported"),
+        last_transition_time: Time(Timestamp::UNIX_EPOCH),
+        observed_generation: None,
+    };
+    let mut conditions: Vec<(&AggregateSource<'_>, &Condition)> = sources
+        .iter()
+        .map(|source| {
+            let condition = get(source.conditions, source_type).unwrap_or(&not_reported);
+            (source, condition)
+        })
+        .collect();
+    conditions.sort_by(|a, b| a.1.last_transition_time.cmp(&b.1.last_transition_time));
+    let prioritized: Vec<_> = conditions
+        .iter()
+        .map(|(source, condition)| (*source, *condition, (strategy.priority)(condition)))
+        .collect();
+    let of = |wanted: Priority| -> Vec<_> {
+        prioritized
+            .iter()
+            .filter(|(_, _, priority)| *priority == wanted)
+            .copied()
+            .collect()
+    };
+    let (issues, unknowns, infos) = (
+        of(Priority::Issue),
+        of(Priority::Unknown),
+        of(Priority::Info),
+    );
+    let (status, reason) = if !issues.is_empty() {
+        (
+            bool_status(!strategy.target_positive),
+            strategy.reasons.issue,
+        )
+    } else if !unknowns.is_empty() {
+        (ConditionStatus::Unknown, strategy.reasons.unknown)
+    } else {
+        (bool_status(strategy.target_positive), strategy.reasons.info)
+    };
+    let (relevant, drop_empty) = if issues.is_empty() && unknowns.is_empty() {
+        (infos, true)
+    } else {
+        ([issues, unknowns].concat(), false)
+    };
+    type Entry<'a> = (Vec<&'a str>, Priority, bool);
+    let mut by_kind: BTreeMap<&str, BTreeMap<&str, Entry<'_>>> = BTreeMap::new();
+    let mut control_plane = BTreeSet::new();
+    for (source, condition, priority) in &relevant {
+        if drop_empty && condition.message.is_empty() {
+            continue;
+        }
+        let entry = by_kind
+            .entry(source.kind)
+            .or_default()
+            .entry(condition.message.as_str())
+            .or_insert((Vec::new(), *priority, false));
+        entry.0.push(source.name);
+        entry.1 = entry.1.min(*priority);
+        if source.control_plane_machine {
+            entry.2 = true;
+            control_plane.insert(source.name);
+        }
+    }
+    let mut budget = 3;
+    let mut messages = Vec::new();
+    for (kind, entries) in by_kind {
+        let mut entries: Vec<_> = entries.into_iter().collect();
+        entries.sort_by(|(_, a), (_, b)| {
+            b.2.cmp(&a.2)
+                .then(a.1.cmp(&b.1))
+                .then(b.0.len().cmp(&a.0.len()))
+                .then_with(|| a.0.join(",").cmp(&b.0.join(",")))
+        });
+        let mut others: BTreeMap<Priority, usize> = BTreeMap::new();
+        for (message, (mut names, priority, _)) in entries {
+            if budget == 0 {
+                *others.entry(priority).or_default() += names.len();
+                continue;
+            }
+            names.sort_by(|a, b| {
+                control_plane
+                    .contains(b)
+                    .cmp(&control_plane.contains(a))
+                    .then_with(|| a.cmp(b))
+            });
+            let head = match names.len() {
+                1 => format!("* {kind} {}:", names[0]),
+                2 | 3 => format!("* {kind}s {}:", names.join(", ")),
+                more => format!(
+                    "* {kind}s {}, ... ({} more):",
+                    names[..3].join(", "),
+                    more - 3
+                ),
+            };
+            messages.push(format!("{head}{}", indent_if_multiline(message)));
+            budget -= 1;
+        }
+        for (priority, count) in others {
+            let what = match priority {
+                Priority::Issue => "with other issues",
+                Priority::Unknown => "with status unknown",
+                Priority::Info => "with additional info",
+            };
+            let noun = if count == 1 {
+                kind.to_owned()
+            } else {
+                format!("{kind}s")
+            };
+            messages.push(format!("And {count} {noun} {what}"));
+        }
+    }
+    (status, reason.to_owned(), messages.join("\n"))
+}
+
+/// The aggregate places objects in upstream's order only where a tie needs it; on thousands of
+/// random inputs full of ties (same times, same counts, control plane Machines, several kinds)
+/// it says exactly what sorting everything first says.
+#[test]
+fn aggregate_agrees_with_sorting_everything_first() {
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |bound: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % bound
+    };
+    let statuses = ["True", "False", "Unknown"];
+    let messages = ["", "disk full", "no news", "two\nlines", "* bullet"];
+    let kinds = ["Machine", "MachinePool"];
+    for round in 0..3000 {
+        let count = next(12) as usize;
+        let per_object: Vec<Vec<Condition>> = (0..count)
+            .map(|_| {
+                if next(6) == 0 {
+                    return Vec::new();
+                }
+                let mut c = condition(
+                    "Ready",
+                    statuses[next(3) as usize],
+                    "Why",
+                    messages[next(5) as usize],
+                );
+                c.last_transition_time = time(next(3) as i64);
+                vec![c]
+            })
+            .collect();
+        let names: Vec<String> = (0..count)
+            .map(|i| format!("m{}", (i * 7 + round) % 13))
+            .collect();
+        let sources: Vec<AggregateSource<'_>> = (0..count)
+            .map(|i| AggregateSource {
+                kind: kinds[(next(4) == 0) as usize],
+                name: &names[i],
+                control_plane_machine: next(3) == 0,
+                conditions: &per_object[i],
+            })
+            .collect();
+        let negative: &[&str] = if round % 2 == 0 { &[] } else { &["Ready"] };
+        let got = aggregate(&sources, "Ready", "MachinesReady", &strategy(negative))
+            .map(|c| (c.status, c.reason, c.message));
+        let expected =
+            (count > 0).then(|| reference_aggregate(&sources, "Ready", &strategy(negative)));
+        assert_eq!(got, expected, "round {round}");
+    }
+}

@@ -142,15 +142,21 @@ fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 /// The replica counters and versions (upstream `setReplicas`): every Machine counts in
 /// `replicas`, those whose Ready, Available and UpToDate conditions are True in the others.
 pub fn set_replicas(machine_set: &mut MachineSet, machines: &[&Machine]) {
-    let count = |type_: &str| {
-        machines
-            .iter()
-            .filter(|machine| conditions::is_true(machine_conditions(machine), type_))
-            .count() as i32
-    };
-    let ready = count(names::READY);
-    let available = count(names::AVAILABLE);
-    let up_to_date = count(machine_names::UP_TO_DATE);
+    // One pass over each Machine's conditions for the three counts.
+    let (mut ready, mut available, mut up_to_date) = (0, 0, 0);
+    for machine in machines {
+        for condition in machine_conditions(machine) {
+            if condition.status != "True" {
+                continue;
+            }
+            match condition.type_.as_str() {
+                names::READY => ready += 1,
+                names::AVAILABLE => available += 1,
+                machine_names::UP_TO_DATE => up_to_date += 1,
+                _ => {}
+            }
+        }
+    }
     let versions = versions_of(machines.iter().copied());
     let status = machine_set.status.get_or_insert_with(Default::default);
     status.replicas = Some(machines.len() as i32);
