@@ -24,6 +24,12 @@
 //! [`MISSING_SECRET_RETRY`], for a Secret without the label), and a connection is rebuilt when
 //! its Secret changes. Without the watch (or before its first list) every attempt GETs the
 //! Secret and a missing one is retried every probe interval.
+//!
+//! The same watch keeps each Cluster's certificate and kubeconfig Secrets whole
+//! (`<cluster>-<purpose>` for the purposes of [`CLUSTER_SECRET_PURPOSES`]), so that the control
+//! plane and bootstrap providers read them with [`ClusterCache::cluster_secret`] instead of a
+//! GET per reconcile (upstream's kubeadm providers read them through a client whose cache
+//! holds Secrets).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -48,6 +54,12 @@ pub const KUBECONFIG_SECRET_SUFFIX: &str = "-kubeconfig";
 
 /// The data key of the kubeconfig in its Secret.
 pub const KUBECONFIG_DATA_KEY: &str = "value";
+
+/// The purposes of the Secrets [`ClusterCache::cluster_secret`] serves, named
+/// `<cluster>-<purpose>` and labelled with the cluster's name (upstream `util/secret`): the
+/// cluster CA, the etcd CA, the front-proxy CA, the service-account key pair and the admin
+/// kubeconfig. Bootstrap data and other labelled Secrets are not kept.
+pub const CLUSTER_SECRET_PURPOSES: [&str; 5] = ["ca", "etcd", "proxy", "sa", "kubeconfig"];
 
 /// Connection attempts to a cluster never reached after which it counts as failing rather
 /// than not connected yet (upstream's RemoteConnectionProbe and Node conditions use 5).
@@ -277,6 +289,30 @@ struct Kubeconfigs {
     secrets: HashMap<ClusterKey, KubeconfigSecret>,
     /// The Secrets of a relist under way, which replace `secrets` when it ends.
     relist: Option<HashMap<ClusterKey, KubeconfigSecret>>,
+    /// The Clusters' certificate and kubeconfig Secrets, whole, by namespace and name (see
+    /// [`ClusterCache::cluster_secret`]).
+    cluster_secrets: HashMap<(String, String), Arc<Secret>>,
+    /// The same of a relist under way.
+    cluster_relist: Option<HashMap<(String, String), Arc<Secret>>>,
+}
+
+/// The namespace and name of a Secret that is one of a Cluster's certificate or kubeconfig
+/// Secrets ([`CLUSTER_SECRET_PURPOSES`]): named `<cluster>-<purpose>` after its
+/// cluster-name label. `None` for any other Secret.
+fn cluster_secret_key(secret: &Secret) -> Option<(String, String)> {
+    let name = secret.metadata.name.as_deref()?;
+    let cluster = secret
+        .metadata
+        .labels
+        .as_ref()?
+        .get(corral_api::labels::CLUSTER_NAME)?;
+    let purpose = name.strip_prefix(cluster.as_str())?.strip_prefix('-')?;
+    CLUSTER_SECRET_PURPOSES.contains(&purpose).then(|| {
+        (
+            secret.metadata.namespace.clone().unwrap_or_default(),
+            name.to_owned(),
+        )
+    })
 }
 
 /// What a connection needs of a kubeconfig Secret.
@@ -493,6 +529,22 @@ impl ClusterCache {
             .synced
     }
 
+    /// One of a Cluster's certificate or kubeconfig Secrets ([`CLUSTER_SECRET_PURPOSES`]) as
+    /// [`ClusterCache::run`]'s watch last saw it; `None` when the watch has not seen it (it
+    /// has not listed yet or is not running, the Secret does not exist, lacks the cluster-name
+    /// label, or was written a moment ago): a caller then GETs it. The watch is a little
+    /// behind the API server, like any cache: a write based on what this returns must carry
+    /// its resourceVersion.
+    pub fn cluster_secret(&self, namespace: &str, name: &str) -> Option<Arc<Secret>> {
+        self.inner
+            .kubeconfigs
+            .lock()
+            .expect("kubeconfigs lock")
+            .cluster_secrets
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
     /// Stops tracking a cluster (it was deleted) and drops its connection.
     pub fn forget(&self, cluster: &ClusterKey) {
         let removed = self
@@ -568,20 +620,23 @@ impl ClusterCache {
         while let Some(event) = events.next().await {
             match event {
                 Ok(watcher::Event::Init) => {
-                    self.inner
-                        .kubeconfigs
-                        .lock()
-                        .expect("kubeconfigs lock")
-                        .relist = Some(HashMap::new());
+                    let mut kubeconfigs = self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
+                    kubeconfigs.relist = Some(HashMap::new());
+                    kubeconfigs.cluster_relist = Some(HashMap::new());
                 }
                 Ok(watcher::Event::InitApply(secret)) => {
+                    let mut kubeconfigs = self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
                     if let Some((key, kubeconfig)) = KubeconfigSecret::of(&secret) {
-                        let mut kubeconfigs =
-                            self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
                         kubeconfigs
                             .relist
                             .get_or_insert_with(HashMap::new)
                             .insert(key, kubeconfig);
+                    }
+                    if let Some(key) = cluster_secret_key(&secret) {
+                        kubeconfigs
+                            .cluster_relist
+                            .get_or_insert_with(HashMap::new)
+                            .insert(key, Arc::new(secret));
                     }
                 }
                 Ok(watcher::Event::InitDone) => {
@@ -589,6 +644,8 @@ impl ClusterCache {
                         let mut kubeconfigs =
                             self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
                         kubeconfigs.secrets = kubeconfigs.relist.take().unwrap_or_default();
+                        kubeconfigs.cluster_secrets =
+                            kubeconfigs.cluster_relist.take().unwrap_or_default();
                         kubeconfigs.synced = true;
                         kubeconfigs
                             .secrets
@@ -611,8 +668,24 @@ impl ClusterCache {
                             .insert(key.clone(), kubeconfig);
                         self.inner.secret_seen(&key, &version);
                     }
+                    if let Some(key) = cluster_secret_key(&secret) {
+                        self.inner
+                            .kubeconfigs
+                            .lock()
+                            .expect("kubeconfigs lock")
+                            .cluster_secrets
+                            .insert(key, Arc::new(secret));
+                    }
                 }
                 Ok(watcher::Event::Delete(secret)) => {
+                    if let Some(key) = cluster_secret_key(&secret) {
+                        self.inner
+                            .kubeconfigs
+                            .lock()
+                            .expect("kubeconfigs lock")
+                            .cluster_secrets
+                            .remove(&key);
+                    }
                     // The connection stays while probes succeed (as upstream's): only the
                     // next attempt, if any, misses the Secret.
                     if let Some((key, _)) = KubeconfigSecret::of(&secret) {

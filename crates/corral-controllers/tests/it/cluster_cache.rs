@@ -1,7 +1,8 @@
 //! The cluster cache against real API servers (upstream `controllers/clustercache`): one
 //! client per workload cluster from its kubeconfig Secret, rebuilt when the Secret changes,
 //! and an unreachable cluster that fails fast without holding up another; a cluster whose
-//! Secret does not exist yet waits for the Secret watch rather than asking for it again.
+//! Secret does not exist yet waits for the Secret watch rather than asking for it again; the
+//! same watch serves each Cluster's certificate and kubeconfig Secrets.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -272,6 +273,108 @@ async fn a_cluster_waits_for_its_kubeconfig_secret_to_appear_instead_of_asking_a
             .unwrap()
             .is_some()
     );
+    let _ = stop.send(());
+    watcher.await.unwrap();
+}
+
+/// A labelled Secret named `<cluster>-<suffix>`, with one data key.
+fn cluster_secret(cluster: &str, suffix: &str, value: &str) -> Secret {
+    Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!("{cluster}-{suffix}")),
+            labels: Some(BTreeMap::from([(
+                "cluster.x-k8s.io/cluster-name".to_owned(),
+                cluster.to_owned(),
+            )])),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "tls.crt".to_owned(),
+            ByteString(value.as_bytes().to_vec()),
+        )])),
+        ..Default::default()
+    }
+}
+
+/// The Secret watch serves a Cluster's certificate and kubeconfig Secrets (`<cluster>-ca`,
+/// `-etcd`, `-proxy`, `-sa`, `-kubeconfig`) as they change, and keeps no other labelled
+/// Secret (bootstrap data) and no Secret whose name is not its cluster's.
+#[tokio::test]
+async fn the_secret_watch_serves_a_clusters_certificate_secrets() {
+    let management = TestEnv::start().await;
+    let cache = ClusterCache::new(management.client.clone(), config());
+    let (stop, stopped) = futures::channel::oneshot::channel::<()>();
+    let watcher = tokio::spawn(cache.clone().run(stopped.map(|_| ()).boxed().shared()));
+    let secrets: Api<Secret> = Api::namespaced(management.client.clone(), "default");
+    // One Secret before the watch lists (seen by the list), the others after (by events).
+    secrets
+        .create(
+            &PostParams::default(),
+            &cluster_secret("one", "ca", "first"),
+        )
+        .await
+        .unwrap();
+    eventually(TIMEOUT, "the Secret watch to list", || async {
+        cache.kubeconfig_secrets_listed().then_some(())
+    })
+    .await;
+    // A Secret named like a CA but labelled as another cluster's.
+    let mut misnamed = cluster_secret("other", "ca", "misnamed");
+    misnamed.metadata.name = Some("three-ca".into());
+    secrets
+        .create(&PostParams::default(), &misnamed)
+        .await
+        .unwrap();
+    // Then the rest; `two-ca` last.
+    for (cluster, suffix) in [
+        ("one", "etcd"),
+        ("one", "proxy"),
+        ("one", "sa"),
+        ("one", "kubeconfig"),
+        ("one", "control-plane-x7k2p"),
+        ("two", "ca"),
+    ] {
+        secrets
+            .create(
+                &PostParams::default(),
+                &cluster_secret(cluster, suffix, suffix),
+            )
+            .await
+            .unwrap();
+    }
+    let value = |name: &str| {
+        cache.cluster_secret("default", name).map(|secret| {
+            String::from_utf8(secret.data.as_ref().unwrap()["tls.crt"].0.clone()).unwrap()
+        })
+    };
+    eventually(TIMEOUT, "the watch to see every Secret", || async {
+        value("two-ca").is_some().then_some(())
+    })
+    .await;
+    assert_eq!(value("one-ca").as_deref(), Some("first"));
+    for suffix in ["etcd", "proxy", "sa", "kubeconfig"] {
+        assert_eq!(value(&format!("one-{suffix}")).as_deref(), Some(suffix));
+    }
+    assert_eq!(value("one-control-plane-x7k2p"), None, "bootstrap data");
+    assert_eq!(value("three-ca"), None, "named after another cluster");
+    assert!(cache.cluster_secret("elsewhere", "one-ca").is_none());
+
+    // A change is served, a deletion forgotten.
+    let patch = json!({ "data": { "tls.crt": "c2Vjb25k" } });
+    secrets
+        .patch("one-ca", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    secrets.delete("one-sa", &Default::default()).await.unwrap();
+    eventually(
+        TIMEOUT,
+        "the watch to see the change and the deletion",
+        || async {
+            (value("one-ca").as_deref() == Some("second") && value("one-sa").is_none())
+                .then_some(())
+        },
+    )
+    .await;
     let _ = stop.send(());
     watcher.await.unwrap();
 }
