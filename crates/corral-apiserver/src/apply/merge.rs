@@ -445,10 +445,10 @@ fn created_member(value: &Value, schema: Schema<'_>) -> Value {
 
 /// The `FieldsV1` keys of a list's items with the items, in order; `None` when an item has
 /// none or two items have the same (the list is then atomic, as [`list_elements`] decides).
-fn created_items<'v>(
-    items: &'v [Value],
+fn created_items(
+    items: &[Value],
     key_of: impl Fn(&Value) -> Option<String>,
-) -> Option<Vec<(String, &'v Value)>> {
+) -> Option<Vec<(String, &Value)>> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         out.push((key_of(item)?, item));
