@@ -72,6 +72,54 @@ fn request_key(method: &http::Method, uri: &http::Uri) -> String {
     }
 }
 
+/// Counts each request under `<group> <request key>`, and each answered with a conflict (HTTP
+/// 409) again under the same key with ` (409)` appended.
+#[derive(Clone)]
+struct Counting<S> {
+    inner: S,
+    group: &'static str,
+    counts: RequestCounts,
+}
+
+impl<S, B> tower::Service<http::Request<kube::client::Body>> for Counting<S>
+where
+    S: tower::Service<http::Request<kube::client::Body>, Response = http::Response<B>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = futures::future::BoxFuture<'static, Result<S::Response, S::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        let key = format!(
+            "{} {}",
+            self.group,
+            request_key(request.method(), request.uri())
+        );
+        *self.counts.lock().unwrap().entry(key.clone()).or_default() += 1;
+        let counts = self.counts.clone();
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            if response.status() == http::StatusCode::CONFLICT {
+                *counts
+                    .lock()
+                    .unwrap()
+                    .entry(format!("{key} (409)"))
+                    .or_default() += 1;
+            }
+            Ok(response)
+        })
+    }
+}
+
 pub struct Plane {
     pub env: TestEnv,
     /// The controllers' requests, when started with [`Plane::start_counting`].
@@ -120,17 +168,13 @@ impl Plane {
             Some(counts) => {
                 let counts = counts.clone();
                 let config = kube::Config::new(env.url().parse().unwrap());
-                let layer = tower::util::MapRequestLayer::new(
-                    move |request: http::Request<kube::client::Body>| {
-                        let key =
-                            format!("{group} {}", request_key(request.method(), request.uri()));
-                        *counts.lock().unwrap().entry(key).or_default() += 1;
-                        request
-                    },
-                );
                 kube::client::ClientBuilder::try_from(config)
                     .unwrap()
-                    .with_layer(&layer)
+                    .with_layer(&tower::layer::layer_fn(move |inner| Counting {
+                        inner,
+                        group,
+                        counts: counts.clone(),
+                    }))
                     .build()
             }
         };
