@@ -85,7 +85,7 @@ async fn main() {
         for cluster in &objects {
             let name = kube::ResourceExt::name_any(cluster);
             let material = certs::lookup_or_generate(
-                &env.client,
+                &certs::SecretReader::new(env.client.clone()),
                 "default",
                 &name,
                 KeyAlgorithm::EcdsaP256,
@@ -93,10 +93,14 @@ async fn main() {
             )
             .await
             .unwrap();
-            let outcome =
-                kubeconfig::ensure(&env.client, cluster, &material.cluster_ca, owner.clone())
-                    .await
-                    .unwrap();
+            let outcome = kubeconfig::ensure(
+                &certs::SecretReader::new(env.client.clone()),
+                cluster,
+                &material.cluster_ca,
+                owner.clone(),
+            )
+            .await
+            .unwrap();
             assert_eq!(outcome, expected);
         }
         started.elapsed()

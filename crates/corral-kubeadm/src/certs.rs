@@ -28,8 +28,14 @@
 //!
 //! CAs are valid for 10 years from generation, as upstream's; their subjects use kubeadm's
 //! common names (`kubernetes`, `etcd-ca`, `front-proxy-ca`).
+//!
+//! The Secrets are read through [`SecretReader`]: from the process's [`ClusterCache`] Secret
+//! watch when it has them, so that a reconcile costs no request, else with a GET.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use corral_controllers::cluster_cache::ClusterCache;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -52,6 +58,63 @@ pub const PRIVATE_KEY_KEY: &str = "tls.key";
 
 /// How long a generated CA is valid (upstream: 10 years).
 pub const CA_VALIDITY: Duration = Duration::days(3650);
+
+/// Reads a cluster's certificate and kubeconfig Secrets: from the Secret watch of the
+/// process's [`ClusterCache`] when it has them (see [`ClusterCache::cluster_secret`]), else with
+/// a GET (no cache, the watch has not listed yet, or the Secret is missing, unlabelled or just
+/// written). Writes go through the client. Cheap to clone.
+#[derive(Clone)]
+pub struct SecretReader {
+    client: kube::Client,
+    cache: Option<ClusterCache>,
+}
+
+impl SecretReader {
+    /// A reader that GETs every Secret.
+    pub fn new(client: kube::Client) -> Self {
+        SecretReader {
+            client,
+            cache: None,
+        }
+    }
+
+    /// A reader that looks in `cache` first.
+    pub fn cached(client: kube::Client, cache: ClusterCache) -> Self {
+        SecretReader {
+            client,
+            cache: Some(cache),
+        }
+    }
+
+    /// The client writes go through.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// The Secret, or `None` when it does not exist.
+    pub async fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<Secret>>, kube::Error> {
+        if let Some(secret) = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.cluster_secret(namespace, name))
+        {
+            return Ok(Some(secret));
+        }
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
+        Ok(secrets.get_opt(name).await?.map(Arc::new))
+    }
+
+    /// The Secret read again from the API server, bypassing the cache (after a write lost to
+    /// another writer).
+    async fn get_fresh(&self, namespace: &str, name: &str) -> Result<Option<Secret>, kube::Error> {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
+        secrets.get_opt(name).await
+    }
+}
 
 /// What a cluster certificate Secret is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -405,18 +468,16 @@ pub fn secret(
 /// A Secret that another writer creates between the read and the create is read again and used,
 /// so concurrent callers end up with the same key material.
 pub async fn lookup_or_generate(
-    client: &kube::Client,
+    secrets: &SecretReader,
     namespace: &str,
     cluster: &str,
     algorithm: KeyAlgorithm,
     owner: Option<OwnerReference>,
 ) -> Result<ClusterCertificates, Error> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let mut found = Vec::with_capacity(4);
     for purpose in Purpose::ALL {
         found.push(
-            lookup_or_generate_one(&secrets, namespace, cluster, purpose, algorithm, &owner)
-                .await?,
+            lookup_or_generate_one(secrets, namespace, cluster, purpose, algorithm, &owner).await?,
         );
     }
     let [cluster_ca, etcd_ca, front_proxy_ca, service_account]: [KeyMaterial; 4] =
@@ -431,14 +492,13 @@ pub async fn lookup_or_generate(
 
 /// Reads the cluster's certificate Secrets without creating any: `None` while one is missing.
 pub async fn lookup(
-    client: &kube::Client,
+    secrets: &SecretReader,
     namespace: &str,
     cluster: &str,
 ) -> Result<Option<ClusterCertificates>, Error> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let mut found = Vec::with_capacity(4);
     for purpose in Purpose::ALL {
-        let Some(material) = lookup_one(&secrets, purpose, cluster).await? else {
+        let Some(material) = lookup_one(secrets, namespace, purpose, cluster).await? else {
             return Ok(None);
         };
         found.push(material);
@@ -457,25 +517,28 @@ pub async fn lookup(
 /// missing. A worker joins with the CA's hash alone, so it reads no other certificate (upstream
 /// `NewCertificatesForWorker`).
 pub async fn lookup_cluster_ca(
-    client: &kube::Client,
+    secrets: &SecretReader,
     namespace: &str,
     cluster: &str,
 ) -> Result<Option<KeyMaterial>, Error> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    lookup_one(&secrets, Purpose::ClusterCa, cluster).await
+    lookup_one(secrets, namespace, Purpose::ClusterCa, cluster).await
 }
 
 /// Reads and checks the cluster's Secret for `purpose`: `None` while it is missing.
 async fn lookup_one(
-    secrets: &Api<Secret>,
+    secrets: &SecretReader,
+    namespace: &str,
     purpose: Purpose,
     cluster: &str,
 ) -> Result<Option<KeyMaterial>, Error> {
     let name = purpose.secret_name(cluster);
-    let Some(existing) = secrets.get_opt(&name).await.map_err(|source| Error::Read {
-        name: name.clone(),
-        source,
-    })?
+    let Some(existing) = secrets
+        .get(namespace, &name)
+        .await
+        .map_err(|source| Error::Read {
+            name: name.clone(),
+            source,
+        })?
     else {
         return Ok(None);
     };
@@ -494,7 +557,7 @@ fn checked(purpose: Purpose, name: &str, secret: &Secret) -> Result<KeyMaterial,
 }
 
 async fn lookup_or_generate_one(
-    secrets: &Api<Secret>,
+    secrets: &SecretReader,
     namespace: &str,
     cluster: &str,
     purpose: Purpose,
@@ -506,17 +569,18 @@ async fn lookup_or_generate_one(
         name: name.clone(),
         source,
     };
-    if let Some(existing) = secrets.get_opt(&name).await.map_err(read)? {
+    if let Some(existing) = secrets.get(namespace, &name).await.map_err(read)? {
         return checked(purpose, &name, &existing);
     }
     let material = generate(purpose, algorithm, OffsetDateTime::now_utc())?;
     tracing::info!(secret = %name, "Creating the {} of cluster {cluster}", purpose.describe());
     let secret = secret(namespace, cluster, purpose, &material, owner.clone());
-    match secrets.create(&PostParams::default(), &secret).await {
+    let api: Api<Secret> = Api::namespaced(secrets.client().clone(), namespace);
+    match api.create(&PostParams::default(), &secret).await {
         Ok(_) => Ok(material),
         Err(kube::Error::Api(status)) if status.code == 409 => {
             let existing = secrets
-                .get_opt(&name)
+                .get_fresh(namespace, &name)
                 .await
                 .map_err(|source| Error::Read {
                     name: name.clone(),

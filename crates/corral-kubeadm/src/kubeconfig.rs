@@ -265,9 +265,10 @@ fn client_certificate_expiry(
 
 /// Makes the Cluster's kubeconfig Secret current: creates it when missing, and rewrites it,
 /// with a new client certificate, when it is due for renewal ([`needs_renewal`]) or another
-/// controller wrote it. `owner` becomes its controller (the KubeadmControlPlane).
+/// controller wrote it. `owner` becomes its controller (the KubeadmControlPlane). The Secret is
+/// read through `secrets` (a cache, usually): a rewrite is guarded by the resourceVersion read.
 pub async fn ensure(
-    client: &kube::Client,
+    secrets: &crate::certs::SecretReader,
     cluster: &Cluster,
     ca: &KeyMaterial,
     owner: OwnerReference,
@@ -276,12 +277,15 @@ pub async fn ensure(
     let cluster_name = cluster.name_any();
     let name = secret_name(&cluster_name);
     let server = server_url(cluster).ok_or(Error::NoEndpoint)?;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-    let existing = secrets.get_opt(&name).await.map_err(|source| Error::Read {
-        name: name.clone(),
-        source,
-    })?;
+    let existing = secrets
+        .get(&namespace, &name)
+        .await
+        .map_err(|source| Error::Read {
+            name: name.clone(),
+            source,
+        })?;
     let now = OffsetDateTime::now_utc();
+    let api: Api<Secret> = Api::namespaced(secrets.client().clone(), &namespace);
     let write_error = |source| Error::Write {
         name: name.clone(),
         source,
@@ -307,7 +311,7 @@ pub async fn ensure(
             )])),
             ..Default::default()
         };
-        return match secrets.create(&PostParams::default(), &secret).await {
+        return match api.create(&PostParams::default(), &secret).await {
             Ok(_) => Ok(Outcome::Created),
             // Written meanwhile; the next reconcile looks at it.
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(Outcome::Unchanged),
@@ -363,8 +367,7 @@ pub async fn ensure(
         "type": corral_api::CLUSTER_SECRET_TYPE,
         "data": { DATA_KEY: BASE64.encode(value) },
     });
-    secrets
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(write_error)?;
     Ok(Outcome::Renewed)

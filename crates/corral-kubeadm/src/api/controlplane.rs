@@ -157,6 +157,7 @@ pub struct KubeadmControlPlaneV1Beta1DeprecatedStatus {
     kind = "KubeadmControlPlane",
     namespaced,
     status = "KubeadmControlPlaneStatus",
+    derive = "PartialEq",
     scale(
         spec_replicas_path = ".spec.replicas",
         status_replicas_path = ".status.replicas",

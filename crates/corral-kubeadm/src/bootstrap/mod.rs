@@ -119,6 +119,9 @@ struct Context {
     /// The workload clusters' clients, for join tokens: the process's shared connections
     /// (built from the `<cluster>-kubeconfig` Secret once, not read per token).
     cluster_cache: ClusterCache,
+    /// The cluster certificate Secrets, from `cluster_cache`'s Secret watch (a GET each per
+    /// bootstrap data otherwise: one for a worker, four for a control plane machine).
+    secrets: certs::SecretReader,
     /// The Machines and Clusters (the process's shared caches, whose watches wake the
     /// controller), read instead of a GET of the KubeadmConfig's Machine and Cluster per
     /// reconcile (two requests of every reconcile, a fifth of the controllers' requests in the
@@ -231,6 +234,7 @@ pub async fn run_with_caches(
     let context = Arc::new(Context {
         client: client.clone(),
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
+        secrets: certs::SecretReader::cached(client.clone(), cluster_cache.clone()),
         cluster_cache,
         ready: CachesReady::new(vec![machines.ready(), clusters.ready()]),
         released_locks: Mutex::default(),
@@ -733,12 +737,12 @@ impl Scope<'_> {
     /// without a control plane provider).
     /// Without `all`, only the cluster CA is read (a worker's join needs its hash alone).
     async fn certificates(&mut self, generate: bool, all: bool) -> Option<Found> {
-        let client = &self.context.client;
+        let secrets = &self.context.secrets;
         let namespace = self.cluster.namespace().unwrap_or_default();
         let cluster_name = self.cluster.name_any();
         let generate = generate && self.cluster.spec.control_plane_ref.is_none();
         let result = if !all {
-            certs::lookup_cluster_ca(client, &namespace, &cluster_name)
+            certs::lookup_cluster_ca(secrets, &namespace, &cluster_name)
                 .await
                 .map(|ca| ca.map(Found::ClusterCa))
         } else if generate {
@@ -758,7 +762,7 @@ impl Scope<'_> {
                         ..Default::default()
                     };
                     certs::lookup_or_generate(
-                        client,
+                        secrets,
                         &namespace,
                         &cluster_name,
                         algorithm,
@@ -770,7 +774,7 @@ impl Scope<'_> {
                 Err(error) => Err(error),
             }
         } else {
-            certs::lookup(client, &namespace, &cluster_name)
+            certs::lookup(secrets, &namespace, &cluster_name)
                 .await
                 .map(|all| all.map(Found::All))
         };
@@ -1186,7 +1190,7 @@ async fn write_status(
     );
     let mut updated = config.clone();
     updated.status = Some(status);
-    patch::patch_if_changed(&configs, config, &updated, patch::Part::Status)
+    patch::write(&configs, config, &updated)
         .await
         .map_err(|source| Error::PatchStatus {
             name: config.name_any(),

@@ -340,10 +340,14 @@ async fn machines_get_init_then_join_data_and_come_up_with_the_in_memory_provide
         "{cloud_config}"
     );
     let files = written_files(&cloud_config);
-    let ca = certs::lookup(&plane.env.client, NAMESPACE, cluster)
-        .await
-        .unwrap()
-        .expect("the certificates were generated");
+    let ca = certs::lookup(
+        &certs::SecretReader::new(plane.env.client.clone()),
+        NAMESPACE,
+        cluster,
+    )
+    .await
+    .unwrap()
+    .expect("the certificates were generated");
     assert_eq!(
         files["/etc/kubernetes/pki/ca.crt"],
         ca.cluster_ca.certificate_pem

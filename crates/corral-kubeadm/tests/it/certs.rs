@@ -161,9 +161,15 @@ fn rsa_cannot_be_generated_and_says_what_to_use() {
 async fn cluster_certificates_are_created_once_with_upstreams_names_type_and_label() {
     let env = corral_testenv::TestEnv::start().await;
     let client = env.client.clone();
-    let first = certs::lookup_or_generate(&client, "default", "dev", KeyAlgorithm::EcdsaP256, None)
-        .await
-        .unwrap();
+    let first = certs::lookup_or_generate(
+        &certs::SecretReader::new(client.clone()),
+        "default",
+        "dev",
+        KeyAlgorithm::EcdsaP256,
+        None,
+    )
+    .await
+    .unwrap();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
     let listed = secrets
         .list(&ListParams::default().labels("cluster.x-k8s.io/cluster-name=dev"))
@@ -182,13 +188,20 @@ async fn cluster_certificates_are_created_once_with_upstreams_names_type_and_lab
         assert_eq!(keys, ["tls.crt", "tls.key"]);
     }
     // A second call reads what the first wrote: no key is generated again.
-    let second =
-        certs::lookup_or_generate(&client, "default", "dev", KeyAlgorithm::EcdsaP256, None)
-            .await
-            .unwrap();
+    let second = certs::lookup_or_generate(
+        &certs::SecretReader::new(client.clone()),
+        "default",
+        "dev",
+        KeyAlgorithm::EcdsaP256,
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(first, second);
     assert_eq!(
-        certs::lookup(&client, "default", "dev").await.unwrap(),
+        certs::lookup(&certs::SecretReader::new(client.clone()), "default", "dev")
+            .await
+            .unwrap(),
         Some(first)
     );
 }
@@ -213,10 +226,15 @@ async fn a_user_ca_that_does_not_parse_is_an_error_that_names_the_secret_and_why
         ..Default::default()
     };
     secrets.create(&PostParams::default(), &bad).await.unwrap();
-    let error =
-        certs::lookup_or_generate(&env.client, "default", "byo", KeyAlgorithm::EcdsaP256, None)
-            .await
-            .unwrap_err();
+    let error = certs::lookup_or_generate(
+        &certs::SecretReader::new(env.client.clone()),
+        "default",
+        "byo",
+        KeyAlgorithm::EcdsaP256,
+        None,
+    )
+    .await
+    .unwrap_err();
     let message = error.to_string();
     assert!(message.contains("Secret byo-ca"), "{message}");
     assert!(message.contains("cluster CA"), "{message}");
@@ -237,7 +255,7 @@ async fn a_user_ca_that_does_not_parse_is_an_error_that_names_the_secret_and_why
         .await
         .unwrap();
     let found = certs::lookup_or_generate(
-        &env.client,
+        &certs::SecretReader::new(env.client.clone()),
         "default",
         "mine",
         KeyAlgorithm::EcdsaP256,

@@ -76,9 +76,14 @@ async fn the_kubeconfig_secret_reaches_the_workload_cluster_with_kube_rs_and_kub
         OffsetDateTime::now_utc(),
     )
     .unwrap();
-    let outcome = kubeconfig::ensure(&management.client, &cluster, &ca, owner())
-        .await
-        .unwrap();
+    let outcome = kubeconfig::ensure(
+        &certs::SecretReader::new(management.client.clone()),
+        &cluster,
+        &ca,
+        owner(),
+    )
+    .await
+    .unwrap();
     assert_eq!(outcome, Outcome::Created);
     let (secret, value) = kubeconfig_of(&management, "dev").await;
     assert_eq!(secret.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
@@ -140,9 +145,14 @@ async fn the_kubeconfig_secret_reaches_the_workload_cluster_with_kube_rs_and_kub
 
     // A second call changes nothing.
     assert_eq!(
-        kubeconfig::ensure(&management.client, &cluster, &ca, owner())
-            .await
-            .unwrap(),
+        kubeconfig::ensure(
+            &certs::SecretReader::new(management.client.clone()),
+            &cluster,
+            &ca,
+            owner()
+        )
+        .await
+        .unwrap(),
         Outcome::Unchanged
     );
     let (_, again) = kubeconfig_of(&management, "dev").await;
@@ -190,9 +200,14 @@ async fn the_control_plane_takes_over_the_in_memory_providers_kubeconfig_and_lea
     )
     .unwrap();
     assert_eq!(
-        kubeconfig::ensure(&management.client, &cluster, &ca, owner())
-            .await
-            .unwrap(),
+        kubeconfig::ensure(
+            &certs::SecretReader::new(management.client.clone()),
+            &cluster,
+            &ca,
+            owner()
+        )
+        .await
+        .unwrap(),
         Outcome::Renewed
     );
     let (secret, value) = kubeconfig_of(&management, "sim").await;
@@ -204,9 +219,14 @@ async fn the_control_plane_takes_over_the_in_memory_providers_kubeconfig_and_lea
     assert_eq!(secret.owner_references(), [owner()]);
     assert!(value.contains("client-certificate-data"));
     assert_eq!(
-        kubeconfig::ensure(&management.client, &cluster, &ca, owner())
-            .await
-            .unwrap(),
+        kubeconfig::ensure(
+            &certs::SecretReader::new(management.client.clone()),
+            &cluster,
+            &ca,
+            owner()
+        )
+        .await
+        .unwrap(),
         Outcome::Unchanged
     );
 
@@ -228,9 +248,14 @@ async fn the_control_plane_takes_over_the_in_memory_providers_kubeconfig_and_lea
         .unwrap();
     let byo = cluster_at_without_crds(&management, &workload, "byo").await;
     assert_eq!(
-        kubeconfig::ensure(&management.client, &byo, &ca, owner())
-            .await
-            .unwrap(),
+        kubeconfig::ensure(
+            &certs::SecretReader::new(management.client.clone()),
+            &byo,
+            &ca,
+            owner()
+        )
+        .await
+        .unwrap(),
         Outcome::UserProvided
     );
     let (_, value) = kubeconfig_of(&management, "byo").await;

@@ -30,6 +30,7 @@ pub use kubeadm::*;
     kind = "KubeadmConfig",
     namespaced,
     status = "KubeadmConfigStatus",
+    derive = "PartialEq",
     doc = "KubeadmConfig is the Schema for the kubeadmconfigs API.",
     category = "cluster-api",
     printcolumn(
