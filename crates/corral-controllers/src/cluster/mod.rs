@@ -34,6 +34,7 @@ use crate::cluster_cache::ClusterKey;
 use crate::conditions;
 use crate::external::ExternalObject;
 use crate::runtime::coalesce::Window;
+use crate::runtime::index;
 use crate::runtime::patch;
 use crate::runtime::shared::{SharedCache, trigger_own_coalesced_with};
 use crate::runtime::triggers::{ExternalWatches, Triggers};
@@ -336,21 +337,18 @@ impl ClusterController {
     /// namespace (upstream lists them by the cluster-name label, which its webhooks set from
     /// `spec.clusterName`).
     fn descendants(&self, key: &ClusterKey) -> Descendants {
-        let mut descendants = Descendants {
+        // Control plane Machines, and workers: neither control plane nor a MachinePool's; the
+        // index lists them sorted by name.
+        let (control_plane_machines, worker_machines) =
+            self.machines
+                .index()
+                .split(key, index::key::CONTROL_PLANE, index::key::MACHINE_POOL);
+        Descendants {
             machine_deployments: self.machine_deployments.of_cluster(key),
             machine_sets: self.machine_sets.of_cluster(key),
-            ..Default::default()
-        };
-        for machine in self.machines.of_cluster(key) {
-            let labels = machine.labels();
-            if labels.contains_key(corral_api::labels::CONTROL_PLANE) {
-                descendants.control_plane_machines.push(machine);
-            } else if !labels.contains_key(corral_api::labels::MACHINE_POOL_NAME) {
-                descendants.worker_machines.push(machine);
-            }
+            control_plane_machines,
+            worker_machines,
         }
-        // The index lists them sorted by name.
-        descendants
     }
 }
 

@@ -327,7 +327,7 @@ impl Caches {
 }
 
 impl Caches {
-    /// Machines, by `spec.clusterName`, controller, control-plane label and
+    /// Machines, by `spec.clusterName`, controller, control-plane and pool-name labels and
     /// `spec.providerID`; with the MachineSet's managedFields entry, which says what it
     /// propagated.
     pub fn machines(&self) -> SharedCache<corral_api::Machine> {

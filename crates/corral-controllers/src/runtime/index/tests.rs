@@ -199,3 +199,47 @@ fn objects_are_found_by_controller_control_plane_label_and_extra_keys() {
     assert!(index.state.read().unwrap().by_cluster.is_empty());
     assert!(index.state.read().unwrap().filed.is_empty());
 }
+
+/// A Cluster's Machines split into the control plane and the workers, leaving out a
+/// MachinePool's, and follow a Machine relabelled from one to the other.
+#[test]
+fn split_separates_control_plane_workers_and_machine_pools() {
+    let index = index();
+    let labelled = |name: &str, labels: &[&str]| {
+        let mut machine = machine("ns", name, "c");
+        for label in labels {
+            machine.labels_mut().insert((*label).into(), String::new());
+        }
+        Arc::new(machine)
+    };
+    let control_plane = corral_api::labels::CONTROL_PLANE;
+    let pool = corral_api::labels::MACHINE_POOL_NAME;
+    index.insert(labelled("w2", &[]));
+    index.insert(labelled("cp1", &[control_plane]));
+    index.insert(labelled("p1", &[pool]));
+    index.insert(labelled("w1", &[]));
+    index.insert(labelled("both", &[control_plane, pool]));
+    let split = |index: &ClusterIndex<Machine>| {
+        let (with, rest) = index.split(&key("ns", "c"), key::CONTROL_PLANE, key::MACHINE_POOL);
+        (names(&with), names(&rest))
+    };
+    assert_eq!(
+        split(&index),
+        (
+            vec!["both".into(), "cp1".into()],
+            vec!["w1".into(), "w2".into()]
+        )
+    );
+    // Relabelled: a worker joins the control plane, the pool's Machine leaves its pool.
+    index.insert(labelled("w1", &[control_plane]));
+    index.insert(labelled("p1", &[]));
+    assert_eq!(
+        split(&index),
+        (
+            vec!["both".into(), "cp1".into(), "w1".into()],
+            vec!["p1".into(), "w2".into()]
+        )
+    );
+    // A Cluster without Machines.
+    assert_eq!(split(&super::tests::index()), (vec![], vec![]));
+}
