@@ -227,7 +227,6 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         true => object::metadata_mut(new).remove("managedFields"),
         false => None,
     };
-    let empty = empty_object(resource, &api_version);
 
     let reset = ResetFields::of(resource, subresource);
     let keep = |field: &str| reset.keeps(field);
@@ -259,6 +258,7 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
     }
     let changes = as_compared(new, resource, &api_version, |new_view| {
         let Some(current) = current else {
+            let empty = empty_object(resource, &api_version);
             return managed::UpdateChanges::between(&empty, new_view, &cx);
         };
         // `current` as `without_server_fields` shows it, read in place.
