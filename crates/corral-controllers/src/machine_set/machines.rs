@@ -502,13 +502,12 @@ fn in_sync(scope: &Scope, machine: &Machine, labels: &BTreeMap<String, String>) 
     let contains = |have: &BTreeMap<String, String>, want: &BTreeMap<String, String>| {
         want.iter().all(|(key, value)| have.get(key) == Some(value))
     };
-    if machine.metadata.deletion_timestamp.is_none() {
-        if !(contains(machine.labels(), labels)
+    if machine.metadata.deletion_timestamp.is_none()
+        && !(contains(machine.labels(), labels)
             && contains(machine.annotations(), &template.metadata.annotations)
             && !has_stale_propagated(machine, labels, &template.metadata.annotations))
-        {
-            return false;
-        }
+    {
+        return false;
     }
     let (have, want) = (&machine.spec, &template.spec);
     let deletion_in_sync = have.deletion.node_drain_timeout_seconds

@@ -58,8 +58,16 @@ const MAX_STEPS: u32 = 5;
 /// number of Machines it sums up ([`Window::scaled`]).
 pub struct Window<K: Resource> {
     base: Duration,
-    weight: Option<Arc<dyn Fn(&ObjectRef<K>) -> usize + Send + Sync>>,
+    weight: Option<Weight<K>>,
 }
+
+/// How many Machines an object sums up, for [`Window::scaled`].
+type Weight<K> = Arc<dyn Fn(&ObjectRef<K>) -> usize + Send + Sync>;
+
+/// A stream of reconcile requests, each marked whether to hold it back (see [`coalesce_marked`]).
+type Requests<K, E> = futures::stream::Fuse<
+    Pin<Box<dyn Stream<Item = Result<(ReconcileRequest<K>, bool), E>> + Send>>,
+>;
 
 impl<K: Resource> Clone for Window<K> {
     fn clone(&self) -> Self {
@@ -151,9 +159,7 @@ where
 }
 
 struct Coalesce<K: Resource, E> {
-    requests: futures::stream::Fuse<
-        Pin<Box<dyn Stream<Item = Result<(ReconcileRequest<K>, bool), E>> + Send>>,
-    >,
+    requests: Requests<K, E>,
     /// Requests held back, by object.
     held: HashMap<ObjectRef<K>, ReconcileRequest<K>>,
     /// One timer per held request, resolving to its object.
