@@ -297,7 +297,7 @@ async fn a_copy_admitted_under_an_old_schema_gets_the_new_defaults(server: TestS
         )
         .await;
     assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
-    crate::support::eventually(5, "the CRD to be served", || async {
+    crate::support::eventually(30, "the CRD to be served", || async {
         let raw = server.raw("GET", DOOHICKEYS, None, Vec::new()).await;
         (raw.status == 200).then_some(())
     })
@@ -317,12 +317,13 @@ async fn a_copy_admitted_under_an_old_schema_gets_the_new_defaults(server: TestS
     // The cache holds a copy this server wrote, marked as shaped by the definition it was
     // admitted with (the case this test is about). The resource's cache may have started
     // after the create, or its feed may have given up waiting for the write's record (on a
-    // busy machine): then an annotation is written until it holds one.
+    // busy machine, that can happen many times over): then an annotation is written until it
+    // holds one.
     let key = "/registry/example.com/doohickeys/default/d1";
     let state = server.server.state();
     let prefix = "/registry/example.com/doohickeys/";
     let touches = std::sync::atomic::AtomicUsize::new(0);
-    let cacher = crate::support::eventually(10, "the cache's copy of d1", || async {
+    let cacher = crate::support::eventually(60, "the cache's copy of d1", || async {
         if let Some(cacher) = state.hub.running(prefix)
             && cacher.current(key).is_some_and(|c| c.shaped.is_some())
         {
@@ -355,7 +356,7 @@ async fn a_copy_admitted_under_an_old_schema_gets_the_new_defaults(server: TestS
         )
         .await;
     assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
-    crate::support::eventually(5, "the new default on reads", || async {
+    crate::support::eventually(30, "the new default on reads", || async {
         let read = server.get_json(&format!("{DOOHICKEYS}/d1")).await;
         (read["spec"]["color"] == "red").then_some(())
     })
