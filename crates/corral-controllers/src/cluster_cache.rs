@@ -658,43 +658,32 @@ impl ClusterCache {
                     }
                 }
                 Ok(watcher::Event::Apply(secret)) => {
-                    if let Some((key, kubeconfig)) = KubeconfigSecret::of(&secret) {
-                        let version = kubeconfig.resource_version.clone();
-                        self.inner
-                            .kubeconfigs
-                            .lock()
-                            .expect("kubeconfigs lock")
-                            .secrets
-                            .insert(key.clone(), kubeconfig);
+                    let seen = {
+                        let mut kubeconfigs =
+                            self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
+                        let seen = KubeconfigSecret::of(&secret).map(|(key, kubeconfig)| {
+                            let version = kubeconfig.resource_version.clone();
+                            kubeconfigs.secrets.insert(key.clone(), kubeconfig);
+                            (key, version)
+                        });
+                        if let Some(key) = cluster_secret_key(&secret) {
+                            kubeconfigs.cluster_secrets.insert(key, Arc::new(secret));
+                        }
+                        seen
+                    };
+                    if let Some((key, version)) = seen {
                         self.inner.secret_seen(&key, &version);
-                    }
-                    if let Some(key) = cluster_secret_key(&secret) {
-                        self.inner
-                            .kubeconfigs
-                            .lock()
-                            .expect("kubeconfigs lock")
-                            .cluster_secrets
-                            .insert(key, Arc::new(secret));
                     }
                 }
                 Ok(watcher::Event::Delete(secret)) => {
+                    let mut kubeconfigs = self.inner.kubeconfigs.lock().expect("kubeconfigs lock");
                     if let Some(key) = cluster_secret_key(&secret) {
-                        self.inner
-                            .kubeconfigs
-                            .lock()
-                            .expect("kubeconfigs lock")
-                            .cluster_secrets
-                            .remove(&key);
+                        kubeconfigs.cluster_secrets.remove(&key);
                     }
                     // The connection stays while probes succeed (as upstream's): only the
                     // next attempt, if any, misses the Secret.
                     if let Some((key, _)) = KubeconfigSecret::of(&secret) {
-                        self.inner
-                            .kubeconfigs
-                            .lock()
-                            .expect("kubeconfigs lock")
-                            .secrets
-                            .remove(&key);
+                        kubeconfigs.secrets.remove(&key);
                     }
                 }
                 Err(error) => {
