@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::fields_v1;
 use super::fieldset::{FieldSet, Path, PathElement};
 use super::merge::{self, TypeError};
 use super::schema::Schema;
@@ -395,7 +396,8 @@ pub fn record_changes(
 /// encoded again), and the writer's entry, when it already owns what it changed, only gets
 /// its new time. A controller's status update of a Machine changes a few fields that its own
 /// entry owns already; decoding every entry into field sets and encoding them all again for
-/// that was most of what tracking cost.
+/// that was most of what tracking cost. An entry that loses or gains fields is edited in its
+/// `FieldsV1` form too ([`fields_v1`]): only the nodes on the changed paths are touched.
 ///
 /// `None` when the list is not exactly what [`Managed::encode`] writes (an entry it would
 /// read differently, a manager twice) or when the result needs more than the reading of
@@ -411,27 +413,29 @@ pub fn record_changes_in_place(
     let mut taken = changed.clone();
     strip(&mut taken);
     // Each path's `FieldsV1` keys, made once for all entries.
-    let keyed = |set: &FieldSet| -> Vec<Vec<String>> {
-        set.paths()
+    let keyed = |paths: &[Path]| -> Vec<Vec<String>> {
+        paths
             .iter()
             .map(|path| path.iter().map(PathElement::fields_v1_key).collect())
             .collect()
     };
-    let changed_paths = keyed(changed);
-    let removed_paths = keyed(removed);
-    let taken_paths = keyed(&taken);
+    let changed_list = changed.paths();
+    let changed_paths = keyed(&changed_list);
+    let removed_paths = keyed(&removed.paths());
+    // `taken` is `changed` less the stripped fields: its keys are a subset of those.
+    let mut taken_paths: Vec<&Vec<String>> = Vec::with_capacity(changed_paths.len());
+    let mut untaken_paths: Vec<&Vec<String>> = Vec::new();
+    for (keys, path) in changed_paths.iter().zip(&changed_list) {
+        match taken.has(path) {
+            true => taken_paths.push(keys),
+            false => untaken_paths.push(keys),
+        }
+    }
     let owned_by = |fields_v1: &Value, paths: &[Vec<String>]| {
         paths
             .iter()
             .any(|path| FieldSet::fields_v1_has_keys(fields_v1, path))
     };
-    // Changed paths the writer may not take (stripped fields): it loses them like everyone.
-    let untaken_paths: Vec<&Vec<String>> = changed_paths
-        .iter()
-        .zip(changed.paths())
-        .filter(|(_, path)| !taken.has(path))
-        .map(|(keys, _)| keys)
-        .collect();
     let mut ids = std::collections::BTreeSet::new();
     let mut out = Vec::with_capacity(list.len() + 1);
     let mut writer_seen = false;
@@ -441,8 +445,8 @@ pub fn record_changes_in_place(
             return None;
         }
         let takes = id == *writer && !taken.is_empty();
-        // What becomes of the entry: kept as it is, a new time, or new fields.
-        let fields = if takes {
+        // What becomes of the entry: kept as it is, a new time, or its fields edited.
+        let edit = if takes {
             writer_seen = true;
             // (E - changed - removed) + taken is E when E holds what it took and neither
             // what it changed but may not own (stripped fields) nor what was removed.
@@ -453,48 +457,42 @@ pub fn record_changes_in_place(
                 && !untaken_paths
                     .iter()
                     .any(|path| FieldSet::fields_v1_has_keys(fields_v1, path));
-            if same_fields {
-                None
-            } else {
-                let mut fields = FieldSet::from_fields_v1(fields_v1)
-                    .ok()?
-                    .difference(changed)
-                    .difference(removed);
-                fields.add(&taken);
-                Some(fields)
-            }
+            !same_fields
         } else if owned_by(fields_v1, &changed_paths) || owned_by(fields_v1, &removed_paths) {
-            let fields = FieldSet::from_fields_v1(fields_v1)
-                .ok()?
-                .difference(changed)
-                .difference(removed);
-            if fields.is_empty() {
-                continue;
-            }
-            Some(fields)
+            true
         } else {
             if FieldSet::fields_v1_is_empty(fields_v1) {
                 continue;
             }
-            None
+            false
         };
         let (time, api_version) = match takes {
             true => (Some(cx.now), cx.api_version),
             false => (time, api_version),
         };
         let key = order_key(&id, time, api_version);
-        let value = match fields {
-            Some(fields) => encode_entry(&id, api_version, time, fields.to_fields_v1()),
-            None => {
-                if takes {
-                    raw.as_object_mut()
-                        .expect("read_entry checked")
-                        .insert("time".into(), json!(cx.now));
-                }
-                raw
+        if edit {
+            // E - changed - removed (+ taken), on the entry's `FieldsV1` itself.
+            let Some(Value::Object(fields_v1)) = raw.get_mut("fieldsV1") else {
+                return None;
+            };
+            for path in changed_paths.iter().chain(&removed_paths) {
+                fields_v1::remove(fields_v1, path).ok()?;
             }
-        };
-        out.push((key, id, value));
+            if takes {
+                for path in &taken_paths {
+                    fields_v1::insert(fields_v1, path).ok()?;
+                }
+            } else if fields_v1.is_empty() {
+                continue;
+            }
+        }
+        if takes {
+            let entry = raw.as_object_mut().expect("read_entry checked");
+            entry.insert("time".into(), json!(cx.now));
+            entry.insert("apiVersion".into(), json!(cx.api_version));
+        }
+        out.push((key, id, raw));
     }
     if !writer_seen && !taken.is_empty() {
         let value = encode_entry(writer, cx.api_version, Some(cx.now), taken.to_fields_v1());

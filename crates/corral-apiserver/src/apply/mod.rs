@@ -22,6 +22,7 @@
 //! instead of refused; an apply that empties a map removes it instead of leaving `null`; a
 //! configuration that does not fit the schema is a 400 rather than a 500.
 
+mod fields_v1;
 mod fieldset;
 mod managed;
 mod merge;
