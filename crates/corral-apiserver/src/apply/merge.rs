@@ -375,10 +375,7 @@ pub fn created_fields_v1(
             continue;
         }
         field_key(name, &mut key);
-        out.insert(
-            std::mem::take(&mut key),
-            created_member(child, schema.field(name).0),
-        );
+        out.insert(std::mem::take(&mut key), created_child(child, schema, name));
     }
     Some(out)
 }
@@ -391,47 +388,47 @@ fn field_key(name: &str, out: &mut String) {
     out.push_str(name);
 }
 
+/// [`created_member`] of the field `name` of a map whose schema is `parent`. A scalar is a
+/// leaf whatever its schema says, so its schema is not looked up (most members of an object
+/// are scalars, and each lookup reads the schema's JSON).
+fn created_child(value: &Value, parent: Schema<'_>, name: &str) -> Value {
+    match value {
+        Value::Object(_) | Value::Array(_) => created_member(value, parent.field(name).0),
+        _ => Value::Object(Map::new()),
+    }
+}
+
 /// The `FieldsV1` node of a member added by a create: `{}` for a leaf (or an empty or atomic
 /// container), else its children and `.`. Lists whose items cannot be identified are atomic,
 /// as [`lenient`] reads them.
 fn created_member(value: &Value, schema: Schema<'_>) -> Value {
-    let children = match (schema.shape(value), value) {
-        (Shape::Map(schema), Value::Object(map)) if !map.is_empty() => {
-            let mut out = Map::new();
-            let mut key = String::new();
-            for (name, child) in map {
-                field_key(name, &mut key);
-                out.insert(
-                    std::mem::take(&mut key),
-                    created_member(child, schema.field(name).0),
-                );
+    let children = match value {
+        Value::Object(map) if !map.is_empty() => match schema.shape(value) {
+            Shape::Map(schema) => {
+                let mut out = Map::new();
+                let mut key = String::new();
+                for (name, child) in map {
+                    field_key(name, &mut key);
+                    out.insert(std::mem::take(&mut key), created_child(child, schema, name));
+                }
+                Some(out)
             }
-            Some(out)
-        }
-        (Shape::Set, Value::Array(items)) if !items.is_empty() => {
-            created_items(items, |item| match item {
+            _ => None,
+        },
+        Value::Array(items) if !items.is_empty() => match schema.shape(value) {
+            Shape::Set => created_items(items, |item| match item {
                 Value::Object(_) | Value::Array(_) | Value::Null => None,
-                scalar => Some(format!("v:{scalar}")),
-            })
-            .map(|keys| {
-                keys.into_iter()
-                    .map(|(key, _)| (key, Value::Object(Map::new())))
-                    .collect()
-            })
-        }
-        (
+                scalar => Some((format!("v:{scalar}"), Value::Object(Map::new()))),
+            }),
             Shape::Keyed {
                 keys,
                 items: item_schema,
-            },
-            Value::Array(items),
-        ) if !items.is_empty() => {
-            created_items(items, |item| list_map_key(item, &keys, item_schema)).map(|keys| {
-                keys.into_iter()
-                    .map(|(key, item)| (key, created_member(item, item_schema)))
-                    .collect()
-            })
-        }
+            } => created_items(items, |item| {
+                let key = list_map_key(item, &keys, item_schema)?;
+                Some((key, created_member(item, item_schema)))
+            }),
+            _ => None,
+        },
         _ => None,
     };
     match children {
@@ -443,20 +440,18 @@ fn created_member(value: &Value, schema: Schema<'_>) -> Value {
     }
 }
 
-/// The `FieldsV1` keys of a list's items with the items, in order; `None` when an item has
-/// none or two items have the same (the list is then atomic, as [`list_elements`] decides).
+/// The `FieldsV1` members of a list's items, each item's key with its node; `None` when an
+/// item has no key or two items have the same (the list is then atomic, as
+/// [`list_elements`] decides). The nodes go straight into the map, a repeated key found as
+/// it is inserted.
 fn created_items(
     items: &[Value],
-    key_of: impl Fn(&Value) -> Option<String>,
-) -> Option<Vec<(String, &Value)>> {
-    let mut out = Vec::with_capacity(items.len());
+    mut member_of: impl FnMut(&Value) -> Option<(String, Value)>,
+) -> Option<Map<String, Value>> {
+    let mut out = Map::new();
     for item in items {
-        out.push((key_of(item)?, item));
-    }
-    if out.len() > 1 {
-        let mut sorted: Vec<&str> = out.iter().map(|(key, _)| key.as_str()).collect();
-        sorted.sort_unstable();
-        if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
+        let (key, member) = member_of(item)?;
+        if out.insert(key, member).is_some() {
             return None;
         }
     }

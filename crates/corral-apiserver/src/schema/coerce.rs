@@ -29,57 +29,67 @@ const OBJECT_META_FIELDS: [&str; 15] = [
     "managedFields",
 ];
 
+/// Where pruning is in the object, as a chain of borrowed segments on the stack: walking an
+/// object allocates nothing for it, and a path is rendered only for an unknown field.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Root,
+    Key(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    /// Upstream's rendering: `spec.a.b`, `spec.list[2].c` (a key is dotted only after
+    /// something).
+    fn write(&self, out: &mut String) {
+        match self {
+            At::Root => {}
+            At::Key(parent, key) => {
+                parent.write(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            At::Index(parent, index) => {
+                use std::fmt::Write as _;
+                parent.write(out);
+                let _ = write!(out, "[{index}]");
+            }
+        }
+    }
+}
+
 /// Unknown field paths as upstream's pruning records them: `spec.a.b`, `spec.list[2].c`.
 struct Pruner {
     track: bool,
-    path: String,
     unknown: Vec<String>,
 }
 
 impl Pruner {
-    fn record(&mut self, key: &str) {
+    /// Records the unknown field `key` of the map at `at`.
+    fn record(&mut self, at: &At<'_>, key: &str) {
         if !self.track {
             return;
         }
-        if self.path.is_empty() {
-            self.unknown.push(key.to_string());
-        } else {
-            self.unknown.push(format!("{}.{key}", self.path));
-        }
-    }
-
-    fn push_key(&mut self, key: &str) -> usize {
-        let length = self.path.len();
-        if self.track {
-            if !self.path.is_empty() {
-                self.path.push('.');
-            }
-            self.path.push_str(key);
-        }
-        length
-    }
-
-    fn push_index(&mut self, index: usize) -> usize {
-        let length = self.path.len();
-        if self.track {
-            self.path.push_str(&format!("[{index}]"));
-        }
-        length
+        let mut path = String::new();
+        At::Key(at, key).write(&mut path);
+        self.unknown.push(path);
     }
 
     /// `embedded`: the node is a resource, so its apiVersion, kind and metadata stay.
-    fn prune(&mut self, value: &mut Value, schema: Option<&Schema>, embedded: bool) {
+    fn prune(&mut self, value: &mut Value, schema: Option<&Schema>, embedded: bool, at: &At<'_>) {
         if let Some(schema) = schema
             && schema.preserve_unknown_fields
         {
-            self.skip_prune(value, schema, embedded);
+            self.skip_prune(value, schema, embedded, at);
             return;
         }
         match value {
             Value::Object(map) => {
                 let Some(schema) = schema else {
                     for key in map.keys() {
-                        self.record(key);
+                        self.record(at, key);
                     }
                     map.clear();
                     return;
@@ -100,14 +110,12 @@ impl Pruner {
                     };
                     match child_schema {
                         Some(child_schema) => {
-                            let length = self.push_key(key);
-                            self.prune(child, child_schema, false);
-                            self.path.truncate(length);
+                            self.prune(child, child_schema, false, &At::Key(at, key));
                             true
                         }
                         None => {
-                            if !TYPE_AND_META.contains(&key.as_str()) || !self.path.is_empty() {
-                                self.record(key);
+                            if !TYPE_AND_META.contains(&key.as_str()) || !is_root(at) {
+                                self.record(at, key);
                             }
                             false
                         }
@@ -117,9 +125,7 @@ impl Pruner {
             Value::Array(items) => {
                 let item_schema = schema.and_then(|s| s.items.as_deref());
                 for (index, item) in items.iter_mut().enumerate() {
-                    let length = self.push_index(index);
-                    self.prune(item, item_schema, false);
-                    self.path.truncate(length);
+                    self.prune(item, item_schema, false, &At::Index(at, index));
                 }
             }
             _ => {}
@@ -128,7 +134,7 @@ impl Pruner {
 
     /// Under `x-kubernetes-preserve-unknown-fields`: unknown fields stay, known ones are
     /// pruned by their own schemas.
-    fn skip_prune(&mut self, value: &mut Value, schema: &Schema, embedded: bool) {
+    fn skip_prune(&mut self, value: &mut Value, schema: &Schema, embedded: bool, at: &At<'_>) {
         match value {
             Value::Object(map) => {
                 let embedded = embedded || schema.embedded_resource;
@@ -146,18 +152,14 @@ impl Pruner {
                         }
                     };
                     if let Some(child_schema) = child_schema {
-                        let length = self.push_key(key);
-                        self.prune(child, child_schema, false);
-                        self.path.truncate(length);
+                        self.prune(child, child_schema, false, &At::Key(at, key));
                     }
                 }
             }
             Value::Array(items) => {
                 if let Some(item_schema) = schema.items.as_deref() {
                     for (index, item) in items.iter_mut().enumerate() {
-                        let length = self.push_index(index);
-                        self.skip_prune(item, item_schema, false);
-                        self.path.truncate(length);
+                        self.skip_prune(item, item_schema, false, &At::Index(at, index));
                     }
                 }
             }
@@ -166,15 +168,24 @@ impl Pruner {
     }
 }
 
+/// Whether pruning is at the object's top: what upstream's pruning tells apart by an empty
+/// path (a key `""` at the top leaves it empty too).
+fn is_root(at: &At<'_>) -> bool {
+    match at {
+        At::Root => true,
+        At::Key(parent, key) => key.is_empty() && is_root(parent),
+        At::Index(..) => false,
+    }
+}
+
 /// Drops the fields `schema` does not know (the root is a resource: apiVersion, kind and
 /// metadata stay). With `track`, returns the dropped paths, sorted.
 pub fn prune(object: &mut Value, schema: &Schema, track: bool) -> Vec<String> {
     let mut pruner = Pruner {
         track,
-        path: String::new(),
         unknown: Vec::new(),
     };
-    pruner.prune(object, Some(schema), true);
+    pruner.prune(object, Some(schema), true, &At::Root);
     pruner.unknown.sort();
     pruner.unknown
 }
@@ -210,30 +221,42 @@ fn non_nullable_null(value: &Value, schema: &Schema) -> bool {
 }
 
 /// Fills in `default`s: absent fields, and nulls where null is not allowed, recursively
-/// through properties, additional properties and list items.
+/// through properties, additional properties and list items. Subtrees whose schemas have no
+/// default are not walked (a null there would be replaced by null).
 pub fn default(value: &mut Value, schema: &Schema) {
+    if !schema.defaults_within {
+        return;
+    }
     match value {
         Value::Object(map) => {
             for (name, property) in &schema.properties {
-                let Some(default) = &property.default else {
+                if !property.defaults_within {
                     continue;
-                };
-                let missing = match map.get(name) {
-                    None => true,
-                    Some(current) => non_nullable_null(current, property),
-                };
-                if missing {
-                    map.insert(name.clone(), default.clone());
+                }
+                if let Some(default) = &property.default {
+                    let missing = match map.get(name) {
+                        None => true,
+                        Some(current) => non_nullable_null(current, property),
+                    };
+                    if missing {
+                        map.insert(name.clone(), default.clone());
+                    }
+                }
+                if let Some(child) = map.get_mut(name) {
+                    self::default(child, property);
                 }
             }
-            for (key, child) in map.iter_mut() {
-                if let Some(property) = schema.properties.get(key) {
-                    default(child, property);
-                } else if let Some(additional) = schema.additional_schema() {
+            if let Some(additional) = schema.additional_schema()
+                && additional.defaults_within
+            {
+                for (key, child) in map.iter_mut() {
+                    if schema.properties.contains_key(key) {
+                        continue;
+                    }
                     if non_nullable_null(child, additional) {
                         *child = additional.default.clone().unwrap_or(Value::Null);
                     }
-                    default(child, additional);
+                    self::default(child, additional);
                 }
             }
         }

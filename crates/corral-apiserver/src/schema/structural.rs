@@ -128,6 +128,9 @@ pub(super) struct Schema {
     pub lists_within: bool,
     /// Whether this node or one below it is an `x-kubernetes-embedded-resource`.
     pub embedded_within: bool,
+    /// Whether this node or one below it (through properties, additional properties or
+    /// items) has a `default`, so that defaulting can skip the subtrees that have none.
+    pub defaults_within: bool,
     /// What [`Schema::types`] returns, computed once.
     validation_types: Vec<String>,
 }
@@ -239,6 +242,7 @@ impl Schema {
             rules_within: false,
             lists_within: false,
             embedded_within: false,
+            defaults_within: false,
             validation_types: Vec::new(),
         };
         schema.validation_types = if schema.int_or_string {
@@ -250,6 +254,8 @@ impl Schema {
             || schema.any_child(|child| child.lists_within);
         schema.embedded_within =
             schema.embedded_resource || schema.any_child(|child| child.embedded_within);
+        schema.defaults_within =
+            schema.default.is_some() || schema.any_child(|child| child.defaults_within);
         let rules = node
             .get("x-kubernetes-validations")
             .and_then(Value::as_array)
