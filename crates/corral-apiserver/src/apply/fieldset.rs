@@ -352,26 +352,6 @@ impl FieldSet {
         Value::Object(out)
     }
 
-    /// Whether a path, given as its `FieldsV1` keys, is a member of the set whose `FieldsV1`
-    /// form is `fields_v1`, read in place: an update asks this of every managedFields entry it
-    /// might change, and most entries are left as they are, without being decoded.
-    pub fn fields_v1_has_keys(fields_v1: &Value, keys: &[String]) -> bool {
-        let mut node = fields_v1;
-        for key in keys {
-            let Value::Object(map) = node else {
-                return false;
-            };
-            let Some(child) = map.get(key) else {
-                return false;
-            };
-            node = child;
-        }
-        match node {
-            Value::Object(map) => !keys.is_empty() && (map.is_empty() || map.contains_key(".")),
-            _ => false,
-        }
-    }
-
     /// Whether the set of this `FieldsV1` form is empty (no key but `.`).
     pub fn fields_v1_is_empty(fields_v1: &Value) -> bool {
         match fields_v1 {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::fields_v1;
-use super::fieldset::{FieldSet, Path, PathElement};
+use super::fieldset::{FieldSet, Path};
 use super::merge::{self, TypeError};
 use super::schema::Schema;
 
@@ -410,32 +410,25 @@ pub fn record_changes_in_place(
     cx: &Context<'_>,
     writer: &ManagerId,
 ) -> Option<Value> {
-    let mut taken = changed.clone();
-    strip(&mut taken);
-    // Each path's `FieldsV1` keys, made once for all entries.
-    let keyed = |paths: &[Path]| -> Vec<Vec<String>> {
-        paths
-            .iter()
-            .map(|path| path.iter().map(PathElement::fields_v1_key).collect())
-            .collect()
+    // The sets in `FieldsV1` form, made once for all entries; each entry is then compared
+    // and edited along their nodes only.
+    let as_map = |value: Value| match value {
+        Value::Object(map) => map,
+        _ => unreachable!("to_fields_v1 returns an object"),
     };
-    let changed_list = changed.paths();
-    let changed_paths = keyed(&changed_list);
-    let removed_paths = keyed(&removed.paths());
-    // `taken` is `changed` less the stripped fields: its keys are a subset of those.
-    let mut taken_paths: Vec<&Vec<String>> = Vec::with_capacity(changed_paths.len());
-    let mut untaken_paths: Vec<&Vec<String>> = Vec::new();
-    for (keys, path) in changed_paths.iter().zip(&changed_list) {
-        match taken.has(path) {
-            true => taken_paths.push(keys),
-            false => untaken_paths.push(keys),
+    let changed_v1 = as_map(changed.to_fields_v1());
+    let removed_v1 = as_map(removed.to_fields_v1());
+    // What the writer takes: what it changed but the stripped fields, which it loses like
+    // everyone.
+    let mut taken_v1 = changed_v1.clone();
+    let mut untaken_v1 = Map::new();
+    for path in STRIP {
+        let keys: Vec<String> = path.iter().map(|field| format!("f:{field}")).collect();
+        if fields_v1::contains_path(&changed_v1, &keys) {
+            fields_v1::remove(&mut taken_v1, &keys).ok()?;
+            fields_v1::insert(&mut untaken_v1, &keys).ok()?;
         }
     }
-    let owned_by = |fields_v1: &Value, paths: &[Vec<String>]| {
-        paths
-            .iter()
-            .any(|path| FieldSet::fields_v1_has_keys(fields_v1, path))
-    };
     let mut ids = std::collections::BTreeSet::new();
     let mut out = Vec::with_capacity(list.len() + 1);
     let mut writer_seen = false;
@@ -444,24 +437,23 @@ pub fn record_changes_in_place(
         if !ids.insert(id.clone()) {
             return None;
         }
-        let takes = id == *writer && !taken.is_empty();
+        let fields_v1 = fields_v1.as_object()?;
+        let takes = id == *writer && !taken_v1.is_empty();
         // What becomes of the entry: kept as it is, a new time, or its fields edited.
         let edit = if takes {
             writer_seen = true;
             // (E - changed - removed) + taken is E when E holds what it took and neither
             // what it changed but may not own (stripped fields) nor what was removed.
-            let same_fields = taken_paths
-                .iter()
-                .all(|path| FieldSet::fields_v1_has_keys(fields_v1, path))
-                && !owned_by(fields_v1, &removed_paths)
-                && !untaken_paths
-                    .iter()
-                    .any(|path| FieldSet::fields_v1_has_keys(fields_v1, path));
+            let same_fields = fields_v1::contains_all(fields_v1, &taken_v1).ok()?
+                && !fields_v1::intersects(fields_v1, &removed_v1).ok()?
+                && !fields_v1::intersects(fields_v1, &untaken_v1).ok()?;
             !same_fields
-        } else if owned_by(fields_v1, &changed_paths) || owned_by(fields_v1, &removed_paths) {
+        } else if fields_v1::intersects(fields_v1, &changed_v1).ok()?
+            || fields_v1::intersects(fields_v1, &removed_v1).ok()?
+        {
             true
         } else {
-            if FieldSet::fields_v1_is_empty(fields_v1) {
+            if FieldSet::fields_v1_is_empty(&raw["fieldsV1"]) {
                 continue;
             }
             false
@@ -476,13 +468,10 @@ pub fn record_changes_in_place(
             let Some(Value::Object(fields_v1)) = raw.get_mut("fieldsV1") else {
                 return None;
             };
-            for path in changed_paths.iter().chain(&removed_paths) {
-                fields_v1::remove(fields_v1, path).ok()?;
-            }
+            fields_v1::subtract(fields_v1, &changed_v1).ok()?;
+            fields_v1::subtract(fields_v1, &removed_v1).ok()?;
             if takes {
-                for path in &taken_paths {
-                    fields_v1::insert(fields_v1, path).ok()?;
-                }
+                fields_v1::add(fields_v1, &taken_v1).ok()?;
             } else if fields_v1.is_empty() {
                 continue;
             }
@@ -494,8 +483,13 @@ pub fn record_changes_in_place(
         }
         out.push((key, id, raw));
     }
-    if !writer_seen && !taken.is_empty() {
-        let value = encode_entry(writer, cx.api_version, Some(cx.now), taken.to_fields_v1());
+    if !writer_seen && !taken_v1.is_empty() {
+        let value = encode_entry(
+            writer,
+            cx.api_version,
+            Some(cx.now),
+            Value::Object(taken_v1),
+        );
         out.push((
             order_key(writer, Some(cx.now), cx.api_version),
             writer.clone(),
