@@ -136,6 +136,25 @@ fn partial(object: &Value, version: &str) -> Value {
     })
 }
 
+/// [`partial`] serialized, borrowing the metadata instead of copying it.
+fn partial_json(object: &Value, version: &str) -> Vec<u8> {
+    /// `partial`'s value, borrowed; its fields in the order a `serde_json::Map` keeps.
+    #[derive(serde::Serialize)]
+    struct Partial<'a> {
+        #[serde(rename = "apiVersion")]
+        api_version: String,
+        kind: &'static str,
+        metadata: &'a Value,
+    }
+    let empty = Value::Object(Map::new());
+    let partial = Partial {
+        api_version: format!("meta.k8s.io/{version}"),
+        kind: "PartialObjectMetadata",
+        metadata: object.get("metadata").unwrap_or(&empty),
+    };
+    serde_json::to_vec(&partial).expect("JSON values serialize")
+}
+
 /// A Table of `objects`. `metadata` is the list's (resourceVersion, continue) or, for one
 /// object, its resourceVersion.
 fn table(
@@ -263,10 +282,14 @@ pub struct EventEncoder {
 }
 
 impl EventEncoder {
-    /// Whether it renders only the object's metadata, which no conversion to another version
-    /// and no read-time defaulting changes: the object need not be converted first.
-    pub fn metadata_only(&self) -> bool {
-        matches!(self.rendering, Rendering::Metadata(_))
+    /// The serialized event object of a metadata-only watch: the same bytes as serializing
+    /// [`Self::encode`]'s value, without copying the metadata (managedFields and all) first.
+    /// `None` for other renderings.
+    pub fn metadata_json(&self, object: &Value) -> Option<Vec<u8>> {
+        let Rendering::Metadata(version) = self.rendering else {
+            return None;
+        };
+        Some(partial_json(object, version))
     }
 
     /// The event object for `object` (already in the requested version).
@@ -305,4 +328,26 @@ pub fn watch_encoder(
         include: include_object(query)?,
         columns_sent: AtomicBool::new(false),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_json_is_the_serialized_partial() {
+        let objects = [
+            json!({"kind": "Machine", "metadata": {"name": "m", "labels": {"a": "b"},
+                "managedFields": [{"manager": "x", "fieldsV1": {"f:spec": {}}}]}, "spec": {}}),
+            json!({"kind": "Machine"}),
+        ];
+        for object in &objects {
+            for version in ["v1", "v1beta1"] {
+                assert_eq!(
+                    partial_json(object, version),
+                    serde_json::to_vec(&partial(object, version)).unwrap()
+                );
+            }
+        }
+    }
 }

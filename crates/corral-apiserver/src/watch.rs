@@ -212,10 +212,12 @@ impl Writer {
 
     /// An object of the store converted to the requested version (and encoding), serialized.
     fn converted_json(&self, object: &Value) -> Vec<u8> {
-        if let Some(encoder) = &self.encoder
-            && encoder.metadata_only()
+        if let Some(json) = self
+            .encoder
+            .as_ref()
+            .and_then(|encoder| encoder.metadata_json(object))
         {
-            return serde_json::to_vec(&encoder.encode(object)).expect("JSON values serialize");
+            return json;
         }
         let mut object = object.clone();
         self.target.to_request_version(&mut object);
