@@ -137,7 +137,35 @@ where
 /// built (serde skips unknown fields without allocating).
 #[derive(serde::Deserialize)]
 struct Stored {
+    #[serde(deserialize_with = "stored_metadata")]
     metadata: ObjectMeta,
+}
+
+/// The metadata a writer reads back from a write's answer ([`write`], [`remember_replaced_meta`]).
+/// The rest, above all managedFields (an entry per manager with a tree of every field it set,
+/// often more than the rest of a Machine), is skipped, not decoded.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredMetadata {
+    uid: Option<String>,
+    resource_version: Option<String>,
+    generation: Option<i64>,
+    deletion_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    finalizers: Option<Vec<String>>,
+}
+
+fn stored_metadata<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ObjectMeta, D::Error> {
+    let stored = <StoredMetadata as serde::Deserialize>::deserialize(deserializer)?;
+    Ok(ObjectMeta {
+        uid: stored.uid,
+        resource_version: stored.resource_version,
+        generation: stored.generation,
+        deletion_timestamp: stored.deletion_timestamp,
+        finalizers: stored.finalizers,
+        ..ObjectMeta::default()
+    })
 }
 
 /// Sends `patch` of `part`; returns the object as stored, decoded as `T`: `K` itself, or
