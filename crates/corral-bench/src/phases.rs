@@ -26,7 +26,9 @@ fn next_run() -> u64 {
 
 /// POSTs of new ConfigMaps, each client naming its own.
 pub async fn http_creates(http: &Http, clients: usize, config: &Config) -> Measured {
-    let blob: Arc<str> = objects::payload(config.value_bytes).into();
+    let template = Arc::new(objects::ConfigMapTemplate::new(&objects::payload(
+        config.value_bytes,
+    )));
     let path: Arc<str> = objects::collection_path(objects::NAMESPACE).into();
     let run = next_run();
     let states = (0..clients)
@@ -37,10 +39,10 @@ pub async fn http_creates(http: &Http, clients: usize, config: &Config) -> Measu
         config.warmup,
         config.duration,
         move |(http, prefix, n)| {
-            let blob = blob.clone();
+            let template = template.clone();
             let path = path.clone();
             async move {
-                let body = objects::configmap(&format!("{prefix}{n}"), &blob, None, &[]);
+                let body = template.body(&format!("{prefix}{n}"));
                 let outcome = http
                     .expect(Method::POST, &path, Some(body), StatusCode::CREATED)
                     .await

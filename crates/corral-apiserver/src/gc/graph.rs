@@ -265,6 +265,16 @@ impl Graph {
         value: &Value,
         check_new_owners: Option<OwnerKey<'_>>,
     ) -> Vec<ObjectRef> {
+        if let Some(uid) = Self::untracked_and_unknown(value, &self.nodes) {
+            // Most objects: no owner, not being deleted, and no node from an earlier
+            // version. The general path below would only record it as alive, after building
+            // its node (four copies of its names) to find that out.
+            if let Some(name) = object::name(value) {
+                let key = resource.key(object::namespace(value), name);
+                self.alive.insert(identity_hash(uid, &key));
+            }
+            return Vec::new();
+        }
         let Some(mut node) = Node::of(resource, value) else {
             return Vec::new();
         };
@@ -321,6 +331,22 @@ impl Graph {
             self.nodes.insert(uid, node);
         }
         work
+    }
+
+    /// The uid of an object that `observe` would neither make a node of nor act on: one with
+    /// no ownerReferences and no deletionTimestamp (so neither deleting its dependents nor
+    /// orphaning them), and no node from an earlier version whose owners it would drop.
+    fn untracked_and_unknown<'v>(
+        value: &'v Value,
+        nodes: &HashMap<String, Node>,
+    ) -> Option<&'v str> {
+        let uid = object::uid(value).filter(|uid| !uid.is_empty())?;
+        let has_owners = value
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|owners| !owners.is_empty());
+        let untracked = !has_owners && object::deletion_timestamp(value).is_none();
+        (untracked && !nodes.contains_key(uid)).then_some(uid)
     }
 
     /// Records that an object is gone and returns the objects to look at: its dependents
