@@ -299,8 +299,12 @@ impl Walker<'_> {
                         self.walk(additional, child, child_old, &path.key(key), false, same);
                     }
                 }
-                for (key, child) in map {
-                    if let Some(property) = schema.properties.get(key).filter(|s| s.rules_within) {
+                // Only the properties with rules below them are looked up (in key order, as
+                // the map's own order would visit them).
+                for (key, property) in &schema.properties {
+                    if property.rules_within
+                        && let Some(child) = map.get(key)
+                    {
                         let child_old = correlate_field(old, key);
                         let same = child_unchanged(child_old, child);
                         let embedded = property.embedded_resource;

@@ -714,8 +714,12 @@ fn list_map_fields(
             list_value(additional, child, &path.key(key), errors);
         }
     }
-    for (key, child) in map {
-        if let Some(property) = schema.properties.get(key).filter(|s| s.lists_within) {
+    // Only the properties with lists below them are looked up (in key order, as the map's
+    // own order would visit them), not every field of the object.
+    for (key, property) in &schema.properties {
+        if property.lists_within
+            && let Some(child) = map.get(key)
+        {
             list_value(property, child, &path.child(key), errors);
         }
     }
