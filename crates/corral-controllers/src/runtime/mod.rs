@@ -26,6 +26,7 @@ pub mod clock;
 pub mod coalesce;
 pub mod events;
 pub mod index;
+pub mod lean;
 pub mod metrics;
 pub mod patch;
 pub mod ready;

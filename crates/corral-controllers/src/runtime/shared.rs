@@ -30,6 +30,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
 use super::index::{ClusterIndex, ClusterOf, IndexKeys};
+use super::lean::Lean;
 use super::triggers::AbortOnDrop;
 
 /// A change a subscriber is told of.
@@ -112,6 +113,17 @@ pub fn trim_managed_fields<K: Resource>(object: &mut K, keep: &[&str]) {
     }
 }
 
+/// A watch event of [`Lean`] objects as one of the objects themselves.
+fn unwrap_lean<K>(event: watcher::Event<Lean<K>>) -> watcher::Event<K> {
+    match event {
+        watcher::Event::Apply(Lean(object)) => watcher::Event::Apply(object),
+        watcher::Event::Delete(Lean(object)) => watcher::Event::Delete(object),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(Lean(object)) => watcher::Event::InitApply(object),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
 impl<K: Cached> SharedCache<K> {
     /// Starts watching every `K`; the returned task runs the watch until dropped. Objects are
     /// kept with the managedFields of the managers in `keep` only ([`trim_managed_fields`]).
@@ -130,12 +142,13 @@ impl<K: Cached> SharedCache<K> {
         };
         let kind = K::kind(&());
         let task = tokio::spawn(async move {
+            // Decoded without the managedFields entries no controller reads (see `lean`).
             let events =
-                watcher(Api::<K>::all(client), watcher::Config::default()).default_backoff();
+                watcher(Api::<Lean<K>>::all(client), watcher::Config::default()).default_backoff();
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
                 let mut event = match event {
-                    Ok(event) => event,
+                    Ok(event) => unwrap_lean(event),
                     Err(error) => {
                         tracing::warn!(%kind, %error, "Watch failed; retrying");
                         continue;
