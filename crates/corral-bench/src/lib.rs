@@ -458,6 +458,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
 fn add_commit_stats(a: &CommitStats, b: &CommitStats) -> CommitStats {
     CommitStats {
         commits: a.commits + b.commits,
+        transactions: a.transactions + b.transactions,
         writes: a.writes + b.writes,
         commit_time: a.commit_time + b.commit_time,
         batch_sizes: std::array::from_fn(|i| a.batch_sizes[i] + b.batch_sizes[i]),
@@ -486,7 +487,7 @@ fn group_commit_note(op: Op, clients: usize, stats: &CommitStats) -> String {
         .collect();
     format!(
         "sqlite group commit during {} at {clients} clients (all rounds, warm-ups included): {} \
-         writes in {} commits, {per_commit:.1} writes per commit (per fsync), a commit took \
+         writes in {} commits, {per_commit:.1} writes per commit (per fsync) in {} transactions, a commit took \
          {mean_commit:.2} ms on average (statements, WAL writes and fsync); commits by writes \
          per commit: {}.",
         match op {
@@ -495,6 +496,7 @@ fn group_commit_note(op: Op, clients: usize, stats: &CommitStats) -> String {
         },
         stats.writes,
         stats.commits,
+        stats.transactions,
         buckets.join(", ")
     )
 }

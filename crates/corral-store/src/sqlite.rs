@@ -195,6 +195,7 @@ struct Published {
 #[derive(Default)]
 struct CommitCounters {
     commits: AtomicU64,
+    transactions: AtomicU64,
     writes: AtomicU64,
     commit_nanos: AtomicU64,
     sizes: [AtomicU64; BATCH_SIZE_BUCKETS],
@@ -218,6 +219,7 @@ impl CommitCounters {
     fn snapshot(&self) -> CommitStats {
         CommitStats {
             commits: self.commits.load(Ordering::Relaxed),
+            transactions: self.transactions.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             commit_time: std::time::Duration::from_nanos(self.commit_nanos.load(Ordering::Relaxed)),
             batch_sizes: std::array::from_fn(|i| self.sizes[i].load(Ordering::Relaxed)),
@@ -234,6 +236,9 @@ impl CommitCounters {
 pub struct CommitStats {
     /// WAL fsyncs that made successful writes durable.
     pub commits: u64,
+    /// Transactions of successful writes the writer committed (each rewrites the pages its
+    /// writes touch, and a few more, in the WAL); one fsync may cover several.
+    pub transactions: u64,
     /// Successful writes in them.
     pub writes: u64,
     /// Sum over those fsyncs of the time from the first statement of their oldest transaction
@@ -249,6 +254,7 @@ impl CommitStats {
     pub fn since(&self, earlier: &CommitStats) -> CommitStats {
         CommitStats {
             commits: self.commits - earlier.commits,
+            transactions: self.transactions - earlier.transactions,
             writes: self.writes - earlier.writes,
             commit_time: self.commit_time.saturating_sub(earlier.commit_time),
             batch_sizes: std::array::from_fn(|i| self.batch_sizes[i] - earlier.batch_sizes[i]),

@@ -220,6 +220,10 @@ impl Writer {
                 let written = usize::try_from(revision - self.revision).unwrap_or(usize::MAX);
                 if written > 0 {
                     self.sync.committed();
+                    self.published
+                        .commits
+                        .transactions
+                        .fetch_add(1, Ordering::Relaxed);
                 }
                 self.revision = revision;
                 let events: Vec<Event> = outcomes
