@@ -35,8 +35,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::channel::mpsc;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
@@ -47,6 +47,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::Notify;
 
 use crate::runtime::Shutdown;
+use crate::runtime::lean::Lean;
 use crate::runtime::triggers::AbortOnDrop;
 
 /// The suffix of a Cluster's kubeconfig Secret: `<cluster>-kubeconfig`.
@@ -922,7 +923,8 @@ impl Inner {
             store,
             provider_ids: Arc::new(Mutex::new(HashMap::new())),
         };
-        let api: Api<Node> = Api::all(client);
+        // Decoded without managedFields, which nothing here reads (see `runtime::lean`).
+        let api: Api<Lean<Node>> = Api::all(client);
         let subscribers: Vec<_> = self
             .node_subscribers
             .lock()
@@ -933,6 +935,7 @@ impl Inner {
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
+                .map_ok(crate::runtime::shared::unwrap_lean)
                 .reflect(writer)
                 .boxed();
             while let Some(event) = events.next().await {

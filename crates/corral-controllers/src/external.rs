@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 
@@ -42,6 +42,7 @@ use kube::discovery;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
+use crate::runtime::lean::Lean;
 use crate::runtime::patch::{Part, object_patch, patch_if_changed};
 use crate::runtime::triggers::AbortOnDrop;
 
@@ -348,7 +349,8 @@ impl ExternalObjects {
             return informer.clone();
         }
         tracing::debug!(kind = %kind.resource.kind, group = %kind.resource.group, "Watching provider kind");
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
+        // Decoded without the managedFields no controller reads (see `runtime::lean`).
+        let api: Api<Lean<DynamicObject>> = Api::all_with(self.client.clone(), &kind.resource);
         let writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
         let subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<DynamicObject>>>> = Arc::default();
@@ -357,6 +359,7 @@ impl ExternalObjects {
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
+                .map_ok(crate::runtime::shared::unwrap_lean)
                 .modify(|object| crate::runtime::shared::trim_managed_fields(object, &[]))
                 .reflect(writer)
                 .touched_objects()

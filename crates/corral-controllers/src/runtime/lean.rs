@@ -584,6 +584,19 @@ mod tests {
         );
     }
 
+    /// Provider objects are read as `DynamicObject`s, whose fields besides metadata are
+    /// flattened into one value.
+    #[test]
+    fn dynamic_objects_keep_everything_but_the_managed_fields() {
+        let object = machine_json();
+        let text = serde_json::to_string(&object).unwrap();
+        let Lean(lean) = serde_json::from_str::<Lean<kube::api::DynamicObject>>(&text).unwrap();
+        let mut full: kube::api::DynamicObject = serde_json::from_str(&text).unwrap();
+        super::super::shared::trim_managed_fields(&mut full, KEPT_MANAGERS);
+        assert_eq!(lean, full);
+        assert_eq!(lean.data["spec"]["clusterName"], "c");
+    }
+
     #[test]
     fn bad_input_fails_as_it_would_without_the_filter() {
         for bad in [

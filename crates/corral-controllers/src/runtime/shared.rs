@@ -114,7 +114,7 @@ pub fn trim_managed_fields<K: Resource>(object: &mut K, keep: &[&str]) {
 }
 
 /// A watch event of [`Lean`] objects as one of the objects themselves.
-fn unwrap_lean<K>(event: watcher::Event<Lean<K>>) -> watcher::Event<K> {
+pub(crate) fn unwrap_lean<K>(event: watcher::Event<Lean<K>>) -> watcher::Event<K> {
     match event {
         watcher::Event::Apply(Lean(object)) => watcher::Event::Apply(object),
         watcher::Event::Delete(Lean(object)) => watcher::Event::Delete(object),
