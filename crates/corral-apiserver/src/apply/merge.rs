@@ -293,13 +293,17 @@ pub fn compare(old: &Value, new: &Value, schema: Schema<'_>) -> Comparison {
 /// `metadata` fields `hidden_metadata`, read in place: the field manager compares objects
 /// without their type, resourceVersion and managedFields, and copying a whole object to
 /// drop those for every update cost more than the comparison. `None` when either object or
-/// its `metadata` is not a map; the caller then compares copies.
+/// its `metadata` is not a map; the caller then compares copies. Top-level fields `keep`
+/// refuses are not compared at all: the result is the full comparison's
+/// [`Comparison::retain_top_level`] (a `/status` write compares the status, not the rest of a
+/// Machine that the server copied from the current object).
 pub fn compare_without(
     old: &Value,
     new: &Value,
     schema: Schema<'_>,
     hidden: &[&str],
     hidden_metadata: &[&str],
+    keep: &dyn Fn(&str) -> bool,
 ) -> Option<Comparison> {
     let (Value::Object(old_map), Value::Object(new_map)) = (old, new) else {
         return None;
@@ -318,6 +322,9 @@ pub fn compare_without(
     let mut keys = visible(hidden, old_map);
     keys.extend(visible(hidden, new_map));
     for key in keys {
+        if !keep(key) {
+            continue;
+        }
         let (old_child, new_child) = (old_map.get(key), new_map.get(key));
         if key != "metadata" && unchanged(old_child, new_child) {
             continue;

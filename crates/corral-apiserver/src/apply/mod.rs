@@ -270,6 +270,7 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
             cx.schema,
             &["apiVersion", "kind"],
             &hidden_metadata,
+            cx.keep,
         ) {
             Some(comparison) => managed::UpdateChanges::of(comparison, &cx),
             None => {
