@@ -935,7 +935,7 @@ impl Inner {
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
-                .map_ok(crate::runtime::shared::unwrap_lean)
+                .map_ok(crate::runtime::lean::unwrap_event)
                 .reflect(writer)
                 .boxed();
             while let Some(event) = events.next().await {

@@ -359,7 +359,7 @@ impl ExternalObjects {
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
-                .map_ok(crate::runtime::shared::unwrap_lean)
+                .map_ok(crate::runtime::lean::unwrap_event)
                 .modify(|object| crate::runtime::shared::trim_managed_fields(object, &[]))
                 .reflect(writer)
                 .touched_objects()

@@ -32,6 +32,15 @@ const STRIP: &[&[&str]] = &[
     &["metadata", "resourceVersion"],
 ];
 
+/// [`STRIP`] as `FieldsV1` keys (`f:metadata`, `f:name`), made once: every create and update
+/// strips them from the fields its writer takes.
+static STRIP_KEYS: std::sync::LazyLock<Vec<Vec<String>>> = std::sync::LazyLock::new(|| {
+    STRIP
+        .iter()
+        .map(|path| path.iter().map(|field| format!("f:{field}")).collect())
+        .collect()
+});
+
 /// The operation of a managedFields entry. The order is kube-apiserver's entry order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Operation {
@@ -422,11 +431,10 @@ pub fn record_changes_in_place(
     // everyone.
     let mut taken_v1 = changed_v1.clone();
     let mut untaken_v1 = Map::new();
-    for path in STRIP {
-        let keys: Vec<String> = path.iter().map(|field| format!("f:{field}")).collect();
-        if fields_v1::contains_path(&changed_v1, &keys) {
-            fields_v1::remove(&mut taken_v1, &keys).ok()?;
-            fields_v1::insert(&mut untaken_v1, &keys).ok()?;
+    for keys in STRIP_KEYS.iter() {
+        if fields_v1::contains_path(&changed_v1, keys) {
+            fields_v1::remove(&mut taken_v1, keys).ok()?;
+            fields_v1::insert(&mut untaken_v1, keys).ok()?;
         }
     }
     let mut ids = std::collections::BTreeSet::new();
@@ -520,9 +528,9 @@ pub fn record_create(
     writer: &ManagerId,
 ) -> Value {
     fields.retain(|key, _| key.strip_prefix("f:").is_none_or(|name| (cx.keep)(name)));
-    let mut key = String::new();
-    for path in STRIP {
-        strip_fields_v1(&mut fields, path, &mut key);
+    for keys in STRIP_KEYS.iter() {
+        // `created_fields_v1` writes the normal form, which `remove` cannot fail on.
+        let _ = fields_v1::remove(&mut fields, keys);
     }
     if fields.is_empty() {
         return Value::Array(Vec::new());
@@ -533,40 +541,6 @@ pub fn record_create(
         Some(cx.now),
         Value::Object(fields),
     )])
-}
-
-/// Removes the member at a path of field names from a `FieldsV1` map as
-/// [`FieldSet::remove_paths`] removes it from a set: the path, not what is below it; a node
-/// left neither a member nor with children goes too.
-fn strip_fields_v1(map: &mut Map<String, Value>, path: &[&str], key: &mut String) {
-    let Some((first, rest)) = path.split_first() else {
-        return;
-    };
-    key.clear();
-    key.push_str("f:");
-    key.push_str(first);
-    let Some(Value::Object(node)) = map.get_mut(key.as_str()) else {
-        return;
-    };
-    if rest.is_empty() {
-        if node.is_empty() {
-            map.remove(key.as_str());
-        } else {
-            node.remove(".");
-        }
-        return;
-    }
-    if node.is_empty() {
-        // A member without children: nothing below it to remove.
-        return;
-    }
-    let own = key.clone();
-    strip_fields_v1(node, rest, key);
-    if node.is_empty() {
-        map.remove(own.as_str());
-    } else if node.len() == 1 && node.contains_key(".") {
-        node.remove(".");
-    }
 }
 
 /// An entry of a stored managedFields list, if it is exactly as [`encode_entry`] writes

@@ -28,6 +28,20 @@ pub const KEPT_MANAGERS: &[&str] = &[crate::machine_set::MACHINE_SET_MANAGER];
 #[derive(Clone, Debug)]
 pub struct Lean<K>(pub K);
 
+/// A watch event of [`Lean`] objects as one of the objects themselves.
+pub fn unwrap_event<K>(
+    event: kube::runtime::watcher::Event<Lean<K>>,
+) -> kube::runtime::watcher::Event<K> {
+    use kube::runtime::watcher::Event;
+    match event {
+        Event::Apply(Lean(object)) => Event::Apply(object),
+        Event::Delete(Lean(object)) => Event::Delete(object),
+        Event::Init => Event::Init,
+        Event::InitApply(Lean(object)) => Event::InitApply(object),
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 /// The API resource of `K`: a watch of `Lean<K>` is a watch of `K`.
 impl<K: kube::Resource> kube::Resource for Lean<K> {
     type DynamicType = K::DynamicType;

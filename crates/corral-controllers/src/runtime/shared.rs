@@ -30,7 +30,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
 use super::index::{ClusterIndex, ClusterOf, IndexKeys};
-use super::lean::Lean;
+use super::lean::{self, Lean};
 use super::triggers::AbortOnDrop;
 
 /// A change a subscriber is told of.
@@ -113,17 +113,6 @@ pub fn trim_managed_fields<K: Resource>(object: &mut K, keep: &[&str]) {
     }
 }
 
-/// A watch event of [`Lean`] objects as one of the objects themselves.
-pub(crate) fn unwrap_lean<K>(event: watcher::Event<Lean<K>>) -> watcher::Event<K> {
-    match event {
-        watcher::Event::Apply(Lean(object)) => watcher::Event::Apply(object),
-        watcher::Event::Delete(Lean(object)) => watcher::Event::Delete(object),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitApply(Lean(object)) => watcher::Event::InitApply(object),
-        watcher::Event::InitDone => watcher::Event::InitDone,
-    }
-}
-
 impl<K: Cached> SharedCache<K> {
     /// Starts watching every `K`; the returned task runs the watch until dropped. Objects are
     /// kept with the managedFields of the managers in `keep` only ([`trim_managed_fields`]).
@@ -148,7 +137,7 @@ impl<K: Cached> SharedCache<K> {
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
                 let mut event = match event {
-                    Ok(event) => unwrap_lean(event),
+                    Ok(event) => lean::unwrap_event(event),
                     Err(error) => {
                         tracing::warn!(%kind, %error, "Watch failed; retrying");
                         continue;

@@ -57,6 +57,18 @@ fn owner() -> OwnerReference {
     }
 }
 
+/// `kubeconfig::ensure` for `cluster` in `management`, owned by [`owner`].
+async fn ensure(management: &TestEnv, cluster: &Cluster, ca: &certs::KeyMaterial) -> Outcome {
+    kubeconfig::ensure(
+        &certs::SecretReader::new(management.client.clone()),
+        cluster,
+        ca,
+        owner(),
+    )
+    .await
+    .unwrap()
+}
+
 async fn kubeconfig_of(management: &TestEnv, name: &str) -> (Secret, String) {
     let secret = Api::<Secret>::namespaced(management.client.clone(), "default")
         .get(&kubeconfig::secret_name(name))
@@ -76,14 +88,7 @@ async fn the_kubeconfig_secret_reaches_the_workload_cluster_with_kube_rs_and_kub
         OffsetDateTime::now_utc(),
     )
     .unwrap();
-    let outcome = kubeconfig::ensure(
-        &certs::SecretReader::new(management.client.clone()),
-        &cluster,
-        &ca,
-        owner(),
-    )
-    .await
-    .unwrap();
+    let outcome = ensure(&management, &cluster, &ca).await;
     assert_eq!(outcome, Outcome::Created);
     let (secret, value) = kubeconfig_of(&management, "dev").await;
     assert_eq!(secret.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
@@ -144,17 +149,7 @@ async fn the_kubeconfig_secret_reaches_the_workload_cluster_with_kube_rs_and_kub
     }
 
     // A second call changes nothing.
-    assert_eq!(
-        kubeconfig::ensure(
-            &certs::SecretReader::new(management.client.clone()),
-            &cluster,
-            &ca,
-            owner()
-        )
-        .await
-        .unwrap(),
-        Outcome::Unchanged
-    );
+    assert_eq!(ensure(&management, &cluster, &ca).await, Outcome::Unchanged);
     let (_, again) = kubeconfig_of(&management, "dev").await;
     assert_eq!(again, value);
 }
@@ -199,17 +194,7 @@ async fn the_control_plane_takes_over_the_in_memory_providers_kubeconfig_and_lea
         OffsetDateTime::now_utc(),
     )
     .unwrap();
-    assert_eq!(
-        kubeconfig::ensure(
-            &certs::SecretReader::new(management.client.clone()),
-            &cluster,
-            &ca,
-            owner()
-        )
-        .await
-        .unwrap(),
-        Outcome::Renewed
-    );
+    assert_eq!(ensure(&management, &cluster, &ca).await, Outcome::Renewed);
     let (secret, value) = kubeconfig_of(&management, "sim").await;
     assert!(
         !secret
@@ -218,17 +203,7 @@ async fn the_control_plane_takes_over_the_in_memory_providers_kubeconfig_and_lea
     );
     assert_eq!(secret.owner_references(), [owner()]);
     assert!(value.contains("client-certificate-data"));
-    assert_eq!(
-        kubeconfig::ensure(
-            &certs::SecretReader::new(management.client.clone()),
-            &cluster,
-            &ca,
-            owner()
-        )
-        .await
-        .unwrap(),
-        Outcome::Unchanged
-    );
+    assert_eq!(ensure(&management, &cluster, &ca).await, Outcome::Unchanged);
 
     // A Secret with no controller is the user's.
     let users = Secret {
@@ -247,17 +222,7 @@ async fn the_control_plane_takes_over_the_in_memory_providers_kubeconfig_and_lea
         .await
         .unwrap();
     let byo = cluster_at_without_crds(&management, &workload, "byo").await;
-    assert_eq!(
-        kubeconfig::ensure(
-            &certs::SecretReader::new(management.client.clone()),
-            &byo,
-            &ca,
-            owner()
-        )
-        .await
-        .unwrap(),
-        Outcome::UserProvided
-    );
+    assert_eq!(ensure(&management, &byo, &ca).await, Outcome::UserProvided);
     let (_, value) = kubeconfig_of(&management, "byo").await;
     assert_eq!(value, "mine");
 }
