@@ -272,13 +272,14 @@ impl Writer {
             return Ok(());
         };
         // Without a label or field filter the previous state passes exactly when the object
-        // does (a namespace never changes): only a filtering watcher needs it decoded.
-        let before = || {
-            if self.filter.is_everything() {
-                now
-            } else {
-                prev.get().is_some_and(|prev| self.passes(prev))
+        // does (a namespace never changes): only a filtering watcher needs it decoded, and
+        // one with labels alone only its labels.
+        let before = || match (&self.filter.labels, &self.filter.fields) {
+            (None, None) => now,
+            (Some(labels), None) => {
+                self.in_scope(&event.object) && prev.labels_match(labels).unwrap_or(false)
             }
+            _ => prev.get().is_some_and(|prev| self.passes(prev)),
         };
         if now {
             let event_type = if before() { "MODIFIED" } else { "ADDED" };

@@ -106,6 +106,25 @@ impl Previous {
             })
             .as_deref()
     }
+
+    /// Whether its labels match `labels`: from the decoded state when some watcher already
+    /// decoded it, else from its stored bytes' labels alone (a watch with a label selector
+    /// asks this of every event, and almost always the object stays in or out of it; only
+    /// one that leaves needs the whole previous state). `None` when it does not decode.
+    pub fn labels_match(&self, labels: &crate::selector::LabelSelector) -> Option<bool> {
+        if let Some(decoded) = self.decoded.get() {
+            return decoded
+                .as_deref()
+                .map(|object| labels.matches_object(object));
+        }
+        match &self.stored {
+            Some(kv) => match object::stored_labels(&kv.value) {
+                Some(stored) => Some(labels.matches(&stored)),
+                None => self.get().map(|object| labels.matches_object(object)),
+            },
+            None => self.get().map(|object| labels.matches_object(object)),
+        }
+    }
 }
 
 /// An event's object converted for watchers of one resource definition and version.
@@ -794,7 +813,12 @@ fn decode_event_after(
             (written.object, written.served, written.shaped)
         }
         _ => {
-            let mut object = object::decode_stored(&event.kv)?;
+            // A delete's object is the key's last state: the cacher's decoded copy of it when
+            // it has one, copied rather than parsed again.
+            let mut object = match (&previous, event.kind) {
+                (Some(previous), EventKind::Delete) => Value::clone(previous),
+                _ => object::decode_stored(&event.kv)?,
+            };
             object::set_resource_version(&mut object, revision);
             (Arc::new(object), None, None)
         }

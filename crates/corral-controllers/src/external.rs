@@ -325,7 +325,7 @@ pub struct ExternalObjects {
 struct Informer {
     resource: ApiResource,
     store: Store<DynamicObject>,
-    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<DynamicObject>>>>,
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<DynamicObject>>>>>,
     _task: AbortOnDrop,
 }
 
@@ -353,7 +353,8 @@ impl ExternalObjects {
         let api: Api<Lean<DynamicObject>> = Api::all_with(self.client.clone(), &kind.resource);
         let writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
-        let subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<DynamicObject>>>> = Arc::default();
+        let subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<DynamicObject>>>>> =
+            Arc::default();
         let tell = subscribers.clone();
         let resource_kind = kind.resource.kind.clone();
         let task = tokio::spawn(async move {
@@ -367,6 +368,8 @@ impl ExternalObjects {
             while let Some(event) = events.next().await {
                 match event {
                     Ok(object) => {
+                        // Shared, not copied for each subscriber.
+                        let object = Arc::new(object);
                         let mut subscribers = tell.lock().expect("subscribers lock");
                         subscribers.retain(|s| s.unbounded_send(object.clone()).is_ok());
                     }
@@ -387,7 +390,7 @@ impl ExternalObjects {
     }
 
     /// Every change of an object of the kind from now on, for as long as the receiver lives.
-    pub fn subscribe(&self, kind: &ResolvedKind) -> mpsc::UnboundedReceiver<DynamicObject> {
+    pub fn subscribe(&self, kind: &ResolvedKind) -> mpsc::UnboundedReceiver<Arc<DynamicObject>> {
         let (sender, receiver) = mpsc::unbounded();
         let informer = self.informer(kind);
         informer
@@ -623,22 +626,37 @@ impl ExternalObjects {
 
     /// Deletes the object a reference names unless it is already being deleted; returns
     /// whether it is gone.
+    ///
+    /// Read through the kind's cache, as upstream's `reconcileDeleteExternal` reads through
+    /// its client's: a deletion asks again on every event of the object until it is gone, and
+    /// a GET each time was a request per event. Only an object the cache does not show is
+    /// looked up on the API server, so that a cache a little behind never has an object that
+    /// exists taken for gone. The answer to the DELETE (the whole object) is not decoded.
     pub async fn delete(
         &self,
         reference: &ContractVersionedObjectReference,
         namespace: &str,
     ) -> Result<bool, Error> {
-        let Some(object) = self.get(reference, namespace).await? else {
-            return Ok(true);
+        let object = match self.get_cached(reference, namespace).await? {
+            Some(object) => object,
+            None => match self.get(reference, namespace).await? {
+                Some(object) => object,
+                None => return Ok(true),
+            },
         };
         if object.is_deleting() {
             return Ok(false);
         }
         tracing::info!(kind = %reference.kind, name = %reference.name, "Deleting {} {namespace}/{}", reference.kind, reference.name);
-        let delete = self
-            .api(&object.kind, namespace)
-            .delete(&reference.name, &DeleteParams::background())
-            .await;
+        let delete = async {
+            let mut request =
+                kube::core::Request::new(self.api(&object.kind, namespace).resource_url())
+                    .delete(&reference.name, &DeleteParams::background())
+                    .map_err(kube::Error::BuildRequest)?;
+            request.extensions_mut().insert("delete");
+            self.client.request::<serde::de::IgnoredAny>(request).await
+        }
+        .await;
         match delete {
             Ok(_) => Ok(false),
             Err(kube::Error::Api(status)) if status.is_not_found() => Ok(true),

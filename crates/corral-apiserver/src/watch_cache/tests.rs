@@ -433,3 +433,50 @@ async fn the_feed_waits_for_a_write_in_flight_to_be_recorded() {
     cacher.await_record(&key, 13).await;
     assert!(cacher.written(&key, 13).is_none());
 }
+
+#[test]
+fn a_previous_state_matches_labels_from_its_stored_bytes_or_its_decoded_copy() {
+    let selector = crate::selector::LabelSelector::parse("app=x").unwrap();
+    let labelled = |app: &str| json!({"metadata": {"name": "a", "namespace": "default", "labels": {"app": app}}});
+    let kv = |object: &serde_json::Value| KeyValue {
+        key: format!("{KEY_PREFIX}a"),
+        value: Bytes::from(serde_json::to_vec(object).unwrap()),
+        create_revision: 1,
+        mod_revision: 1,
+    };
+    for (app, expected) in [("x", true), ("y", false)] {
+        let object = labelled(app);
+        let stored = Previous::stored(kv(&object));
+        assert_eq!(stored.labels_match(&selector), Some(expected), "{app}");
+        // Answered from the labels alone: nothing was decoded.
+        assert!(stored.decoded.get().is_none());
+        let decoded = Previous::decoded(Arc::new(object));
+        assert_eq!(decoded.labels_match(&selector), Some(expected), "{app}");
+    }
+    let unlabelled = Previous::stored(kv(&json!({"metadata": {"name": "a"}})));
+    assert_eq!(unlabelled.labels_match(&selector), Some(false));
+    let garbage = Previous::stored(KeyValue {
+        value: Bytes::from_static(b"{\"metadata\": 3"),
+        ..kv(&labelled("x"))
+    });
+    assert_eq!(garbage.labels_match(&selector), None);
+}
+
+#[test]
+fn a_delete_takes_its_object_from_the_previous_copy_as_decoding_would() {
+    let created = stored(11, "a", 3, None);
+    let delete = Event {
+        kind: EventKind::Delete,
+        kv: KeyValue {
+            mod_revision: 12,
+            ..created.kv.clone()
+        },
+        prev: Some(created.kv.clone()),
+    };
+    let decoded = decode_event(&delete).unwrap();
+    let previous = decode_event(&created).unwrap().object;
+    let copied = super::decode_event_after(&delete, Some(previous), None).unwrap();
+    assert_eq!(copied.object, decoded.object);
+    assert_eq!(copied.object["metadata"]["resourceVersion"], "12");
+    assert_eq!(copied.object_json, decoded.object_json);
+}

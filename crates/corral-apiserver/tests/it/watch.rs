@@ -93,6 +93,18 @@ async fn watch_from_zero_starts_with_the_current_state(server: TestServer) {
         describe(&stream.try_next().await.unwrap().unwrap()),
         "ADDED b"
     );
+    // A change that keeps it matching is MODIFIED (decided from the stored previous labels).
+    api.patch(
+        "b",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        describe(&stream.try_next().await.unwrap().unwrap()),
+        "MODIFIED b"
+    );
     api.patch(
         "a",
         &PatchParams::default(),

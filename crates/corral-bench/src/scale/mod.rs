@@ -242,6 +242,10 @@ async fn rollout_phases(
     .await;
     report.scale_up = Some(PhaseResult::new(start.until(&plane.sample())));
     ready?;
+    // The rollout is followed through the MachineDeployment's status and the census: a
+    // tracker decoding every Machine in full (managedFields and all) would only load the
+    // process whose cost the rollout reports.
+    drop(tracker);
 
     // The new template, then the MachineDeployment pointed at it.
     let new_template = format!("{md_name}-v2");
