@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test, after installing what the tests need and is missing:
-# protoc (etcd-client's build), Debian's etcd-server (the etcd backend), the Python
-# `kubernetes` client, kubectl (only if absent: Debian's kubernetes-client) and cargo-nextest.
+# protoc and its well-known types (etcd-client's build), Debian's etcd-server (the etcd backend),
+# the Python `kubernetes` client, kubectl (only if absent: Debian's kubernetes-client) and
+# cargo-nextest.
 # Tests that need one of them fail, rather than skip, when it cannot be found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,9 @@ apt_install() {
 
 missing=()
 have protoc || missing+=(protobuf-compiler)
+# protoc's well-known types (google/protobuf/*.proto), which etcd-client's protos import: only
+# recommended by protobuf-compiler, so not installed with --no-install-recommends.
+[ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
 have etcd || [ -x /usr/bin/etcd ] || missing+=(etcd-server)
 have kubectl || missing+=(kubernetes-client)
 if [ ${#missing[@]} -gt 0 ]; then
