@@ -1,29 +1,22 @@
 #!/usr/bin/env python3
-"""Callees (inclusive) beneath the first frame matching TARGET: under.py FILE TARGET [N] [DEPTH]"""
-import sys, re, collections
+"""Callees beneath the outermost frame matching TARGET: under.py FILE TARGET [N] [DEPTH]"""
+import collections
+import sys
+
+from stacks import samples
+
 path, target = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 40
 depth = int(sys.argv[4]) if len(sys.argv) > 4 else 1
-def norm(s):
-    s = re.sub(r'::h[0-9a-f]{16}$', '', s); return re.sub(r'\+0x[0-9a-f]+$', '', s)
-total = 0; hit = 0; c = collections.Counter()
-def flush(frames):
-    global total, hit
-    if not frames: return
+total, hit, callees = 0, 0, collections.Counter()
+for _, frames in samples(path):
     total += 1
-    # frames[0] = leaf; find outermost match (highest index)
-    idx = [i for i, f in enumerate(frames) if target in f]
-    if not idx: return
+    matches = [i for i, f in enumerate(frames) if target in f]
+    if not matches:
+        continue
     hit += 1
-    i = max(idx)
-    callee = ' <- '.join(reversed(frames[max(0, i - depth):i])) if i > 0 else '(self)'
-    c[callee] += 1
-frames = []
-for line in open(path, errors='replace'):
-    if not line.strip(): flush(frames); frames = []; continue
-    if not line.startswith((' ', '\t')): flush(frames); frames = []; continue
-    parts = line.strip().split(None, 1)
-    frames.append(norm(parts[1]) if len(parts) > 1 else '?')
-flush(frames)
-print(f'{target}: {hit*100/total:.2f}% of {total}')
-for k, v in c.most_common(n): print(f'{v*100/total:6.2f}% {k[:220]}')
+    i = max(matches)
+    callees[' <- '.join(reversed(frames[max(0, i - depth):i])) if i > 0 else '(self)'] += 1
+print(f'{target}: {hit * 100 / total:.2f}% of {total}')
+for key, count in callees.most_common(n):
+    print(f'{count * 100 / total:6.2f}% {key[:220]}')

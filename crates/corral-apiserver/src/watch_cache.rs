@@ -112,18 +112,15 @@ impl Previous {
     /// asks this of every event, and almost always the object stays in or out of it; only
     /// one that leaves needs the whole previous state). `None` when it does not decode.
     pub fn labels_match(&self, labels: &crate::selector::LabelSelector) -> Option<bool> {
-        if let Some(decoded) = self.decoded.get() {
-            return decoded
-                .as_deref()
-                .map(|object| labels.matches_object(object));
+        if self.decoded.get().is_none()
+            && let Some(stored) = self
+                .stored
+                .as_ref()
+                .and_then(|kv| object::stored_labels(&kv.value))
+        {
+            return Some(labels.matches(&stored));
         }
-        match &self.stored {
-            Some(kv) => match object::stored_labels(&kv.value) {
-                Some(stored) => Some(labels.matches(&stored)),
-                None => self.get().map(|object| labels.matches_object(object)),
-            },
-            None => self.get().map(|object| labels.matches_object(object)),
-        }
+        self.get().map(|object| labels.matches_object(object))
     }
 }
 
