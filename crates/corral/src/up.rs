@@ -58,7 +58,6 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
     })
     .await?;
     let connection = corral_cli::Connection::for_url(&server.url())?;
-    let client = connection.client.clone();
     let report = corral_cli::components::init(&connection).await?;
     progress.done(
         "CRDs installed",
@@ -80,7 +79,10 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
     };
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     let cloud = args.cloud.open().await?;
-    let controllers = corral_cli::components::start_controllers(client.clone(), cloud, shutdown);
+    // The controllers call this process's own server in-process: the same requests and
+    // watches without the loopback socket and HTTP framing on both ends.
+    let in_process = kube::Client::new(server.in_process(), "default");
+    let controllers = corral_cli::components::start_controllers(in_process, cloud, shutdown);
     progress.done(
         "Controllers started",
         "core, kubeadm bootstrap and control plane, in-memory infrastructure",

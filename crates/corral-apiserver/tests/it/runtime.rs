@@ -192,8 +192,119 @@ async fn shutdown_completes_while_clients_rewatch(server: TestServer) {
     );
 }
 
+/// `server` with its kube-rs client calling the server in-process ([`Server::in_process`]):
+/// no socket, the same handler.
+///
+/// [`Server::in_process`]: corral_apiserver::Server::in_process
+fn in_process(mut server: TestServer) -> TestServer {
+    server.client = kube::Client::new(server.server.in_process(), "default");
+    server
+}
+
+async fn in_process_reflector_relists_after_compaction(server: TestServer) {
+    reflector_relists_after_compaction(in_process(server)).await;
+}
+
+async fn in_process_controller_converges_and_goes_quiet(server: TestServer) {
+    controller_converges_and_goes_quiet(in_process(server)).await;
+}
+
+/// An in-process client and one over HTTP see the same objects, the same watch events and the
+/// same errors: only the wire differs.
+async fn in_process_client_answers_as_the_wire_does(server: TestServer) {
+    let wire: Api<ConfigMap> = Api::namespaced(server.client.clone(), "default");
+    let local_client = kube::Client::new(server.server.in_process(), "default");
+    let local: Api<ConfigMap> = Api::namespaced(local_client.clone(), "default");
+
+    // A watch in-process sees what the wire writes, in order.
+    let (reader, writer) = reflector::store::<ConfigMap>();
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let stream = watcher(local.clone(), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects()
+        .for_each(move |object| {
+            if let Ok(object) = object {
+                seen.lock().unwrap().push((
+                    object.metadata.name.clone().unwrap_or_default(),
+                    object.metadata.resource_version.clone().unwrap_or_default(),
+                ));
+            }
+            async {}
+        });
+    let task = tokio::spawn(stream);
+    reader.wait_until_ready().await.unwrap();
+
+    let created = wire
+        .create(&PostParams::default(), &config_map("shared"))
+        .await
+        .unwrap();
+    let read_locally = local.get("shared").await.unwrap();
+    assert_eq!(
+        read_locally, created,
+        "a GET in-process answers what the wire stored"
+    );
+
+    let patched = local
+        .patch(
+            "shared",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"from": "in-process"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        wire.get("shared").await.unwrap(),
+        patched,
+        "the wire reads what an in-process write stored"
+    );
+    let versions = [
+        created.metadata.resource_version.clone().unwrap(),
+        patched.metadata.resource_version.clone().unwrap(),
+    ];
+    eventually(30, "the in-process watch to see both writes", || async {
+        let events = events.lock().unwrap();
+        let seen: Vec<&str> = events
+            .iter()
+            .filter(|(name, _)| name == "shared")
+            .map(|(_, version)| version.as_str())
+            .collect();
+        (seen == versions.iter().map(String::as_str).collect::<Vec<_>>()).then_some(())
+    })
+    .await;
+
+    // Errors come back as the same Status.
+    let over_wire = wire.get("missing").await.unwrap_err();
+    let in_process = local.get("missing").await.unwrap_err();
+    match (over_wire, in_process) {
+        (kube::Error::Api(wire), kube::Error::Api(local)) => {
+            assert_eq!(local.code, 404);
+            assert_eq!(local.code, wire.code);
+            assert_eq!(local.reason, wire.reason);
+            assert_eq!(local.message, wire.message);
+        }
+        (wire, local) => panic!("expected two API errors, got {wire:?} and {local:?}"),
+    }
+    let conflict = local
+        .create(&PostParams::default(), &config_map("shared"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&conflict, kube::Error::Api(status) if status.code == 409 && status.reason == "AlreadyExists"),
+        "{conflict:?}"
+    );
+
+    local.delete("shared", &Default::default()).await.unwrap();
+    assert!(wire.get_opt("shared").await.unwrap().is_none());
+    task.abort();
+}
+
 backend_tests!(
     reflector_relists_after_compaction,
     controller_converges_and_goes_quiet,
-    shutdown_completes_while_clients_rewatch
+    shutdown_completes_while_clients_rewatch,
+    in_process_reflector_relists_after_compaction,
+    in_process_controller_converges_and_goes_quiet,
+    in_process_client_answers_as_the_wire_does
 );

@@ -49,8 +49,8 @@ impl ManagementPlane {
         let server = Server::start(listener, dyn_store, server_config)
             .await
             .map_err(|error| anyhow::anyhow!("starting the API server: {error}"))?;
-        let url = server.url().parse().context("the server's URL")?;
-        let client = kube::Client::try_from(kube::Config::new(url)).context("building a client")?;
+        // In-process, as `corral up` connects its controllers to its own server.
+        let client = kube::Client::new(server.in_process(), "default");
         install_crds(&client).await?;
 
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
