@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::boot::{Boot, BootPlan, Progress, Step};
-use super::workload::{HttpClient, SimulatedNode, WorkloadCluster, http_client};
+use super::workload::{SimulatedNode, WorkloadCluster};
 use super::{
     Cloud, CloudError, ClusterKey, Faults, StepStatus, Vm, VmKey, VmSpec, WorkloadEndpoint,
 };
@@ -30,8 +30,6 @@ pub struct InProcessCloud {
     clusters: tokio::sync::Mutex<HashMap<ClusterKey, Arc<ClusterEntry>>>,
     /// The last VM address handed out, as a number under 10.0.0.0/8.
     last_address: AtomicU32,
-    /// How the VMs write to their workload clusters, one pool for all.
-    http: HttpClient,
 }
 
 impl Default for InProcessCloud {
@@ -39,7 +37,6 @@ impl Default for InProcessCloud {
         InProcessCloud {
             clusters: Default::default(),
             last_address: AtomicU32::new(0),
-            http: http_client(),
         }
     }
 }
@@ -102,7 +99,7 @@ impl Cloud for InProcessCloud {
             return Ok(entry.workload.endpoint.clone());
         }
         tracing::info!(cluster = %cluster, ?port, "Starting simulated workload cluster");
-        let workload = WorkloadCluster::start(cluster.clone(), port, &self.http).await?;
+        let workload = WorkloadCluster::start(cluster.clone(), port).await?;
         let endpoint = workload.endpoint.clone();
         clusters.insert(
             cluster.clone(),

@@ -17,7 +17,9 @@
 //! in-memory backend likewise gives each workload cluster its own port (its
 //! `WorkloadClustersMux`, from 20000). A port per cluster, rather than paths under one listener,
 //! keeps `controlPlaneEndpoint` (a host and a port, no path) a complete address, which is what
-//! core and control plane providers build kubeconfigs from.
+//! core and control plane providers build kubeconfigs from. The simulation itself (the VMs'
+//! kubelets, static Pods and etcd members) writes to it in-process (`Server::in_process`);
+//! the management plane reaches it over HTTP with its kubeconfig, as it would a real cluster.
 //!
 //! # VMs
 //!

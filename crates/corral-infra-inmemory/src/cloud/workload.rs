@@ -28,23 +28,6 @@ const HOST: &str = "127.0.0.1";
 /// backend copies).
 const CONTROL_PLANE_ROLE: &str = "node-role.kubernetes.io/control-plane";
 
-/// The HTTP client of the simulation's writes to its workload clusters, shared by all of them:
-/// one connection pool, and none of the TLS setup (root certificates, about 75 KB) that a
-/// `kube::Client` built from a `kube::Config` makes for each client even for a plain-HTTP URL.
-pub(super) type HttpClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    kube::client::Body,
->;
-
-/// A new [`HttpClient`].
-pub(super) fn http_client() -> HttpClient {
-    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    // Small requests would otherwise wait behind the server's delayed ACK.
-    connector.set_nodelay(true);
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build(connector)
-}
-
 /// A running workload cluster.
 pub(super) struct WorkloadCluster {
     pub key: ClusterKey,
@@ -57,13 +40,11 @@ pub(super) struct WorkloadCluster {
 }
 
 impl WorkloadCluster {
-    /// Starts the cluster's API server on `port`, or on a free port; the simulation writes to
-    /// it through `http`.
-    pub async fn start(
-        key: ClusterKey,
-        port: Option<u16>,
-        http: &HttpClient,
-    ) -> Result<WorkloadCluster, CloudError> {
+    /// Starts the cluster's API server on `port`, or on a free port. The simulation (its
+    /// kubelets, etcd members and static pods) writes to it in-process
+    /// (`Server::in_process`); the management plane reaches it over HTTP, with the kubeconfig,
+    /// as it would a real cluster.
+    pub async fn start(key: ClusterKey, port: Option<u16>) -> Result<WorkloadCluster, CloudError> {
         let address = format!("{HOST}:{}", port.unwrap_or(0));
         let listener = tokio::net::TcpListener::bind(&address)
             .await
@@ -88,10 +69,7 @@ impl WorkloadCluster {
             port,
             kubeconfig: kubeconfig(&key.name, &format!("http://{HOST}:{port}")),
         };
-        let url = endpoint.url().parse().expect("a loopback URL parses");
-        let client = kube::client::ClientBuilder::new(http.clone(), "default")
-            .with_layer(&kube::client::middleware::BaseUriLayer::new(url))
-            .build();
+        let client = kube::Client::new(server.in_process(), "default");
         Ok(WorkloadCluster {
             key,
             endpoint,

@@ -3,7 +3,7 @@ use kube::api::{Api, ListParams};
 
 use super::{CLUSTER_ID, LEADER_FROM, MEMBER_ID};
 use crate::cloud::ClusterKey;
-use crate::cloud::workload::{SimulatedNode, WorkloadCluster, http_client};
+use crate::cloud::workload::{SimulatedNode, WorkloadCluster};
 
 async fn workload() -> WorkloadCluster {
     WorkloadCluster::start(
@@ -12,7 +12,6 @@ async fn workload() -> WorkloadCluster {
             name: "etcd-test".into(),
         },
         None,
-        &http_client(),
     )
     .await
     .unwrap()
