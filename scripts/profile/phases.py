@@ -13,7 +13,7 @@ import collections
 import re
 import sys
 
-from stacks import symbol
+from stacks import timed_samples
 
 DURATION = 3.0
 
@@ -27,23 +27,6 @@ def phases(path):
             kind = 'S' if m.group(2) == 'CRD without' else 'V'
             found.append((end - DURATION, end, kind, int(m.group(3)) * DURATION))
     return found
-
-
-def timed_samples(path):
-    """(time, frames leaf first) of `perf script -F comm,tid,time,ip,sym` output."""
-    at, frames = None, []
-    for line in open(path, errors='replace'):
-        if line.strip() and line.startswith((' ', '\t')):
-            parts = line.strip().split(None, 1)
-            frames.append(symbol(parts[1]) if len(parts) > 1 else '?')
-            continue
-        if line.strip():
-            if at is not None:
-                yield at, frames
-            m = re.search(r' ([\d.]+): *$', line)
-            at, frames = (float(m.group(1)) if m else None), []
-    if at is not None:
-        yield at, frames
 
 
 def main():

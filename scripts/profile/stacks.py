@@ -1,6 +1,7 @@
-"""Samples of `perf script -F comm,tid,ip,sym` output, for the other scripts here.
+"""Samples of `perf script -F comm,tid[,time],ip,sym` output, for the other scripts here.
 
-Each sample is (thread name, frames), frames leaf first, with Rust hashes and offsets removed.
+`samples` yields (thread name, frames) and `timed_samples` (time in seconds, frames), frames
+leaf first, with Rust hashes and offsets removed.
 """
 import re
 
@@ -10,15 +11,29 @@ def symbol(raw):
     return re.sub(r'\+0x[0-9a-f]+$', '', raw)
 
 
-def samples(path):
-    comm, frames = None, []
+def records(path):
+    """(header line, frames) of each sample."""
+    header, frames = None, []
     for line in open(path, errors='replace'):
         if line.strip() and line.startswith((' ', '\t')):
             parts = line.strip().split(None, 1)
             frames.append(symbol(parts[1]) if len(parts) > 1 else '?')
             continue
         if frames:
-            yield comm, frames
-        comm, frames = (line.split()[0] if line.strip() else None), []
+            yield header, frames
+        header, frames = (line if line.strip() else None), []
     if frames:
-        yield comm, frames
+        yield header, frames
+
+
+def samples(path):
+    for header, frames in records(path):
+        yield (header.split()[0] if header else None), frames
+
+
+def timed_samples(path):
+    """Samples whose header carries a time (`perf script -F ...,time,...`)."""
+    for header, frames in records(path):
+        m = re.search(r' ([\d.]+): *$', header or '')
+        if m:
+            yield float(m.group(1)), frames
