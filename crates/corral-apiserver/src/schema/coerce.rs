@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::structural::{Additional, Schema};
+use super::structural::{Additional, Schema, seek};
 
 /// The fields an object's root (and every embedded resource) keeps without the schema
 /// declaring them.
@@ -77,7 +77,8 @@ impl Pruner {
         self.unknown.push(path);
     }
 
-    /// `embedded`: the node is a resource, so its apiVersion, kind and metadata stay.
+    /// Prunes `value` and drops the nulls its schema does not allow ([`prune_nulls`]), in one
+    /// walk. `embedded`: the node is a resource, so its apiVersion, kind and metadata stay.
     fn prune(&mut self, value: &mut Value, schema: Option<&Schema>, embedded: bool, at: &At<'_>) {
         if let Some(schema) = schema
             && schema.preserve_unknown_fields
@@ -95,32 +96,47 @@ impl Pruner {
                     return;
                 };
                 let embedded = embedded || schema.embedded_resource;
-                map.retain(|key, child| {
-                    if embedded && TYPE_AND_META.contains(&key.as_str()) {
-                        return true;
-                    }
-                    let child_schema = if let Some(property) = schema.properties.get(key) {
-                        Some(Some(property))
-                    } else {
-                        match &schema.additional_properties {
-                            Some(Additional::Schema(additional)) => Some(Some(&**additional)),
-                            Some(Additional::Allows(_)) => Some(None),
-                            None => None,
+                // Most objects lose nothing: one pass walks them (the map's sorted keys beside
+                // the schema's sorted properties), and only one that loses a member is walked
+                // again to remove it.
+                let mut properties = schema.properties.iter().peekable();
+                let mut removes = false;
+                for (key, child) in map.iter_mut() {
+                    let property = seek(&mut properties, key);
+                    let keeps = match member(schema, property, key, embedded) {
+                        Member::TypeMeta => {
+                            let field = schema.field(key);
+                            let keeps = !drops_null(child, field);
+                            if keeps {
+                                prune_nulls(child, field);
+                            }
+                            keeps
                         }
-                    };
-                    match child_schema {
-                        Some(child_schema) => {
-                            self.prune(child, child_schema, false, &At::Key(at, key));
-                            true
+                        Member::Known(child_schema) => {
+                            let keeps = !drops_null(child, child_schema);
+                            if keeps {
+                                self.prune(child, child_schema, false, &At::Key(at, key));
+                            }
+                            keeps
                         }
-                        None => {
+                        Member::Unknown => {
                             if !TYPE_AND_META.contains(&key.as_str()) || !is_root(at) {
                                 self.record(at, key);
                             }
                             false
                         }
-                    }
-                });
+                    };
+                    removes |= !keeps;
+                }
+                if removes {
+                    map.retain(|key, child| {
+                        match member(schema, schema.properties.get(key), key, embedded) {
+                            Member::TypeMeta => !drops_null(child, schema.field(key)),
+                            Member::Known(child_schema) => !drops_null(child, child_schema),
+                            Member::Unknown => false,
+                        }
+                    });
+                }
             }
             Value::Array(items) => {
                 let item_schema = schema.and_then(|s| s.items.as_deref());
@@ -133,27 +149,30 @@ impl Pruner {
     }
 
     /// Under `x-kubernetes-preserve-unknown-fields`: unknown fields stay, known ones are
-    /// pruned by their own schemas.
+    /// pruned by their own schemas (and dropped when null where their schema does not allow
+    /// it).
     fn skip_prune(&mut self, value: &mut Value, schema: &Schema, embedded: bool, at: &At<'_>) {
         match value {
             Value::Object(map) => {
                 let embedded = embedded || schema.embedded_resource;
+                let mut properties = schema.properties.iter().peekable();
+                let mut removes = false;
                 for (key, child) in map.iter_mut() {
-                    if embedded && TYPE_AND_META.contains(&key.as_str()) {
+                    let property = seek(&mut properties, key);
+                    let field = property.or_else(|| schema.additional_schema());
+                    if drops_null(child, field) {
+                        removes = true;
                         continue;
                     }
-                    let child_schema = if let Some(property) = schema.properties.get(key) {
-                        Some(Some(property))
-                    } else {
-                        match &schema.additional_properties {
-                            Some(Additional::Schema(additional)) => Some(Some(&**additional)),
-                            Some(Additional::Allows(_)) => Some(None),
-                            None => None,
+                    match member(schema, property, key, embedded) {
+                        Member::Known(child_schema) => {
+                            self.prune(child, child_schema, false, &At::Key(at, key));
                         }
-                    };
-                    if let Some(child_schema) = child_schema {
-                        self.prune(child, child_schema, false, &At::Key(at, key));
+                        Member::TypeMeta | Member::Unknown => prune_nulls(child, field),
                     }
+                }
+                if removes {
+                    map.retain(|key, child| !drops_null(child, schema.field(key)));
                 }
             }
             Value::Array(items) => {
@@ -168,6 +187,41 @@ impl Pruner {
     }
 }
 
+/// What pruning does with a member of a map, by the map's schema.
+enum Member<'s> {
+    /// `apiVersion`, `kind` or `metadata` of a resource: kept as they are.
+    TypeMeta,
+    /// Declared (or allowed by `additionalProperties`), with its schema if it has one.
+    Known(Option<&'s Schema>),
+    /// Dropped.
+    Unknown,
+}
+
+/// The member `key` of a map whose schema is `schema`; `property` is `key`'s declared schema.
+fn member<'s>(
+    schema: &'s Schema,
+    property: Option<&'s Schema>,
+    key: &str,
+    embedded: bool,
+) -> Member<'s> {
+    if embedded && TYPE_AND_META.contains(&key) {
+        return Member::TypeMeta;
+    }
+    if let Some(property) = property {
+        return Member::Known(Some(property));
+    }
+    match &schema.additional_properties {
+        Some(Additional::Schema(additional)) => Member::Known(Some(&**additional)),
+        Some(Additional::Allows(_)) => Member::Known(None),
+        None => Member::Unknown,
+    }
+}
+
+/// Whether `value` is a null its schema neither allows nor defaults.
+fn drops_null(value: &Value, schema: Option<&Schema>) -> bool {
+    value.is_null() && schema.is_some_and(|s| !s.nullable && s.default.is_none())
+}
+
 /// Whether pruning is at the object's top: what upstream's pruning tells apart by an empty
 /// path (a key `""` at the top leaves it empty too).
 fn is_root(at: &At<'_>) -> bool {
@@ -179,7 +233,8 @@ fn is_root(at: &At<'_>) -> bool {
 }
 
 /// Drops the fields `schema` does not know (the root is a resource: apiVersion, kind and
-/// metadata stay). With `track`, returns the dropped paths, sorted.
+/// metadata stay) and the nulls it does not allow ([`prune_nulls`]). With `track`, returns
+/// the dropped fields' paths, sorted.
 pub fn prune(object: &mut Value, schema: &Schema, track: bool) -> Vec<String> {
     let mut pruner = Pruner {
         track,
@@ -191,15 +246,14 @@ pub fn prune(object: &mut Value, schema: &Schema, track: bool) -> Vec<String> {
 }
 
 /// Drops `null` values of fields that are neither nullable nor defaulted, as decoding into a
-/// Go struct would.
-pub fn prune_nulls(value: &mut Value, schema: Option<&Schema>) {
+/// Go struct would. [`prune`] does it too; this is for what pruning keeps without walking
+/// (a resource's type fields, what `x-kubernetes-preserve-unknown-fields` keeps).
+fn prune_nulls(value: &mut Value, schema: Option<&Schema>) {
     match value {
         Value::Object(map) => {
             map.retain(|key, child| {
                 let child_schema = schema.and_then(|s| s.field(key));
-                if child.is_null()
-                    && child_schema.is_some_and(|s| !s.nullable && s.default.is_none())
-                {
+                if drops_null(child, child_schema) {
                     return false;
                 }
                 prune_nulls(child, child_schema);

@@ -139,7 +139,6 @@ pub fn admit(request: &Request<'_>, object: &mut Value) -> Result<Vec<String>, A
         && let Some(storage_schema) = schema_of(resource, storage_version)
     {
         coerce::prune(object, &storage_schema.root, false);
-        coerce::prune_nulls(object, Some(&storage_schema.root));
     }
     Ok(warnings)
 }
@@ -159,7 +158,6 @@ fn decode(schema: &CompiledSchema, object: &mut Value, track: bool) -> Vec<Strin
     let (mut unknown, embedded) = coerce::prune_metadata(object, &schema.root);
     unknown.extend(coerce::prune(object, &schema.root, track));
     unknown.extend(embedded);
-    coerce::prune_nulls(object, Some(&schema.root));
     if !track {
         unknown.clear();
     }
@@ -209,14 +207,12 @@ pub fn on_read(resource: &ResourceInfo, version: &str, object: &mut Value) {
     let storage_version = resource.storage_version();
     if let Some(schema) = schema_of(resource, storage_version).filter(|s| s.affects_reads) {
         coerce::prune(object, &schema.root, false);
-        coerce::prune_nulls(object, Some(&schema.root));
         coerce::default(object, &schema.root);
     }
     if version != storage_version
         && let Some(schema) = schema_of(resource, version).filter(|s| s.affects_reads)
     {
         coerce::prune(object, &schema.root, false);
-        coerce::prune_nulls(object, Some(&schema.root));
     }
 }
 

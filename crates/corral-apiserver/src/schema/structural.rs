@@ -359,3 +359,23 @@ impl Schema {
         self.list_type.as_deref() == Some("map")
     }
 }
+
+/// The value of `key` among a sorted map's `entries` (a `BTreeMap`'s or a JSON map's, both in
+/// ascending key order), for keys asked for in ascending order: each lookup moves on from
+/// where the last stopped, so walking a map's keys beside a schema's properties compares each
+/// key about once instead of searching from the top for every key.
+pub fn seek<'a, V: 'a, I>(entries: &mut std::iter::Peekable<I>, key: &str) -> Option<&'a V>
+where
+    I: Iterator<Item = (&'a String, &'a V)>,
+{
+    while let Some((name, _)) = entries.peek() {
+        match name.as_str().cmp(key) {
+            std::cmp::Ordering::Less => {
+                entries.next();
+            }
+            std::cmp::Ordering::Equal => return entries.next().map(|(_, value)| value),
+            std::cmp::Ordering::Greater => return None,
+        }
+    }
+    None
+}

@@ -803,3 +803,85 @@ mod cel {
         );
     }
 }
+
+/// Pruning walks a map's keys beside the schema's properties, which needs JSON maps to
+/// iterate in ascending key order (serde_json without `preserve_order`).
+#[test]
+fn json_maps_iterate_in_key_order() {
+    let map = json!({"b": 1, "a": 2, "ab": 3, "B": 4, "": 5});
+    let keys: Vec<&str> = map
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["", "B", "a", "ab", "b"]);
+}
+
+/// One walk prunes unknown fields and drops disallowed nulls, everywhere the two did apart:
+/// declared properties, additional properties, list items, a resource's type fields, and
+/// what `x-kubernetes-preserve-unknown-fields` keeps.
+#[test]
+fn pruning_drops_unknown_fields_and_disallowed_nulls_in_one_walk() {
+    let schema = CompiledSchema::new(&json!({
+        "type": "object",
+        "properties": {
+            "metadata": {"type": "object"},
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string"},
+                    "b": {"type": "string", "nullable": true},
+                    "c": {"type": "string", "default": "x"},
+                    "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+                    "l": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"k": {"type": "string"}, "n": {"type": "integer"}}
+                    }},
+                    "free": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                        "properties": {"p": {"type": "string"}, "q": {
+                            "type": "object", "properties": {"r": {"type": "string"}}
+                        }}
+                    },
+                    "inner": {
+                        "type": "object",
+                        "x-kubernetes-embedded-resource": true,
+                        "properties": {"apiVersion": {"type": "string"}, "z": {"type": "string"}}
+                    }
+                }
+            }
+        }
+    }));
+    let mut object = widget(json!({
+        "a": null, "b": null, "c": null, "zz": 1, "0": null,
+        "m": {"one": 1, "none": null},
+        "l": [{"k": null, "n": 1, "extra": true}, null, {"k": "v"}],
+        "free": {"p": null, "kept": null, "q": {"r": null, "s": 1}, "other": {"t": null}},
+        "inner": {"apiVersion": null, "kind": "K", "metadata": {"name": "n"}, "z": null, "y": 2}
+    }));
+    object["metadata"]["x"] = Value::Null;
+    let unknown = coerce::prune(&mut object, &schema.root, true);
+    assert_eq!(
+        unknown,
+        [
+            "spec.0",
+            "spec.free.q.s",
+            "spec.inner.y",
+            "spec.l[0].extra",
+            "spec.zz"
+        ]
+    );
+    assert_eq!(
+        object["spec"],
+        json!({
+            "b": null, "c": null,
+            "m": {"one": 1},
+            "l": [{"n": 1}, null, {"k": "v"}],
+            "free": {"kept": null, "q": {}, "other": {"t": null}},
+            "inner": {"kind": "K", "metadata": {"name": "n"}}
+        })
+    );
+    assert_eq!(object["metadata"], json!({"name": "w", "x": null}));
+}

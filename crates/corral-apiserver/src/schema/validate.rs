@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::field::{ErrorType, FieldError, Path, go_float, go_quote};
-use super::structural::{Additional, Schema};
+use super::structural::{Additional, Schema, seek};
 use crate::names;
 
 /// Where kube-openapi's validator is in the object, as a chain of borrowed segments on the
@@ -635,8 +635,9 @@ impl OpenApi {
             }
             _ => {}
         }
+        let mut members = map.iter().peekable();
         for (name, property) in &schema.properties {
-            if let Some(child) = map.get(name) {
+            if let Some(child) = seek(&mut members, name) {
                 // The root's type fields are always checked (upstream does not ratchet them).
                 let type_meta = path.is_root() && matches!(name.as_str(), "apiVersion" | "kind");
                 let child_old = if type_meta {
