@@ -37,7 +37,10 @@ use corral_api::contract::{
 use corral_api::labels::CLUSTER_NAME;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::core::{Selector, SelectorExt};
 use kube::discovery;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -419,6 +422,39 @@ impl ExternalObjects {
             object: (*object).clone(),
             kind,
         }))
+    }
+
+    /// The objects of a kind in `namespace` that `selector` selects, from the kind's cache,
+    /// which lags the API server a little (see [`ExternalObjects::get_cached`]); listed
+    /// through the API until the cache is filled. A list through the API reads every object
+    /// of the kind in the namespace from the store to select a few: a controller that does
+    /// so once per object it reconciles costs the API server time that grows with the square
+    /// of the number of objects.
+    pub async fn list_cached(
+        &self,
+        kind: &ResolvedKind,
+        namespace: &str,
+        selector: &Selector,
+    ) -> Result<Vec<Arc<DynamicObject>>, kube::Error> {
+        let informer = self.informer(kind);
+        if informer.store.wait_until_ready().now_or_never().is_some() {
+            let no_labels = BTreeMap::new();
+            return Ok(informer
+                .store
+                .state()
+                .into_iter()
+                .filter(|object| {
+                    object.metadata.namespace.as_deref() == Some(namespace)
+                        && selector.matches(object.metadata.labels.as_ref().unwrap_or(&no_labels))
+                })
+                .collect());
+        }
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &kind.resource);
+        let listed = api
+            .list(&ListParams::default().labels(&selector.to_string()))
+            .await?;
+        Ok(listed.items.into_iter().map(Arc::new).collect())
     }
 
     /// Where a kind is served and which contract it implements.

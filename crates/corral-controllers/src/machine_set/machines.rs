@@ -19,9 +19,8 @@ use corral_api::{
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
-use kube::api::{
-    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
-};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
+use kube::core::Selector;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 
@@ -1041,7 +1040,7 @@ async fn cleanup_orphans(
         return Ok(());
     }
     let template = scope.machine_set.spec.template.spec.clone();
-    let selector = status::selector_string(&scope.machine_set.spec.selector)
+    let selector = Selector::try_from(scope.machine_set.spec.selector.clone())
         .map_err(super::Error::ParseSelector)?;
     let mut sources = vec![(template.infrastructure_ref.clone(), true)];
     sources.extend(template.bootstrap.config_ref.clone().map(|r| (r, false)));
@@ -1085,11 +1084,15 @@ async fn cleanup_orphans(
             kind: kind.to_owned(),
             source,
         };
-        let objects = api
-            .list(&ListParams::default().labels(&selector))
+        // From the kind's cache: it has listed since this process started, so it holds
+        // whatever an interrupted creation before it left behind.
+        let objects = controller
+            .ctx
+            .external()
+            .list_cached(&resolved, &namespace, &selector)
             .await
             .map_err(cleanup_error)?;
-        for object in objects.items {
+        for object in objects {
             let owned = object
                 .owner_references()
                 .iter()

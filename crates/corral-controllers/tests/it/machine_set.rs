@@ -784,3 +784,87 @@ async fn machine_relabelled_out_of_the_selector_is_replaced() {
     assert_eq!(kept.labels()["pool"], "elsewhere", "not relabelled back");
     assert!(kept.metadata.deletion_timestamp.is_none());
 }
+
+/// A creation interrupted between the provider object and its Machine leaves the object
+/// behind; the MachineSet's first reconcile (held here by a paused Cluster until the object
+/// exists) deletes it. Read from the provider kind's cache, already filled by another
+/// MachineSet's Machines: objects the MachineSet does not own, or that its selector does not
+/// select, stay.
+#[tokio::test]
+async fn machine_set_deletes_provider_objects_left_without_a_machine() {
+    let mut h = Harness::start().await;
+    let workload = provisioned_cluster(&mut h, "prod").await;
+    let _provider = FakeProvider::start(&h, &workload);
+    templates(&h, "workers").await;
+    // Another MachineSet's Machine: its provider object fills the kind's cache.
+    h.create::<MachineSet>(machine_set_json("pool-a", "prod", 1, json!({})))
+        .await;
+    h.wait_for::<MachineSet>("pool-a", "one Machine", |ms| {
+        ms.status.as_ref().and_then(|s| s.replicas) == Some(1)
+    })
+    .await;
+    let pause = |paused: bool| {
+        let api = h.api::<Cluster>();
+        async move {
+            api.patch(
+                "prod",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "paused": paused } })),
+            )
+            .await
+            .expect("the Cluster is patched");
+        }
+    };
+    pause(true).await;
+    let ms = h
+        .create::<MachineSet>(machine_set_json("pool-o", "prod", 0, json!({})))
+        .await;
+    h.wait_for::<MachineSet>("pool-o", "the MachineSet to say it is paused", |ms| {
+        machine_set_condition(ms, "Paused").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    let owner = json!([{
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "MachineSet",
+        "name": "pool-o",
+        "uid": ms.uid().unwrap(),
+    }]);
+    let labels = json!({ "pool": "pool-o", "cluster.x-k8s.io/cluster-name": "prod" });
+    h.create_provider(
+        INFRA_MACHINE,
+        "pool-o-left",
+        json!({ "metadata": { "labels": labels, "ownerReferences": owner } }),
+    )
+    .await;
+    h.create_provider(
+        INFRA_MACHINE,
+        "pool-o-not-owned",
+        json!({ "metadata": { "labels": labels } }),
+    )
+    .await;
+    h.create_provider(
+        INFRA_MACHINE,
+        "pool-o-not-selected",
+        json!({ "metadata": { "labels": { "pool": "other" }, "ownerReferences": owner } }),
+    )
+    .await;
+    pause(false).await;
+    let gone = |name: &'static str| {
+        let api = h.provider(INFRA_MACHINE);
+        async move {
+            match api.get_opt(name).await.unwrap() {
+                None => true,
+                Some(object) => object.metadata.deletion_timestamp.is_some(),
+            }
+        }
+    };
+    corral_testenv::eventually(
+        TIMEOUT,
+        "the object left without a Machine to go",
+        || async { gone("pool-o-left").await.then_some(()) },
+    )
+    .await;
+    assert!(!gone("pool-o-not-owned").await, "not the MachineSet's");
+    assert!(!gone("pool-o-not-selected").await, "not selected");
+    h.stop().await;
+}
