@@ -303,16 +303,16 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             ))
         })
     });
-    let store = machine_deployment_store.clone();
+    let cache = machine_deployment_cache.clone();
     queue.push(trigger_own_coalesced_with(
         machine_deployments,
         trigger_with(machine_sets, move |machine_set: Arc<MachineSet>| {
-            machine_set_to_machine_deployments(&store, &machine_set)
+            machine_set_to_machine_deployments(&cache, &machine_set)
         }),
         window,
     ));
     let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
-    let store = machine_deployment_store.clone();
+    let cache = machine_deployment_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
             let key = ClusterKey::new(
@@ -328,13 +328,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             if !changed {
                 return Vec::new();
             }
-            store
-                .state()
+            cache
+                .of_cluster(&key)
                 .iter()
-                .filter(|md| {
-                    md.namespace().as_deref() == Some(key.namespace.as_str())
-                        && md.spec.cluster_name == key.name
-                })
                 .map(|md| ObjectRef::from_obj(md.as_ref()))
                 .collect::<Vec<_>>()
         })
@@ -370,9 +366,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 }
 
 /// The MachineDeployments a MachineSet event concerns: its controller, or (an orphan) those
-/// whose selector matches it (upstream `MachineSetToDeployments`).
+/// of its Cluster whose selector matches it (upstream `MachineSetToDeployments`).
 fn machine_set_to_machine_deployments(
-    machine_deployments: &Store<MachineDeployment>,
+    machine_deployments: &SharedCache<MachineDeployment>,
     machine_set: &MachineSet,
 ) -> Vec<ObjectRef<MachineDeployment>> {
     let namespace = machine_set.namespace().unwrap_or_default();
@@ -383,9 +379,8 @@ fn machine_set_to_machine_deployments(
         return Vec::new();
     }
     machine_deployments
-        .state()
+        .of_cluster(&ClusterKey::new(&namespace, &machine_set.spec.cluster_name))
         .iter()
-        .filter(|md| md.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|md| {
             Selector::try_from(md.spec.selector.clone()).is_ok_and(|selector| {
                 !selector.selects_all() && selector.matches(machine_set.labels())

@@ -329,16 +329,16 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             index.count_with_key(&cluster, &key::controller(ms.uid().as_deref()))
         })
     });
-    let store = machine_set_store.clone();
+    let cache = machine_set_cache.clone();
     queue.push(trigger_own_coalesced_with(
         machine_sets,
         trigger_with(machines, move |machine: Arc<Machine>| {
-            machine_to_machine_sets(&store, &machine)
+            machine_to_machine_sets(&cache, &machine)
         }),
         window,
     ));
     let seen_clusters: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
-    let store = machine_set_store.clone();
+    let cache = machine_set_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
             let key = ClusterKey::new(
@@ -354,20 +354,16 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             if !changed {
                 return Vec::new();
             }
-            store
-                .state()
+            cache
+                .of_cluster(&key)
                 .iter()
-                .filter(|ms| {
-                    ms.namespace().as_deref() == Some(key.namespace.as_str())
-                        && ms.spec.cluster_name == key.name
-                })
                 .map(|ms| ObjectRef::from_obj(ms.as_ref()))
                 .collect::<Vec<_>>()
         })
         .boxed(),
     );
     let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
-    let store = machine_set_store.clone();
+    let cache = machine_set_cache.clone();
     queue.push(
         trigger_with(machine_deployments, move |md: Arc<MachineDeployment>| {
             let key = runtime::object_key(md.as_ref());
@@ -380,16 +376,16 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             if !changed {
                 return Vec::new();
             }
-            let namespace = md.namespace();
             let uid = md.uid();
-            store
-                .state()
+            let cluster =
+                ClusterKey::new(&md.namespace().unwrap_or_default(), &md.spec.cluster_name);
+            cache
+                .of_cluster(&cluster)
                 .iter()
                 .filter(|ms| {
-                    ms.namespace() == namespace
-                        && (ms.labels().get(MACHINE_DEPLOYMENT_NAME) == Some(&md.name_any())
-                            || controller_of(ms.owner_references())
-                                .is_some_and(|owner| Some(&owner.uid) == uid.as_ref()))
+                    ms.labels().get(MACHINE_DEPLOYMENT_NAME) == Some(&md.name_any())
+                        || controller_of(ms.owner_references())
+                            .is_some_and(|owner| Some(&owner.uid) == uid.as_ref())
                 })
                 .map(|ms| ObjectRef::from_obj(ms.as_ref()))
                 .collect::<Vec<_>>()
@@ -428,10 +424,12 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 }
 
 /// The MachineSets a Machine event concerns: its controller if that is a MachineSet, else
-/// (an orphan) those whose selector matches it, which may adopt it (upstream
-/// `MachineToMachineSets`).
+/// (an orphan) those of its Cluster whose selector matches it, which may adopt it (upstream
+/// `MachineToMachineSets`, which lists the MachineSets of the Machine's Cluster). Looked up
+/// by Cluster, not among every MachineSet: an orphan's every change would otherwise cost a
+/// pass over all of them.
 fn machine_to_machine_sets(
-    machine_sets: &Store<MachineSet>,
+    machine_sets: &SharedCache<MachineSet>,
     machine: &Machine,
 ) -> Vec<ObjectRef<MachineSet>> {
     let namespace = machine.namespace().unwrap_or_default();
@@ -442,9 +440,8 @@ fn machine_to_machine_sets(
         return Vec::new();
     }
     machine_sets
-        .state()
+        .of_cluster(&ClusterKey::new(&namespace, &machine.spec.cluster_name))
         .iter()
-        .filter(|ms| ms.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|ms| {
             Selector::try_from(ms.spec.selector.clone())
                 .is_ok_and(|selector| !selector.selects_all() && selector.matches(machine.labels()))
