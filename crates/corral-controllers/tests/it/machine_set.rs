@@ -306,6 +306,18 @@ async fn scale(h: &Harness, name: &str, replicas: i32) {
         .expect("the MachineSet is scaled");
 }
 
+/// Pauses or unpauses the Cluster `name` (`spec.paused`).
+async fn set_paused(h: &Harness, name: &str, paused: bool) {
+    h.api::<Cluster>()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "paused": paused } })),
+        )
+        .await
+        .expect("the Cluster is patched");
+}
+
 fn observed(ms: &MachineSet) -> bool {
     ms.status.as_ref().and_then(|s| s.observed_generation) == ms.metadata.generation
 }
@@ -693,23 +705,11 @@ async fn paused_cluster_holds_the_machine_set() {
     let workload = provisioned_cluster(&mut h, "prod").await;
     let _provider = FakeProvider::start(&h, &workload);
     templates(&h, "workers").await;
-    let pause = |paused: bool| {
-        let api = h.api::<Cluster>();
-        async move {
-            api.patch(
-                "prod",
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "spec": { "paused": paused } })),
-            )
-            .await
-            .expect("the Cluster is patched");
-        }
-    };
     h.create::<MachineSet>(machine_set_json("pool-p", "prod", 0, json!({})))
         .await;
     h.wait_for::<MachineSet>("pool-p", "the empty MachineSet to be reconciled", observed)
         .await;
-    pause(true).await;
+    set_paused(&h, "prod", true).await;
     h.wait_for::<MachineSet>("pool-p", "the MachineSet to say it is paused", |ms| {
         machine_set_condition(ms, "Paused").is_some_and(|c| c.0 == "True")
     })
@@ -736,7 +736,7 @@ async fn paused_cluster_holds_the_machine_set() {
         "nothing is created while paused"
     );
 
-    pause(false).await;
+    set_paused(&h, "prod", false).await;
     h.wait_for::<MachineSet>("pool-p", "two Machines once unpaused", |ms| {
         machine_set_condition(ms, "Paused").is_some_and(|c| c.0 == "False")
             && ms.status.as_ref().and_then(|s| s.replicas) == Some(2)
@@ -803,19 +803,7 @@ async fn machine_set_deletes_provider_objects_left_without_a_machine() {
         ms.status.as_ref().and_then(|s| s.replicas) == Some(1)
     })
     .await;
-    let pause = |paused: bool| {
-        let api = h.api::<Cluster>();
-        async move {
-            api.patch(
-                "prod",
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "spec": { "paused": paused } })),
-            )
-            .await
-            .expect("the Cluster is patched");
-        }
-    };
-    pause(true).await;
+    set_paused(&h, "prod", true).await;
     let ms = h
         .create::<MachineSet>(machine_set_json("pool-o", "prod", 0, json!({})))
         .await;
@@ -848,7 +836,7 @@ async fn machine_set_deletes_provider_objects_left_without_a_machine() {
         json!({ "metadata": { "labels": { "pool": "other" }, "ownerReferences": owner } }),
     )
     .await;
-    pause(false).await;
+    set_paused(&h, "prod", false).await;
     let gone = |name: &'static str| {
         let api = h.provider(INFRA_MACHINE);
         async move {
