@@ -426,10 +426,10 @@ impl ExternalObjects {
 
     /// The objects of a kind in `namespace` that `selector` selects, from the kind's cache,
     /// which lags the API server a little (see [`ExternalObjects::get_cached`]); listed
-    /// through the API until the cache is filled. A list through the API reads every object
-    /// of the kind in the namespace from the store to select a few: a controller that does
-    /// so once per object it reconciles costs the API server time that grows with the square
-    /// of the number of objects.
+    /// through the API until the cache is filled. A list through the API reads and decodes
+    /// every object of the kind in the namespace from the store to select a few; the cache is
+    /// passed over in memory, without decoding anything, which a controller can afford once
+    /// per object it reconciles.
     pub async fn list_cached(
         &self,
         kind: &ResolvedKind,

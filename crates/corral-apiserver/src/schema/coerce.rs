@@ -103,38 +103,29 @@ impl Pruner {
                 let mut removes = false;
                 for (key, child) in map.iter_mut() {
                     let property = seek(&mut properties, key);
-                    let keeps = match member(schema, property, key, embedded) {
-                        Member::TypeMeta => {
-                            let field = schema.field(key);
-                            let keeps = !drops_null(child, field);
-                            if keeps {
-                                prune_nulls(child, field);
-                            }
-                            keeps
-                        }
+                    let field = property.or_else(|| schema.additional_schema());
+                    if drops_null(child, field) {
+                        removes = true;
+                        continue;
+                    }
+                    match member(schema, property, key, embedded) {
+                        Member::TypeMeta => prune_nulls(child, field),
                         Member::Known(child_schema) => {
-                            let keeps = !drops_null(child, child_schema);
-                            if keeps {
-                                self.prune(child, child_schema, false, &At::Key(at, key));
-                            }
-                            keeps
+                            self.prune(child, child_schema, false, &At::Key(at, key));
                         }
                         Member::Unknown => {
                             if !TYPE_AND_META.contains(&key.as_str()) || !is_root(at) {
                                 self.record(at, key);
                             }
-                            false
+                            removes = true;
                         }
-                    };
-                    removes |= !keeps;
+                    }
                 }
                 if removes {
                     map.retain(|key, child| {
-                        match member(schema, schema.properties.get(key), key, embedded) {
-                            Member::TypeMeta => !drops_null(child, schema.field(key)),
-                            Member::Known(child_schema) => !drops_null(child, child_schema),
-                            Member::Unknown => false,
-                        }
+                        let property = schema.properties.get(key);
+                        !drops_null(child, schema.field(key))
+                            && !matches!(member(schema, property, key, embedded), Member::Unknown)
                     });
                 }
             }
