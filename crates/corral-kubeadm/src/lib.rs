@@ -72,29 +72,12 @@ fn kubeadm_configs(caches: &Caches) -> SharedCache<api::bootstrap::KubeadmConfig
     })
 }
 
-/// The parts of the providers' objects a status write compares (see
-/// `corral_controllers::runtime::patch::write`): metadata and spec compared as typed values,
-/// and only the status serialized, to find what to write. A KubeadmControlPlane's spec holds the
-/// whole kubeadm configuration, which serializing twice per status write to compare whole
-/// objects cost more than the comparison.
-macro_rules! status_parts {
-    ($($kind:ty),* $(,)?) => {$(
-        impl corral_controllers::runtime::patch::Parts for $kind {
-            fn main_eq(&self, other: &Self) -> bool {
-                self.metadata == other.metadata && self.spec == other.spec
-            }
-            fn status_eq(&self, other: &Self) -> bool {
-                self.status == other.status
-            }
-            fn status_part(&self) -> serde_json::Value {
-                let status = serde_json::to_value(&self.status).unwrap_or(serde_json::Value::Null);
-                serde_json::json!({ "status": status })
-            }
-        }
-    )*};
-}
-
-status_parts!(
-    api::controlplane::KubeadmControlPlane,
-    api::bootstrap::KubeadmConfig,
+// The parts of the providers' objects a write compares (see
+// `corral_controllers::runtime::patch::write`): metadata and spec compared as typed values,
+// and only the part that changed serialized. A KubeadmControlPlane's spec holds the whole
+// kubeadm configuration, which serializing twice per status write cost more than comparing.
+corral_controllers::spec_and_status_parts!(
+    api::controlplane::KubeadmControlPlane =>
+        api::controlplane::KubeadmControlPlaneSpec, api::controlplane::KubeadmControlPlaneStatus;
+    api::bootstrap::KubeadmConfig => api::bootstrap::KubeadmConfigSpec, api::bootstrap::KubeadmConfigStatus;
 );

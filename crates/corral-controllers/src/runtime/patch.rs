@@ -334,39 +334,62 @@ pub fn is_own_write<K: Resource>(object: &K) -> bool {
 /// main resource writes), and its status (what the status subresource writes). Comparing
 /// typed parts first lets a write encode only the part that changed: most writes are status
 /// writes, and encoding a whole Machine twice to find that its spec is unchanged cost more
-/// than the comparison.
-pub trait Parts {
+/// than the comparison. An implementation only says where its spec and status are.
+pub trait Parts: Resource {
+    type Spec: Serialize + PartialEq;
+    type Status: Serialize + PartialEq;
+
+    /// The spec and the status (usually an `Option`).
+    fn spec_and_status(&self) -> (&Self::Spec, &Self::Status);
+
     /// Whether `self` and `other` have the same metadata and spec.
-    fn main_eq(&self, other: &Self) -> bool;
+    fn main_eq(&self, other: &Self) -> bool {
+        self.meta() == other.meta() && self.spec_and_status().0 == other.spec_and_status().0
+    }
+
     /// Whether `self` and `other` have the same status.
-    fn status_eq(&self, other: &Self) -> bool;
+    fn status_eq(&self, other: &Self) -> bool {
+        self.spec_and_status().1 == other.spec_and_status().1
+    }
+
     /// `{"status": …}`, with `null` for no status: what a status write compares.
-    fn status_part(&self) -> Value;
+    fn status_part(&self) -> Value {
+        let status = serde_json::to_value(self.spec_and_status().1).unwrap_or(Value::Null);
+        serde_json::json!({ "status": status })
+    }
+
+    /// `{"metadata": …, "spec": …}`: what a write of the main resource compares, without
+    /// serializing the status (most of a Machine) only to drop it. The type fields are left
+    /// out; they are the same on both sides of a write.
+    fn main_part(&self) -> Value {
+        let metadata = serde_json::to_value(self.meta()).unwrap_or(Value::Null);
+        let spec = serde_json::to_value(self.spec_and_status().0).unwrap_or(Value::Null);
+        serde_json::json!({ "metadata": metadata, "spec": spec })
+    }
 }
 
-macro_rules! parts {
-    ($($kind:ty),* $(,)?) => {$(
-        impl Parts for $kind {
-            fn main_eq(&self, other: &Self) -> bool {
-                self.metadata == other.metadata && self.spec == other.spec
-            }
-            fn status_eq(&self, other: &Self) -> bool {
-                self.status == other.status
-            }
-            fn status_part(&self) -> Value {
-                let status = serde_json::to_value(&self.status).unwrap_or(Value::Null);
-                serde_json::json!({ "status": status })
+/// [`Parts`] for kinds whose `spec` and `status` fields are their parts.
+#[macro_export]
+macro_rules! spec_and_status_parts {
+    ($($kind:ty => $spec:ty, $status:ty);* $(;)?) => {$(
+        impl $crate::runtime::patch::Parts for $kind {
+            type Spec = $spec;
+            type Status = Option<$status>;
+            fn spec_and_status(&self) -> (&Self::Spec, &Self::Status) {
+                (&self.spec, &self.status)
             }
         }
     )*};
 }
 
-parts!(
-    corral_api::Cluster,
-    corral_api::Machine,
-    corral_api::MachineSet,
-    corral_api::MachineDeployment,
-    corral_api::MachineHealthCheck,
+spec_and_status_parts!(
+    corral_api::Cluster => corral_api::ClusterSpec, corral_api::ClusterStatus;
+    corral_api::Machine => corral_api::MachineSpec, corral_api::MachineStatus;
+    corral_api::MachineSet => corral_api::MachineSetSpec, corral_api::MachineSetStatus;
+    corral_api::MachineDeployment =>
+        corral_api::MachineDeploymentSpec, corral_api::MachineDeploymentStatus;
+    corral_api::MachineHealthCheck =>
+        corral_api::MachineHealthCheckSpec, corral_api::MachineHealthCheckStatus;
 );
 
 /// What [`write`] did.
@@ -423,11 +446,7 @@ where
     let main = if before.main_eq(after) {
         None
     } else {
-        let (Ok(mut from), Ok(mut to)) =
-            (serde_json::to_value(before), serde_json::to_value(after))
-        else {
-            return Ok(Written::Nothing);
-        };
+        let (mut from, mut to) = (before.main_part(), after.main_part());
         patch_with_version(
             &comparable(&mut from, Part::Main),
             &comparable(&mut to, Part::Main),
