@@ -13,6 +13,7 @@
 pub mod objects;
 pub mod plane;
 mod report;
+mod tracked;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,8 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use corral_api::machine::MachinePhase;
-use corral_api::{Cluster, Machine, MachineDeployment};
+use corral_api::{Cluster, MachineDeployment};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
@@ -31,6 +31,7 @@ use serde_json::json;
 use self::objects::Shape;
 use self::plane::{Delta, ManagementPlane};
 pub use self::report::{PhaseResult, RolloutReport, ScaleReport};
+use self::tracked::{TrackedCluster, TrackedMachine};
 
 /// The namespace every benchmark object lives in.
 pub const NAMESPACE: &str = "scale";
@@ -454,10 +455,10 @@ pub struct Counts {
 }
 
 /// Reflectors of the benchmark's Clusters and Machines, as a client of the management plane
-/// would watch them.
+/// would watch them; each event decoded only as far as the counts read ([`tracked`]).
 struct Tracker {
-    clusters: Store<Cluster>,
-    machines: Store<Machine>,
+    clusters: Store<TrackedCluster>,
+    machines: Store<TrackedMachine>,
     _tasks: Vec<AbortOnDrop>,
 }
 
@@ -503,28 +504,11 @@ impl Tracker {
         let machines = self.machines.state();
         Counts {
             clusters: clusters.len(),
-            available: clusters.iter().filter(|c| is_available(c)).count(),
+            available: clusters.iter().filter(|c| c.is_available()).count(),
             machines: machines.len(),
-            running: machines
-                .iter()
-                .filter(|machine| {
-                    machine.metadata.deletion_timestamp.is_none()
-                        && machine.status.as_ref().and_then(|s| s.phase)
-                            == Some(MachinePhase::Running)
-                })
-                .count(),
+            running: machines.iter().filter(|m| m.is_running()).count(),
         }
     }
-}
-
-fn is_available(cluster: &Cluster) -> bool {
-    cluster.metadata.deletion_timestamp.is_none()
-        && cluster.status.as_ref().is_some_and(|status| {
-            status
-                .conditions
-                .iter()
-                .any(|condition| condition.type_ == "Available" && condition.status == "True")
-        })
 }
 
 /// Waits until `done` holds for the tracker's counts, printing progress every two seconds.
@@ -592,10 +576,10 @@ struct Counted {
     machine_set: String,
 }
 
-/// What the census decodes of a Machine: its metadata (the rest of each watch event is
-/// parsed, not built), so that the benchmark's own bookkeeping costs little of the CPU it
+/// What the census decodes of a Machine: the metadata it reads (the rest of each watch event
+/// is parsed, not built), so that the benchmark's own bookkeeping costs little of the CPU it
 /// measures.
-type CensusMachine = kube::core::PartialObjectMeta<Machine>;
+type CensusMachine = TrackedMachine;
 
 impl Counted {
     fn of(machine: &CensusMachine) -> Counted {
