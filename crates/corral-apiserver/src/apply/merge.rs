@@ -107,6 +107,10 @@ fn lenient<'v, 'a>(value: &'v Value, schema: Schema<'a>) -> Node<'v, 'a> {
     node(value, schema, false, &[]).expect("lenient reads do not fail")
 }
 
+/// Up to this many items, [`list_elements`] finds duplicates by comparing each item with those
+/// before it.
+const SCANNED_LIST: usize = 16;
+
 /// The path elements of the items of an associative list; duplicates are an error.
 fn list_elements(items: &[Value], shape: &Shape<'_>) -> Result<Vec<PathElement>, String> {
     let mut seen = BTreeSet::new();
@@ -160,7 +164,13 @@ fn list_elements(items: &[Value], shape: &Shape<'_>) -> Result<Vec<PathElement>,
             }
             Shape::Leaf | Shape::Map(_) => unreachable!("only lists have items"),
         };
-        if !seen.insert(element.clone()) {
+        // Short lists (conditions, ports) are checked by a scan, without a copy of each
+        // element in a set.
+        let duplicate = match items.len() <= SCANNED_LIST {
+            true => elements.contains(&element),
+            false => !seen.insert(element.clone()),
+        };
+        if duplicate {
             return Err(format!("duplicate entries for key {element}"));
         }
         elements.push(element);
@@ -313,19 +323,11 @@ pub fn compare_without(
     };
     let mut out = Comparison::default();
     let mut path = Vec::new();
-    fn visible<'m>(hidden: &[&str], map: &'m Map<String, Value>) -> BTreeSet<&'m str> {
-        map.keys()
-            .map(String::as_str)
-            .filter(|key| !hidden.contains(key))
-            .collect()
-    }
-    let mut keys = visible(hidden, old_map);
-    keys.extend(visible(hidden, new_map));
-    for key in keys {
-        if !keep(key) {
+    for (key, old_child, new_child) in union(Some(old_map), Some(new_map)) {
+        let key = key.as_str();
+        if hidden.contains(&key) || !keep(key) {
             continue;
         }
-        let (old_child, new_child) = (old_map.get(key), new_map.get(key));
         if key != "metadata" && unchanged(old_child, new_child) {
             continue;
         }
@@ -340,11 +342,9 @@ pub fn compare_without(
             let Shape::Map(meta_schema) = child_schema.shape(old_child.expect("matched")) else {
                 return None;
             };
-            let mut meta_keys = visible(hidden_metadata, old_meta);
-            meta_keys.extend(visible(hidden_metadata, new_meta));
-            for meta_key in meta_keys {
-                let (old_field, new_field) = (old_meta.get(meta_key), new_meta.get(meta_key));
-                if unchanged(old_field, new_field) {
+            for (meta_key, old_field, new_field) in union(Some(old_meta), Some(new_meta)) {
+                let meta_key = meta_key.as_str();
+                if hidden_metadata.contains(&meta_key) || unchanged(old_field, new_field) {
                     continue;
                 }
                 let (field_schema, _) = meta_schema.field(meta_key);
@@ -502,6 +502,40 @@ fn list_map_key(item: &Value, keys: &[&str], item_schema: Schema<'_>) -> Option<
     Some(String::from_utf8(out).expect("JSON is UTF-8"))
 }
 
+/// The keys of two maps in order, each with its value in either: serde_json's maps are
+/// sorted by key (see `schema::tests::json_maps_iterate_in_key_order`), so their union is a
+/// merge of the two, without a set of keys built and each key looked up again.
+fn union<'m>(
+    old: Option<&'m Map<String, Value>>,
+    new: Option<&'m Map<String, Value>>,
+) -> impl Iterator<Item = (&'m String, Option<&'m Value>, Option<&'m Value>)> {
+    let mut old = old.into_iter().flatten().peekable();
+    let mut new = new.into_iter().flatten().peekable();
+    std::iter::from_fn(move || {
+        let order = match (old.peek(), new.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some((a, _)), Some((b, _))) => a.cmp(b),
+        };
+        Some(match order {
+            std::cmp::Ordering::Less => {
+                let (key, value) = old.next().expect("peeked");
+                (key, Some(value), None)
+            }
+            std::cmp::Ordering::Greater => {
+                let (key, value) = new.next().expect("peeked");
+                (key, None, Some(value))
+            }
+            std::cmp::Ordering::Equal => {
+                let (key, old_value) = old.next().expect("peeked");
+                let (_, new_value) = new.next().expect("peeked");
+                (key, Some(old_value), Some(new_value))
+            }
+        })
+    })
+}
+
 fn compare_values(
     old: Option<&Value>,
     new: Option<&Value>,
@@ -594,16 +628,7 @@ fn compare_children(
                 (Some(Node::Map(_, schema)), _) | (_, Some(Node::Map(_, schema))) => *schema,
                 _ => return,
             };
-            let keys: BTreeSet<&String> = old_map
-                .into_iter()
-                .flat_map(Map::keys)
-                .chain(new_map.into_iter().flat_map(Map::keys))
-                .collect();
-            for key in keys {
-                let (old_child, new_child) = (
-                    old_map.and_then(|m| m.get(key)),
-                    new_map.and_then(|m| m.get(key)),
-                );
+            for (key, old_child, new_child) in union(old_map, new_map) {
                 if unchanged(old_child, new_child) {
                     continue;
                 }
@@ -636,6 +661,25 @@ fn compare_children(
                 ) => (None, Some(items), *item_schema),
                 _ => return,
             };
+            if let (Some(old_items), Some(new_items)) = (old_items, new_items)
+                && old_items.len() == new_items.len()
+                && old_items
+                    .iter()
+                    .zip(new_items.iter())
+                    .all(|((old, _), (new, _))| old == new)
+            {
+                // The same items in the same order (a status write's conditions): paired by
+                // position, without indexing either list.
+                for ((element, old_item), (_, new_item)) in old_items.iter().zip(new_items) {
+                    if unchanged(Some(old_item), Some(new_item)) {
+                        continue;
+                    }
+                    path.push(element.clone());
+                    compare_differing(Some(old_item), Some(new_item), item_schema, path, out);
+                    path.pop();
+                }
+                return;
+            }
             let old_index: BTreeMap<&PathElement, &Value> = old_items
                 .into_iter()
                 .flatten()

@@ -194,6 +194,63 @@ fn compare_records_new_containers_and_their_leaves() {
     assert_eq!(back.removed, comparison.added);
 }
 
+/// Associative lists compare by item key whatever the order: items in the same order are
+/// paired by position, any other change of the items by key; a list with duplicate keys is
+/// read as atomic.
+#[test]
+fn compare_finds_list_items_by_key_in_any_order() {
+    let schema_value = widget_schema();
+    let schema = Schema::Root(&schema_value);
+    let ports = |ports: Value| widget(json!({ "ports": ports }));
+    let http = json!({"name": "http", "port": 80});
+    let https = json!({"name": "https", "port": 443});
+    let https_key = r#"k:{"name":"https","protocol":"TCP"}"#;
+    let port_changed = |key: &str| json!({"f:spec": {"f:ports": {key: {"f:port": {}}}}});
+
+    // Same items, same order, one value changed.
+    let old = ports(json!([http, https]));
+    let new = ports(json!([http, {"name": "https", "port": 8443}]));
+    let comparison = merge::compare(&old, &new, schema);
+    assert_eq!(comparison.modified.to_fields_v1(), port_changed(https_key));
+    assert!(comparison.added.is_empty() && comparison.removed.is_empty());
+
+    // Reordered and changed: still by key.
+    let new = ports(json!([{"name": "https", "port": 8443}, http]));
+    let comparison = merge::compare(&old, &new, schema);
+    assert_eq!(comparison.modified.to_fields_v1(), port_changed(https_key));
+    assert!(comparison.added.is_empty() && comparison.removed.is_empty());
+
+    // Same length, another key in one place: one item gone, one new.
+    let grpc = json!({"name": "grpc", "port": 9090});
+    let new = ports(json!([http, grpc]));
+    let comparison = merge::compare(&old, &new, schema);
+    assert_eq!(
+        comparison.removed.to_fields_v1(),
+        json!({"f:spec": {"f:ports": {https_key: {".": {}, "f:name": {}, "f:port": {}}}}})
+    );
+    assert_eq!(
+        comparison.added.to_fields_v1(),
+        json!({"f:spec": {"f:ports": {r#"k:{"name":"grpc","protocol":"TCP"}"#: {".": {}, "f:name": {}, "f:port": {}}}}})
+    );
+
+    // An item appended: only it is new.
+    let new = ports(json!([http, https, grpc]));
+    let comparison = merge::compare(&old, &new, schema);
+    assert!(comparison.modified.is_empty() && comparison.removed.is_empty());
+    assert_eq!(
+        comparison.added.to_fields_v1(),
+        json!({"f:spec": {"f:ports": {r#"k:{"name":"grpc","protocol":"TCP"}"#: {".": {}, "f:name": {}, "f:port": {}}}}})
+    );
+
+    // Duplicate keys: the list is one atomic value.
+    let new = ports(json!([http, {"name": "http", "port": 81}]));
+    let comparison = merge::compare(&old, &new, schema);
+    assert_eq!(
+        comparison.modified.to_fields_v1(),
+        json!({"f:spec": {"f:ports": {}}})
+    );
+}
+
 #[test]
 fn merge_combines_maps_and_associative_lists() {
     let schema_value = widget_schema();

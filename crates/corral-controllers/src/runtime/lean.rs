@@ -18,7 +18,6 @@ use serde::Deserialize;
 use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 /// The managers whose managedFields entries are decoded: the MachineSet's, which says what
 /// it propagated to its Machines (see `machine_set::machines`).
@@ -278,40 +277,48 @@ struct WrappedMap<A> {
     next: Next,
 }
 
-/// A map key, borrowed from the input when it can be.
-enum Key<'de> {
+/// A string (a map key, a managedFields entry's field), borrowed from the input when it can
+/// be.
+enum Text<'de> {
     Borrowed(&'de str),
     Owned(String),
 }
 
-impl Key<'_> {
+impl Text<'_> {
     fn as_str(&self) -> &str {
         match self {
-            Key::Borrowed(key) => key,
-            Key::Owned(key) => key,
+            Text::Borrowed(text) => text,
+            Text::Owned(text) => text,
+        }
+    }
+
+    fn into_string(self) -> String {
+        match self {
+            Text::Borrowed(text) => text.to_owned(),
+            Text::Owned(text) => text,
         }
     }
 }
 
-impl<'de> Deserialize<'de> for Key<'de> {
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
             fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-                formatter.write_str("a field name")
+                formatter.write_str("a string")
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key::Borrowed(v))
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text::Borrowed(v))
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key::Owned(v.to_owned()))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text::Owned(v.to_owned()))
             }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key::Owned(v))
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text::Owned(v))
             }
         }
-        deserializer.deserialize_str(KeyVisitor)
+        deserializer.deserialize_str(TextVisitor)
     }
 }
 
@@ -323,7 +330,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WrappedMap<A> {
         seed: S,
     ) -> Result<Option<S::Value>, A::Error> {
         loop {
-            let Some(key) = self.inner.next_key::<Key<'de>>()? else {
+            let Some(key) = self.inner.next_key::<Text<'de>>()? else {
                 return Ok(None);
             };
             self.next = match (self.level, key.as_str()) {
@@ -338,8 +345,8 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WrappedMap<A> {
                 _ => Next::AsIs,
             };
             return match key {
-                Key::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::new(key)),
-                Key::Owned(key) => seed.deserialize(StringDeserializer::new(key)),
+                Text::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::new(key)),
+                Text::Owned(key) => seed.deserialize(StringDeserializer::new(key)),
             }
             .map(Some);
         }
@@ -378,15 +385,15 @@ struct KeptEntries(Option<Value>);
 
 impl<'de> Deserialize<'de> for KeptEntries {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let entries: Option<Vec<Entry>> = Option::deserialize(deserializer)?;
+        let entries: Option<Vec<Entry<'de>>> = Option::deserialize(deserializer)?;
         let kept: Vec<Value> = entries
             .into_iter()
             .flatten()
             .filter(|entry| {
                 entry
                     .manager
-                    .as_deref()
-                    .is_some_and(|manager| KEPT_MANAGERS.contains(&manager))
+                    .as_ref()
+                    .is_some_and(|manager| KEPT_MANAGERS.contains(&manager.as_str()))
             })
             .map(Entry::into_value)
             .collect::<Result<_, _>>()
@@ -405,37 +412,40 @@ impl<'de> Deserialize<'de> for KeptEntries {
 /// buffered content, when the event's `object` came before its `type`, or a `serde_json` that
 /// changed that name) answers the newtype struct as any other: the tree is then decoded, which
 /// is slower and as correct.
-enum Fields {
-    Text(Box<RawValue>),
+enum Fields<'de> {
+    Text(Text<'de>),
     Value(Value),
 }
 
 /// `serde_json`'s name for `RawValue`'s newtype struct.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
-impl<'de> Deserialize<'de> for Fields {
+impl<'de: 'a, 'a> Deserialize<'de> for Fields<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct FieldsVisitor;
+
         impl<'de> Visitor<'de> for FieldsVisitor {
-            type Value = Fields;
+            type Value = Fields<'de>;
+
             fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
                 formatter.write_str("a fieldsV1 object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
-                // The text's one entry.
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+                // The text's one entry, borrowed from the input when it is a slice: the
+                // entries of managers not kept are never copied.
                 let _: Option<de::IgnoredAny> = map.next_key()?;
-                let text: String = map.next_value()?;
-                RawValue::from_string(text)
-                    .map(Fields::Text)
-                    .map_err(de::Error::custom)
+                map.next_value().map(Fields::Text)
             }
+
             fn visit_newtype_struct<D2: Deserializer<'de>>(
                 self,
                 deserializer: D2,
-            ) -> Result<Fields, D2::Error> {
+            ) -> Result<Fields<'de>, D2::Error> {
                 Value::deserialize(deserializer).map(Fields::Value)
             }
         }
+
         deserializer.deserialize_newtype_struct(RAW_VALUE_TOKEN, FieldsVisitor)
     }
 }
@@ -444,22 +454,29 @@ impl<'de> Deserialize<'de> for Fields {
 /// fields of `ManagedFieldsEntry`; anything else is skipped, as decoding one would).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Entry {
-    api_version: Option<String>,
-    fields_type: Option<String>,
-    fields_v1: Option<Fields>,
-    manager: Option<String>,
-    operation: Option<String>,
-    subresource: Option<String>,
-    time: Option<String>,
+struct Entry<'a> {
+    #[serde(borrow)]
+    api_version: Option<Text<'a>>,
+    #[serde(borrow)]
+    fields_type: Option<Text<'a>>,
+    #[serde(borrow)]
+    fields_v1: Option<Fields<'a>>,
+    #[serde(borrow)]
+    manager: Option<Text<'a>>,
+    #[serde(borrow)]
+    operation: Option<Text<'a>>,
+    #[serde(borrow)]
+    subresource: Option<Text<'a>>,
+    #[serde(borrow)]
+    time: Option<Text<'a>>,
 }
 
-impl Entry {
+impl Entry<'_> {
     fn into_value(self) -> Result<Value, serde_json::Error> {
         let mut map = serde_json::Map::new();
-        let mut text = |name: &str, value: Option<String>| {
+        let mut text = |name: &str, value: Option<Text<'_>>| {
             if let Some(value) = value {
-                map.insert(name.to_owned(), Value::String(value));
+                map.insert(name.to_owned(), Value::String(value.into_string()));
             }
         };
         text("apiVersion", self.api_version);
@@ -470,7 +487,7 @@ impl Entry {
         text("time", self.time);
         match self.fields_v1 {
             Some(Fields::Text(text)) => {
-                map.insert("fieldsV1".into(), serde_json::from_str(text.get())?);
+                map.insert("fieldsV1".into(), serde_json::from_str(text.as_str())?);
             }
             Some(Fields::Value(value)) => {
                 map.insert("fieldsV1".into(), value);
