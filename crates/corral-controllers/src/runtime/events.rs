@@ -209,13 +209,8 @@ impl Recorder {
         let step = {
             let mut cache = self.cache.lock().expect("event cache lock");
             let step = cache.observe(&key, now);
-            if matches!(step, Step::Counted) && !cache.flushing {
-                cache.flushing = true;
-                tokio::spawn(flush_every(
-                    self.client.clone(),
-                    Arc::downgrade(&self.cache),
-                    self.flush_every,
-                ));
+            if matches!(step, Step::Counted) {
+                self.start_flusher(&mut cache);
             }
             step
         };
@@ -223,10 +218,12 @@ impl Recorder {
             Step::Counted => Ok(()),
             Step::StartSeries(earlier) => {
                 let written = write_series(&self.client, &earlier).await;
-                self.cache
-                    .lock()
-                    .expect("event cache lock")
-                    .written(&key, written.is_err());
+                let mut cache = self.cache.lock().expect("event cache lock");
+                cache.written(&key, written.is_err());
+                if written.is_err() {
+                    // Left for the flusher to write, even if the series never repeats again.
+                    self.start_flusher(&mut cache);
+                }
                 written
             }
             Step::Create => {
@@ -244,6 +241,18 @@ impl Recorder {
                 );
                 Ok(())
             }
+        }
+    }
+
+    /// Starts the task that writes unwritten series, unless it runs.
+    fn start_flusher(&self, cache: &mut Cache) {
+        if !cache.flushing {
+            cache.flushing = true;
+            tokio::spawn(flush_every(
+                self.client.clone(),
+                Arc::downgrade(&self.cache),
+                self.flush_every,
+            ));
         }
     }
 
@@ -367,6 +376,14 @@ mod tests {
         events
     }
 
+    /// A reference to the ConfigMap `default/subject`, what the tests' Events are about.
+    fn subject() -> ObjectReference {
+        let mut map = ConfigMap::default();
+        map.metadata.name = Some("subject".into());
+        map.metadata.namespace = Some("default".into());
+        map.object_ref(&())
+    }
+
     fn count(event: &K8sEvent) -> Option<i32> {
         event.series.as_ref().map(|series| series.count)
     }
@@ -376,10 +393,7 @@ mod tests {
         let env = corral_testenv::TestEnv::start().await;
         // No flusher round during the test: what is written is what `publish` and `flush` wrote.
         let recorder = recorder(&env, Duration::from_secs(3600));
-        let mut map = ConfigMap::default();
-        map.metadata.name = Some("subject".into());
-        map.metadata.namespace = Some("default".into());
-        let regarding = map.object_ref(&());
+        let regarding = subject();
         for note in ["first", "second", "third", "fourth"] {
             recorder
                 .publish(&event("Failed", note), &regarding)
@@ -435,10 +449,7 @@ mod tests {
     async fn the_flusher_writes_counted_repeats_on_its_own() {
         let env = corral_testenv::TestEnv::start().await;
         let recorder = recorder(&env, Duration::from_millis(100));
-        let mut map = ConfigMap::default();
-        map.metadata.name = Some("subject".into());
-        map.metadata.namespace = Some("default".into());
-        let regarding = map.object_ref(&());
+        let regarding = subject();
         for _ in 0..5 {
             recorder
                 .publish(&event("Failed", "again"), &regarding)
