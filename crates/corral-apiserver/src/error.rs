@@ -270,6 +270,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        // fields_text: a Status.
         let body = serde_json::to_vec(&self.status()).unwrap_or_default();
         let mut response = (
             self.code,

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 
+pub mod fields_text;
 #[cfg(test)]
 mod tests;
 
@@ -99,7 +100,7 @@ pub fn labels(object: &Value) -> Option<&Map<String, Value>> {
 
 /// Decodes a stored value and stamps its resourceVersion.
 pub fn decode_stored(kv: &KeyValue) -> Result<Value, ApiError> {
-    let mut object: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+    let mut object = fields_text::from_slice(&kv.value).map_err(|e| {
         ApiError::internal(format!("stored object {:?} does not decode: {e}", kv.key))
     })?;
     if !object.is_object() {
@@ -147,7 +148,10 @@ pub fn set_resource_version(object: &mut Value, revision: Revision) {
 /// write goes through here, and copying a whole object only to drop one string showed up in
 /// profiles of the create path.
 pub fn encode_for_storage(object: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(&StorageView(object)).expect("JSON values always serialize"))
+    let mut out = Vec::with_capacity(1024);
+    // fields_text: the view writes values through `Json`.
+    serde_json::to_writer(&mut out, &StorageView(object)).expect("JSON values serialize");
+    Bytes::from(out)
 }
 
 /// An object's stored bytes, with where its resourceVersion goes in the answer.
@@ -204,7 +208,7 @@ impl Encoded {
                         first = false;
                         write_json(&mut out, key);
                         out.push(b':');
-                        write_json(&mut out, value);
+                        fields_text::to_writer(&mut out, value);
                     }
                     if slot.is_none() {
                         slot = Some(Slot {
@@ -215,7 +219,7 @@ impl Encoded {
                     }
                     out.push(b'}');
                 }
-                _ => write_json(&mut out, value),
+                _ => fields_text::to_writer(&mut out, value),
             }
         }
         out.push(b'}');
@@ -245,8 +249,9 @@ impl Encoded {
     }
 }
 
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    serde_json::to_writer(out, value).expect("JSON values serialize");
+fn write_json(out: &mut Vec<u8>, value: &str) {
+    // fields_text: a string.
+    serde_json::to_writer(out, value).expect("strings serialize");
 }
 
 /// An object as stored: serializes like the object, without `metadata.resourceVersion`.
@@ -256,7 +261,7 @@ impl serde::Serialize for StorageView<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let Value::Object(object) = self.0 else {
-            return self.0.serialize(serializer);
+            return fields_text::Json(self.0).serialize(serializer);
         };
         let mut map = serializer.serialize_map(Some(object.len()))?;
         for (key, value) in object {
@@ -264,7 +269,7 @@ impl serde::Serialize for StorageView<'_> {
                 Value::Object(metadata) if key == "metadata" => {
                     map.serialize_entry(key, &WithoutResourceVersion(metadata))?
                 }
-                _ => map.serialize_entry(key, value)?,
+                _ => map.serialize_entry(key, &fields_text::Json(value))?,
             }
         }
         map.end()
@@ -275,7 +280,12 @@ struct WithoutResourceVersion<'a>(&'a Map<String, Value>);
 
 impl serde::Serialize for WithoutResourceVersion<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().filter(|(key, _)| *key != "resourceVersion"))
+        serializer.collect_map(
+            self.0
+                .iter()
+                .filter(|(key, _)| *key != "resourceVersion")
+                .map(|(key, value)| (key, fields_text::Json(value))),
+        )
     }
 }
 

@@ -108,6 +108,7 @@ fn build(resources: Vec<Arc<ResourceInfo>>) -> Built {
     let mut index = Map::new();
     for (path, (version, served)) in by_path {
         let document = group_version_document(&version, &served);
+        // fields_text: an OpenAPI document.
         let bytes = Bytes::from(serde_json::to_vec(&document).expect("JSON values serialize"));
         let etag = content_hash(&bytes);
         index.insert(
@@ -117,6 +118,7 @@ fn build(resources: Vec<Arc<ResourceInfo>>) -> Built {
         documents.insert(path, (bytes, etag));
     }
     let index =
+        // fields_text: an OpenAPI index.
         Bytes::from(serde_json::to_vec(&json!({"paths": index})).expect("JSON values serialize"));
     let index_etag = content_hash(&index);
     Built {

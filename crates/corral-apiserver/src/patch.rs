@@ -94,7 +94,11 @@ impl Patch {
     pub fn apply(&self, current: &Value) -> Result<Value, ApiError> {
         match self {
             Patch::Json(patch) => {
-                let mut result = current.clone();
+                // Operations inside managedFields see `fieldsV1` as the trees clients see.
+                let mut result = match touches_managed_fields(patch) {
+                    true => crate::object::fields_text::expanded(current),
+                    false => current.clone(),
+                };
                 json_patch::patch(&mut result, patch).map_err(|e| {
                     ApiError::new(
                         http::StatusCode::UNPROCESSABLE_ENTITY,
@@ -121,6 +125,14 @@ impl Patch {
             }
         }
     }
+}
+
+/// Whether a JSON patch has an operation whose path (or source) is in `managedFields`.
+fn touches_managed_fields(patch: &json_patch::Patch) -> bool {
+    patch.0.iter().any(|operation| {
+        // fields_text: a patch operation.
+        serde_json::to_string(operation).is_ok_and(|json| json.contains("/managedFields"))
+    })
 }
 
 /// `target` with the JSON merge patch `patch` applied (RFC 7386), built from both by

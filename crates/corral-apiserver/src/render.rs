@@ -14,6 +14,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
+use crate::object::fields_text;
 use crate::query::Query;
 use crate::rest::{Target, json_response};
 use crate::table::Printer;
@@ -118,7 +119,7 @@ fn include_object(query: &Query) -> Result<IncludeObject, ApiError> {
 }
 
 fn with_content_type(value: &Value, content_type: String) -> Response {
-    let body = serde_json::to_vec(value).expect("JSON values serialize");
+    let body = crate::object::fields_text::to_vec(value);
     (
         StatusCode::OK,
         [(http::header::CONTENT_TYPE, content_type)],
@@ -144,14 +145,15 @@ fn partial_json(object: &Value, version: &str) -> Vec<u8> {
         #[serde(rename = "apiVersion")]
         api_version: String,
         kind: &'static str,
-        metadata: &'a Value,
+        metadata: fields_text::Json<'a>,
     }
     let empty = Value::Object(Map::new());
     let partial = Partial {
         api_version: format!("meta.k8s.io/{version}"),
         kind: "PartialObjectMetadata",
-        metadata: object.get("metadata").unwrap_or(&empty),
+        metadata: fields_text::Json(object.get("metadata").unwrap_or(&empty)),
     };
+    // fields_text: `Partial` writes metadata through `Json`.
     serde_json::to_vec(&partial).expect("JSON values serialize")
 }
 

@@ -90,7 +90,7 @@ impl Target {
 }
 
 pub fn json_response(code: StatusCode, value: &Value) -> Response {
-    let body = serde_json::to_vec(value).expect("JSON values serialize");
+    let body = crate::object::fields_text::to_vec(value);
     (
         code,
         [(http::header::CONTENT_TYPE, "application/json")],
@@ -129,6 +129,7 @@ fn encode_continue(revision: Revision, start: &str) -> String {
         rv: revision,
         start: start.to_string(),
     };
+    // fields_text: a continue token.
     base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&token).unwrap())
 }
 
@@ -866,7 +867,7 @@ fn in_flight(state: &ApiState, target: &Target, key: &str) -> Option<crate::watc
 }
 
 fn to_json(value: &Value) -> bytes::Bytes {
-    bytes::Bytes::from(serde_json::to_vec(value).expect("JSON values serialize"))
+    bytes::Bytes::from(crate::object::fields_text::to_vec(value))
 }
 
 /// A JSON answer already serialized.

@@ -164,6 +164,7 @@ impl Requirement {
                 // apimachinery receives a nil slice here, which JSON-encodes as null.
                 "null".to_string()
             } else {
+                // fields_text: selector values.
                 serde_json::to_string(&values).unwrap_or_default()
             }
         };

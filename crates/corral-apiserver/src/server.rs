@@ -414,6 +414,7 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
 }
 
 fn aggregated_response(value: Value) -> Response {
+    // fields_text: discovery.
     let body = serde_json::to_vec(&value).expect("JSON values serialize");
     (
         StatusCode::OK,

@@ -200,7 +200,7 @@ impl Writer {
     }
 
     async fn send_raw(&self, event_type: &str, object: &Value) -> Result<(), Closed> {
-        let json = serde_json::to_vec(object).expect("JSON values serialize");
+        let json = crate::object::fields_text::to_vec(object);
         self.send_line(event_type, &json).await
     }
 
@@ -225,7 +225,7 @@ impl Writer {
             Some(encoder) => encoder.encode(&object),
             None => object,
         };
-        serde_json::to_vec(&object).expect("JSON values serialize")
+        crate::object::fields_text::to_vec(&object)
     }
 
     async fn send_bookmark(&self, revision: Revision, initial_end: bool) -> Result<(), Closed> {

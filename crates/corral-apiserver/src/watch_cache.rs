@@ -827,7 +827,7 @@ fn decode_event_after(
     };
     let object_json = match &served {
         Some(served) => served.json.clone(),
-        None => Bytes::from(serde_json::to_vec(&*object).expect("JSON values serialize")),
+        None => Bytes::from(object::fields_text::to_vec(&object)),
     };
     let served = match served {
         Some(served) => std::sync::OnceLock::from(served),

@@ -106,6 +106,7 @@ fn write_key_json(fields: &[(String, String)], out: &mut String) {
         if index > 0 {
             out.push(',');
         }
+        // fields_text: a string.
         out.push_str(&serde_json::to_string(name).expect("strings serialize"));
         out.push(':');
         out.push_str(value);
@@ -350,14 +351,6 @@ impl FieldSet {
             out.insert(element.to_fields_v1_key(), Value::Object(node));
         }
         Value::Object(out)
-    }
-
-    /// Whether the set of this `FieldsV1` form is empty (no key but `.`).
-    pub fn fields_v1_is_empty(fields_v1: &Value) -> bool {
-        match fields_v1 {
-            Value::Object(map) => map.keys().all(|key| key == "."),
-            _ => true,
-        }
     }
 
     pub fn from_fields_v1(value: &Value) -> Result<FieldSet, String> {

@@ -11,6 +11,7 @@ use super::fields_v1;
 use super::fieldset::{FieldSet, Path};
 use super::merge::{self, TypeError};
 use super::schema::Schema;
+use crate::object::fields_text;
 
 /// kube-apiserver's `DefaultMaxUpdateManagers`: older update entries are merged into one
 /// "ancient-changes" entry per apiVersion beyond this.
@@ -156,7 +157,7 @@ impl Managed {
             }
             let fields = match entry.get("fieldsV1") {
                 None | Some(Value::Null) => FieldSet::new(),
-                Some(fields) => FieldSet::from_fields_v1(fields)?,
+                Some(fields) => FieldSet::from_fields_v1(&fields_text::tree(fields))?,
             };
             let subresource = text("subresource");
             let id = ManagerId::new(
@@ -297,7 +298,7 @@ fn encode_entry(id: &ManagerId, api_version: &str, time: Option<&str>, fields_v1
         out.insert("time".into(), json!(time));
     }
     out.insert("fieldsType".into(), json!("FieldsV1"));
-    out.insert("fieldsV1".into(), fields_v1);
+    out.insert("fieldsV1".into(), fields_text::wrap_tree(&fields_v1));
     if !id.subresource.is_empty() {
         out.insert("subresource".into(), json!(id.subresource));
     }
@@ -437,6 +438,13 @@ pub fn record_changes_in_place(
             fields_v1::insert(&mut untaken_v1, keys).ok()?;
         }
     }
+    // An entry held as text whose top level has none of these keys (as its text writes
+    // them) cannot intersect the changed or removed set: it is kept without being parsed.
+    let needles: Vec<String> = changed_v1
+        .keys()
+        .chain(removed_v1.keys())
+        .map(|key| format!("{}:", Value::String(key.clone())))
+        .collect();
     let mut ids = std::collections::BTreeSet::new();
     let mut out = Vec::with_capacity(list.len() + 1);
     let mut writer_seen = false;
@@ -445,7 +453,17 @@ pub fn record_changes_in_place(
         if !ids.insert(id.clone()) {
             return None;
         }
-        let fields_v1 = fields_v1.as_object()?;
+        if id != *writer
+            && let Some(text) = fields_text::text(fields_v1)
+            && !needles.iter().any(|needle| text.contains(needle.as_str()))
+        {
+            if text != "{}" {
+                out.push((order_key(&id, time, api_version), id, raw));
+            }
+            continue;
+        }
+        let entry_fields = fields_text::tree(fields_v1);
+        let fields_v1 = entry_fields.as_object()?;
         let takes = id == *writer && !taken_v1.is_empty();
         // What becomes of the entry: kept as it is, a new time, or its fields edited.
         let edit = if takes {
@@ -461,7 +479,7 @@ pub fn record_changes_in_place(
         {
             true
         } else {
-            if FieldSet::fields_v1_is_empty(&raw["fieldsV1"]) {
+            if fields_v1.keys().all(|key| key == ".") {
                 continue;
             }
             false
@@ -471,18 +489,25 @@ pub fn record_changes_in_place(
             false => (time, api_version),
         };
         let key = order_key(&id, time, api_version);
-        if edit {
-            // E - changed - removed (+ taken), on the entry's `FieldsV1` itself.
-            let Some(Value::Object(fields_v1)) = raw.get_mut("fieldsV1") else {
-                return None;
-            };
-            fields_v1::subtract(fields_v1, &changed_v1).ok()?;
-            fields_v1::subtract(fields_v1, &removed_v1).ok()?;
-            if takes {
-                fields_v1::add(fields_v1, &taken_v1).ok()?;
-            } else if fields_v1.is_empty() {
-                continue;
+        let edited = match edit {
+            true => {
+                // E - changed - removed (+ taken), on the entry's `FieldsV1` itself.
+                let Value::Object(mut fields_v1) = entry_fields.into_owned() else {
+                    unreachable!("checked to be an object")
+                };
+                fields_v1::subtract(&mut fields_v1, &changed_v1).ok()?;
+                fields_v1::subtract(&mut fields_v1, &removed_v1).ok()?;
+                if takes {
+                    fields_v1::add(&mut fields_v1, &taken_v1).ok()?;
+                } else if fields_v1.is_empty() {
+                    continue;
+                }
+                Some(fields_text::wrap_tree(&Value::Object(fields_v1)))
             }
+            false => None,
+        };
+        if let Some(edited) = edited {
+            raw["fieldsV1"] = edited;
         }
         if takes {
             let entry = raw.as_object_mut().expect("read_entry checked");
@@ -575,7 +600,7 @@ fn read_entry(raw: &Value) -> Option<(ManagerId, &str, Option<&str>, &Value)> {
     }
     let time = Some(text("time")?).filter(|time| !time.is_empty());
     let fields_v1 = map.get("fieldsV1")?;
-    if !fields_v1.is_object() {
+    if !fields_v1.is_object() && fields_text::text(fields_v1).is_none() {
         return None;
     }
     let subresource = text("subresource")?;

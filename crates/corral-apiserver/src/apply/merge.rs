@@ -494,6 +494,7 @@ fn list_map_key(item: &Value, keys: &[&str], item_schema: Schema<'_>) -> Option<
         if index > 0 {
             out.push(b',');
         }
+        // fields_text: a list item's key fields.
         serde_json::to_writer(&mut out, name).expect("strings serialize");
         out.push(b':');
         serde_json::to_writer(&mut out, value).expect("JSON values serialize");

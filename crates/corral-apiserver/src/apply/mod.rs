@@ -159,6 +159,9 @@ pub fn track(
     new: &mut Value,
     operation: Operation,
 ) {
+    // What the request brought in tree form is held as text from here on, as stored
+    // objects hold it (see `object::fields_text`).
+    crate::object::fields_text::capture(new);
     // Objects that differ in more than managedFields are no no-op: their timestamps move.
     let differ = operation == Operation::Update && record_update(target, query, current, new);
     if let Some(current) = current
@@ -607,6 +610,7 @@ fn sync_last_applied(object: &mut Value, config: &Value) {
             object::metadata_mut(&mut last_applied).remove("annotations");
         }
     }
+    // fields_text: an apply configuration.
     let text = serde_json::to_string(&last_applied).expect("JSON values serialize");
     if let Some(annotations) = object
         .pointer_mut("/metadata/annotations")

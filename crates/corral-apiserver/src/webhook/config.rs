@@ -937,6 +937,10 @@ mod cel_conditions {
                 Some(i) => cel::Value::Int(i),
                 None => cel::Value::Float(n.as_f64().unwrap_or(0.0)),
             },
+            // A managedFields entry's `fieldsV1`, held as text, is the object it stands for.
+            Value::String(_) if crate::object::fields_text::text(value).is_some() => {
+                to_cel(&crate::object::fields_text::tree(value))
+            }
             Value::String(s) => cel::Value::String(Arc::new(s.clone())),
             Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
             Value::Object(map) => {

@@ -661,7 +661,7 @@ impl<'a> Dispatch<'a> {
             "kind": "AdmissionReview",
             "request": self.review_request(&uid, invocation, object, old),
         });
-        let body = serde_json::to_vec(&review).expect("JSON values serialize");
+        let body = crate::object::fields_text::to_vec(&review);
         tracing::debug!(
             webhook = webhook.name,
             configuration = webhook.configuration,
