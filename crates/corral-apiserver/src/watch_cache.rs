@@ -165,12 +165,17 @@ impl Default for WatchCacheConfig {
     /// holds about 500 changes of a Machine with its managedFields (8 KB stored, twice for its
     /// previous state), several seconds of a busy resource at a thousand clusters; a watch that
     /// resumes from further back relists.
+    ///
+    /// Current copies: 64 MiB of stored bytes per resource, about 10,000 Machines. A write
+    /// whose object is not among them reads and decodes it from the store; deleting a
+    /// thousand clusters, or the old Machines of a rollout of 10,000, touches objects last
+    /// written long before, and with 8 MiB it cost a fifth more CPU (BENCHMARKS.md, session 15).
     fn default() -> Self {
         WatchCacheConfig {
             history_events: 10_000,
             history_bytes: 8 << 20,
             watcher_buffer: 4_096,
-            current_bytes: 8 << 20,
+            current_bytes: 64 << 20,
         }
     }
 }
