@@ -588,6 +588,80 @@ async fn updates_record_their_manager(server: TestServer) {
     assert!(raw.json()["metadata"].get("managedFields").is_none());
 }
 
+/// managedFields a client edits come back as it sent them (as JSON, whatever its spacing and
+/// key order), a JSON patch can reach inside an entry's `fieldsV1`, and a string where
+/// `fieldsV1` belongs is refused as ownership, never written out as JSON.
+async fn clients_edit_managed_fields_as_json(server: TestServer) {
+    server.widget_crd().await;
+    let api = widgets(&server);
+    api.create(
+        &PostParams {
+            field_manager: Some("m1".into()),
+            ..Default::default()
+        },
+        &serde_json::from_value(widget(json!({"color": "red", "size": 1}))).unwrap(),
+    )
+    .await
+    .unwrap();
+    let path = format!("{WIDGETS}/w1?fieldManager=m3");
+    let edited = r#"{"metadata": {"managedFields": [{"manager": "edited",
+        "operation": "Update", "apiVersion": "example.com/v1", "fieldsType": "FieldsV1",
+        "fieldsV1": { "f:spec" : { "f:size": {}, "f:color" : {} , ".": {} } } }]}}"#;
+    let raw = server
+        .raw("PATCH", &path, Some("application/merge-patch+json"), edited)
+        .await;
+    assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
+    let fields = json!({"f:spec": {".": {}, "f:color": {}, "f:size": {}}});
+    assert_eq!(
+        entry(&raw.json(), "edited", "Update").unwrap()["fieldsV1"],
+        fields
+    );
+    let read = server.get_json(&format!("{WIDGETS}/w1")).await;
+    assert_eq!(
+        read["metadata"]["managedFields"].as_array().unwrap().len(),
+        1,
+        "{read}"
+    );
+    assert_eq!(
+        entry(&read, "edited", "Update").unwrap()["fieldsV1"],
+        fields
+    );
+
+    let patch = r#"[
+        {"op": "test", "path": "/metadata/managedFields/0/fieldsV1/f:spec/f:color", "value": {}},
+        {"op": "remove", "path": "/metadata/managedFields/0/fieldsV1/f:spec/f:size"}
+    ]"#;
+    let raw = server
+        .raw("PATCH", &path, Some("application/json-patch+json"), patch)
+        .await;
+    assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
+    let read = server.get_json(&format!("{WIDGETS}/w1")).await;
+    assert_eq!(
+        entry(&read, "edited", "Update").unwrap()["fieldsV1"],
+        json!({"f:spec": {".": {}, "f:color": {}}}),
+        "{read}"
+    );
+
+    // A string that looks like the server's own form of `fieldsV1` is no ownership.
+    let forged = json!({"metadata": {"managedFields": [{"manager": "x", "operation": "Update",
+        "apiVersion": "example.com/v1", "fieldsType": "FieldsV1",
+        "fieldsV1": "\u{1}fieldsV1:0:{\"f:spec\":{}}"}]}});
+    let raw = server
+        .raw(
+            "PATCH",
+            &path,
+            Some("application/merge-patch+json"),
+            forged.to_string(),
+        )
+        .await;
+    assert_eq!(raw.status, 200, "{}", String::from_utf8_lossy(&raw.body));
+    let answer = raw.json();
+    assert!(entry(&answer, "x", "Update").is_none(), "{answer}");
+    let read = server.get_json(&format!("{WIDGETS}/w1")).await;
+    assert!(entry(&read, "x", "Update").is_none(), "{read}");
+    assert!(entry(&read, "edited", "Update").is_some(), "{read}");
+}
+
 async fn apply_requires_a_field_manager(server: TestServer) {
     server.widget_crd().await;
     let body = widget(json!({"color": "red"})).to_string();
@@ -701,6 +775,7 @@ backend_tests!(
     list_map_items_merge_by_key,
     status_apply_does_not_conflict_with_spec,
     updates_record_their_manager,
+    clients_edit_managed_fields_as_json,
     apply_requires_a_field_manager,
     built_in_kinds_merge_granular_maps,
 );
