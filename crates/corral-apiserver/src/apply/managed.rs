@@ -196,7 +196,7 @@ impl Managed {
                     id,
                     &entry.api_version,
                     entry.time.as_deref(),
-                    entry.fields.to_fields_v1(),
+                    fields_text::wrap_tree(&entry.fields.to_fields_v1()),
                 )
             })
             .collect();
@@ -286,7 +286,8 @@ fn order_key(
     )
 }
 
-/// One entry of `metadata.managedFields`.
+/// One entry of `metadata.managedFields`; `fields_v1` as the entry holds it (see
+/// `object::fields_text`).
 fn encode_entry(id: &ManagerId, api_version: &str, time: Option<&str>, fields_v1: Value) -> Value {
     let mut out = Map::new();
     if !id.manager.is_empty() {
@@ -298,7 +299,7 @@ fn encode_entry(id: &ManagerId, api_version: &str, time: Option<&str>, fields_v1
         out.insert("time".into(), json!(time));
     }
     out.insert("fieldsType".into(), json!("FieldsV1"));
-    out.insert("fieldsV1".into(), fields_text::wrap_tree(&fields_v1));
+    out.insert("fieldsV1".into(), fields_v1);
     if !id.subresource.is_empty() {
         out.insert("subresource".into(), json!(id.subresource));
     }
@@ -521,7 +522,7 @@ pub fn record_changes_in_place(
             writer,
             cx.api_version,
             Some(cx.now),
-            Value::Object(taken_v1),
+            fields_text::wrap_tree(&Value::Object(taken_v1)),
         );
         out.push((
             order_key(writer, Some(cx.now), cx.api_version),
@@ -544,28 +545,33 @@ pub fn record_changes_in_place(
 }
 
 /// The managedFields of a create that brings none: what [`record_changes`] makes from no
-/// ownership and encodes, given what the create adds in `FieldsV1` form
-/// ([`merge::created_fields_v1`]), without a field set in between. An empty list when the
-/// writer owns nothing.
+/// ownership and encodes, written straight from the created object `new` (in the shape the
+/// comparison sees, its type `hidden`) by [`merge::created_fields_v1`], without a field set
+/// or a `FieldsV1` tree in between. An empty list when the writer owns nothing; `None` when
+/// `new` is not a map.
 pub fn record_create(
-    mut fields: Map<String, Value>,
+    new: &Value,
+    hidden: &[&str],
     cx: &Context<'_>,
     writer: &ManagerId,
-) -> Value {
-    fields.retain(|key, _| key.strip_prefix("f:").is_none_or(|name| (cx.keep)(name)));
-    for keys in STRIP_KEYS.iter() {
-        // `created_fields_v1` writes the normal form, which `remove` cannot fail on.
-        let _ = fields_v1::remove(&mut fields, keys);
+) -> Option<Value> {
+    // `metadata`'s own membership is stripped by `created_fields_v1`, its fields kept.
+    let top = |name: &str| {
+        !hidden.contains(&name)
+            && (name == "metadata" || !STRIP.contains(&&[name][..]))
+            && (cx.keep)(name)
+    };
+    let metadata_field = |name: &str| !STRIP.contains(&&["metadata", name][..]);
+    let fields = merge::created_fields_v1(new, cx.schema, &top, &metadata_field)?;
+    if fields == "{}" {
+        return Some(Value::Array(Vec::new()));
     }
-    if fields.is_empty() {
-        return Value::Array(Vec::new());
-    }
-    Value::Array(vec![encode_entry(
+    Some(Value::Array(vec![encode_entry(
         writer,
         cx.api_version,
         Some(cx.now),
-        Value::Object(fields),
-    )])
+        fields_text::wrap(&fields),
+    )]))
 }
 
 /// An entry of a stored managedFields list, if it is exactly as [`encode_entry`] writes

@@ -361,30 +361,103 @@ pub fn compare_without(
 }
 
 /// What [`compare`] of an object without fields against `new` finds added, in `FieldsV1`
-/// form, built directly: every field and list item of `new` below the root, each of them a
-/// member. `hidden` top-level fields are left out (the type, which a create's comparison sees
-/// on both sides). A create's managedFields entry is this set less the fields nobody owns;
-/// building it as a field set first (a path element per node, cloned into a trie, list-map
-/// keys as pairs of strings) and encoding that was what tracking a validated create's
-/// granular `ports` list cost. `None` when `new` is not a map.
+/// form, written as its JSON text straight from `new`: every field and list item below the
+/// root, each of them a member, keys in the order a `FieldsV1` map sorts them. Only the
+/// top-level fields `top` admits are written. `metadata` is written without its own
+/// membership and without the membership of each of its fields that `metadata_field` does not
+/// admit (their children stay; a field left with nothing goes, and so does `metadata`): the
+/// fields nobody owns, as the field manager strips them from a writer's set. A create's
+/// managedFields entry is this text; building it as a field set (a path element per node,
+/// cloned into a trie, list-map keys as pairs of strings), or even as a `FieldsV1` tree, and
+/// encoding that was what tracking a validated create's granular `ports` list cost. `None`
+/// when `new` is not a map; `{}` when nothing is left.
 pub fn created_fields_v1(
     new: &Value,
     schema: Schema<'_>,
-    hidden: &[&str],
-) -> Option<Map<String, Value>> {
+    top: &dyn Fn(&str) -> bool,
+    metadata_field: &dyn Fn(&str) -> bool,
+) -> Option<String> {
     let (Value::Object(map), Shape::Map(schema)) = (new, schema.shape(new)) else {
         return None;
     };
-    let mut out = Map::new();
+    let mut out = Vec::with_capacity(512);
     let mut key = String::new();
+    out.push(b'{');
+    let mut first = true;
     for (name, child) in map {
-        if hidden.contains(&name.as_str()) {
+        if !top(name) {
             continue;
         }
+        let start = out.len();
+        if !first {
+            out.push(b',');
+        }
         field_key(name, &mut key);
-        out.insert(std::mem::take(&mut key), created_child(child, schema, name));
+        write_key(&mut out, &key);
+        if name == "metadata" {
+            if !write_created_metadata(child, schema.field(name).0, metadata_field, &mut out) {
+                out.truncate(start);
+                continue;
+            }
+        } else {
+            write_created_child(child, schema, name, &mut out);
+        }
+        first = false;
     }
-    Some(out)
+    out.push(b'}');
+    Some(String::from_utf8(out).expect("JSON is UTF-8"))
+}
+
+/// `metadata`'s node for [`created_fields_v1`], onto `out`: `false` (and nothing written)
+/// when nothing is left of it.
+fn write_created_metadata(
+    value: &Value,
+    schema: Schema<'_>,
+    admit: &dyn Fn(&str) -> bool,
+    out: &mut Vec<u8>,
+) -> bool {
+    let (Value::Object(map), Shape::Map(schema)) = (value, schema.shape(value)) else {
+        return false;
+    };
+    let open = out.len();
+    out.push(b'{');
+    let mut first = true;
+    let mut key = String::new();
+    for (name, child) in map {
+        let start = out.len();
+        if !first {
+            out.push(b',');
+        }
+        field_key(name, &mut key);
+        write_key(out, &key);
+        let node = out.len();
+        write_created_child(child, schema, name, out);
+        if !admit(name) {
+            // Its membership goes: a leaf with it, a node its `.` (always its first key).
+            if out[node..] == *b"{}" {
+                out.truncate(start);
+                continue;
+            }
+            out.drain(node + 1..node + 1 + MEMBER.len());
+        }
+        first = false;
+    }
+    if first {
+        out.truncate(open);
+        return false;
+    }
+    out.push(b'}');
+    true
+}
+
+/// The `.` member key and the comma after it, as a node with children starts.
+const MEMBER: &[u8] = br#"".":{},"#;
+
+/// A `FieldsV1` key as JSON and its colon.
+fn write_key(out: &mut Vec<u8>, key: &str) {
+    // fields_text: a FieldsV1 key.
+    serde_json::to_writer(&mut *out, key).expect("strings serialize");
+    out.push(b':');
 }
 
 /// `f:<name>`, written into `out` (cleared first).
@@ -395,74 +468,79 @@ fn field_key(name: &str, out: &mut String) {
     out.push_str(name);
 }
 
-/// [`created_member`] of the field `name` of a map whose schema is `parent`. A scalar is a
-/// leaf whatever its schema says, so its schema is not looked up (most members of an object
-/// are scalars, and each lookup reads the schema's JSON).
-fn created_child(value: &Value, parent: Schema<'_>, name: &str) -> Value {
+/// [`write_created_member`] of the field `name` of a map whose schema is `parent`. A scalar
+/// is a leaf whatever its schema says, so its schema is not looked up (most members of an
+/// object are scalars, and each lookup reads the schema's JSON).
+fn write_created_child(value: &Value, parent: Schema<'_>, name: &str, out: &mut Vec<u8>) {
     match value {
-        Value::Object(_) | Value::Array(_) => created_member(value, parent.field(name).0),
-        _ => Value::Object(Map::new()),
+        Value::Object(_) | Value::Array(_) => {
+            write_created_member(value, parent.field(name).0, out)
+        }
+        _ => out.extend_from_slice(b"{}"),
     }
 }
 
-/// The `FieldsV1` node of a member added by a create: `{}` for a leaf (or an empty or atomic
-/// container), else its children and `.`. Lists whose items cannot be identified are atomic,
-/// as [`lenient`] reads them.
-fn created_member(value: &Value, schema: Schema<'_>) -> Value {
-    let children = match value {
-        Value::Object(map) if !map.is_empty() => match schema.shape(value) {
-            Shape::Map(schema) => {
-                let mut out = Map::new();
+/// The `FieldsV1` node of a member added by a create, onto `out`: `{}` for a leaf (or an
+/// empty or atomic container), else `.` and its children. Lists whose items cannot be
+/// identified (an item without a key, two items with the same) are atomic, as [`lenient`]
+/// reads them.
+fn write_created_member(value: &Value, schema: Schema<'_>, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            if let Shape::Map(schema) = schema.shape(value) {
+                out.extend_from_slice(br#"{".":{}"#);
                 let mut key = String::new();
                 for (name, child) in map {
+                    out.push(b',');
                     field_key(name, &mut key);
-                    out.insert(std::mem::take(&mut key), created_child(child, schema, name));
+                    write_key(out, &key);
+                    write_created_child(child, schema, name, out);
                 }
-                Some(out)
+                out.push(b'}');
+                return;
             }
-            _ => None,
-        },
-        Value::Array(items) if !items.is_empty() => match schema.shape(value) {
-            Shape::Set => created_items(items, |item| match item {
-                Value::Object(_) | Value::Array(_) | Value::Null => None,
-                scalar => Some((format!("v:{scalar}"), Value::Object(Map::new()))),
-            }),
-            Shape::Keyed {
-                keys,
-                items: item_schema,
-            } => created_items(items, |item| {
-                let key = list_map_key(item, &keys, item_schema)?;
-                Some((key, created_member(item, item_schema)))
-            }),
-            _ => None,
-        },
-        _ => None,
-    };
-    match children {
-        Some(mut children) => {
-            children.insert(".".into(), Value::Object(Map::new()));
-            Value::Object(children)
         }
-        None => Value::Object(Map::new()),
-    }
-}
-
-/// The `FieldsV1` members of a list's items, each item's key with its node; `None` when an
-/// item has no key or two items have the same (the list is then atomic, as
-/// [`list_elements`] decides). The nodes go straight into the map, a repeated key found as
-/// it is inserted.
-fn created_items(
-    items: &[Value],
-    mut member_of: impl FnMut(&Value) -> Option<(String, Value)>,
-) -> Option<Map<String, Value>> {
-    let mut out = Map::new();
-    for item in items {
-        let (key, member) = member_of(item)?;
-        if out.insert(key, member).is_some() {
-            return None;
+        Value::Array(items) if !items.is_empty() => {
+            let members: Option<Vec<(String, Vec<u8>)>> = match schema.shape(value) {
+                Shape::Set => items
+                    .iter()
+                    .map(|item| match item {
+                        Value::Object(_) | Value::Array(_) | Value::Null => None,
+                        scalar => Some((format!("v:{scalar}"), b"{}".to_vec())),
+                    })
+                    .collect(),
+                Shape::Keyed {
+                    keys,
+                    items: item_schema,
+                } => items
+                    .iter()
+                    .map(|item| {
+                        let key = list_map_key(item, &keys, item_schema)?;
+                        let mut node = Vec::new();
+                        write_created_member(item, item_schema, &mut node);
+                        Some((key, node))
+                    })
+                    .collect(),
+                _ => None,
+            };
+            if let Some(mut members) = members {
+                // A `FieldsV1` map's order; a key twice makes the list atomic.
+                members.sort_by(|a, b| a.0.cmp(&b.0));
+                if !members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+                    out.extend_from_slice(br#"{".":{}"#);
+                    for (key, node) in members {
+                        out.push(b',');
+                        write_key(out, &key);
+                        out.extend_from_slice(&node);
+                    }
+                    out.push(b'}');
+                    return;
+                }
+            }
         }
+        _ => {}
     }
-    Some(out)
+    out.extend_from_slice(b"{}");
 }
 
 /// `k:{"name":"http"}`: the `FieldsV1` key of a list-map item, written straight from the item

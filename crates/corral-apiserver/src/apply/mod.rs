@@ -247,8 +247,7 @@ fn record_update(target: &Target, query: &Query, current: Option<&Value>, new: &
         // straight in `FieldsV1` form (equal to comparing against the empty object,
         // recording and encoding, which remains the way for anything else).
         let list = as_compared(new, resource, &api_version, |new_view| {
-            merge::created_fields_v1(new_view, cx.schema, &["apiVersion", "kind"])
-                .map(|fields| managed::record_create(fields, &cx, &writer))
+            managed::record_create(new_view, &["apiVersion", "kind"], &cx, &writer)
         });
         if let Some(list) = list {
             let metadata = object::metadata_mut(new);

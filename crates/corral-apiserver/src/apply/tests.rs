@@ -804,20 +804,19 @@ fn created_fields_v1_equal_recording_a_create() {
                 &writer,
             )
             .encode();
-            let fields = merge::created_fields_v1(object, schema, &["apiVersion", "kind"])
+            let direct = managed::record_create(object, &["apiVersion", "kind"], &cx, &writer)
                 .expect("an object");
-            let direct = managed::record_create(fields, &cx, &writer);
             assert_eq!(direct, recorded, "{object}");
         }
     }
     // The entry of a real create, as kube-apiserver writes it.
     let cx = context(schema, &keep_spec);
-    let fields = merge::created_fields_v1(&objects[2], schema, &["apiVersion", "kind"]).unwrap();
-    let list = fields_text::expanded(&managed::record_create(fields, &cx, &writer));
+    let list = managed::record_create(&objects[2], &["apiVersion", "kind"], &cx, &writer);
+    let list = fields_text::expanded(&list.unwrap());
     assert_eq!(
         list[0]["fieldsV1"]["f:spec"]["f:ports"]["k:{\"name\":\"http\",\"protocol\":\"TCP\"}"],
         json!({".": {}, "f:name": {}, "f:port": {}})
     );
     assert_eq!(list[0]["manager"], json!("creator"));
-    assert!(merge::created_fields_v1(&json!([1]), schema, &[]).is_none());
+    assert!(managed::record_create(&json!([1]), &[], &cx, &writer).is_none());
 }
