@@ -498,10 +498,10 @@ async fn status_apply_does_not_conflict_with_spec(server: TestServer) {
     assert_eq!(api_error(error).code, 404);
 }
 
-async fn updates_record_their_manager(server: TestServer) {
+/// Creates the widget CRD and widget `w1` (red, size 1) with field manager `m1`; the answer.
+async fn create_red_widget_as_m1(server: &TestServer) -> Value {
     server.widget_crd().await;
-    let api = widgets(&server);
-    let created = api
+    let created = widgets(server)
         .create(
             &PostParams {
                 field_manager: Some("m1".into()),
@@ -511,7 +511,12 @@ async fn updates_record_their_manager(server: TestServer) {
         )
         .await
         .unwrap();
-    let created = serde_json::to_value(&created).unwrap();
+    serde_json::to_value(&created).unwrap()
+}
+
+async fn updates_record_their_manager(server: TestServer) {
+    let created = create_red_widget_as_m1(&server).await;
+    let api = widgets(&server);
     assert_eq!(
         entry(&created, "m1", "Update").unwrap()["fieldsV1"],
         json!({"f:spec": {".": {}, "f:color": {}, "f:size": {}}})
@@ -592,17 +597,7 @@ async fn updates_record_their_manager(server: TestServer) {
 /// key order), a JSON patch can reach inside an entry's `fieldsV1`, and a string where
 /// `fieldsV1` belongs is refused as ownership, never written out as JSON.
 async fn clients_edit_managed_fields_as_json(server: TestServer) {
-    server.widget_crd().await;
-    let api = widgets(&server);
-    api.create(
-        &PostParams {
-            field_manager: Some("m1".into()),
-            ..Default::default()
-        },
-        &serde_json::from_value(widget(json!({"color": "red", "size": 1}))).unwrap(),
-    )
-    .await
-    .unwrap();
+    create_red_widget_as_m1(&server).await;
     let path = format!("{WIDGETS}/w1?fieldManager=m3");
     let edited = r#"{"metadata": {"managedFields": [{"manager": "edited",
         "operation": "Update", "apiVersion": "example.com/v1", "fieldsType": "FieldsV1",
