@@ -127,11 +127,18 @@ impl Patch {
     }
 }
 
-/// Whether a JSON patch has an operation whose path (or source) is in `managedFields`.
+/// Whether a JSON patch has an operation whose path (or a move's or copy's source) is in
+/// `managedFields` or holds it (`/metadata`, the root).
 fn touches_managed_fields(patch: &json_patch::Patch) -> bool {
+    const MANAGED: &str = "/metadata/managedFields";
+    let concerns = |pointer: &str| pointer.starts_with(MANAGED) || MANAGED.starts_with(pointer);
     patch.0.iter().any(|operation| {
-        // fields_text: a patch operation.
-        serde_json::to_string(operation).is_ok_and(|json| json.contains("/managedFields"))
+        let from = match operation {
+            json_patch::PatchOperation::Move(op) => Some(op.from.as_str()),
+            json_patch::PatchOperation::Copy(op) => Some(op.from.as_str()),
+            _ => None,
+        };
+        concerns(operation.path().as_str()) || from.is_some_and(concerns)
     })
 }
 
@@ -203,5 +210,36 @@ mod tests {
                 "{target} + {patch}"
             );
         }
+    }
+
+    /// JSON patches that reach into managedFields, or test or move what holds them, see
+    /// `fieldsV1` as clients see it; others leave it as the server holds it.
+    #[test]
+    fn json_patches_see_fields_v1_as_clients_do() {
+        use crate::object::fields_text;
+        let tree = json!({"metadata": {"name": "a", "managedFields": [
+            {"manager": "m", "fieldsV1": {"f:spec": {}}}]}, "spec": {}});
+        let current = fields_text::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap();
+        let apply = |ops: serde_json::Value| {
+            let patch = serde_json::from_value(ops).unwrap();
+            super::Patch::Json(patch).apply(&current)
+        };
+        let metadata = tree["metadata"].clone();
+        assert!(apply(json!([{"op": "test", "path": "/metadata", "value": metadata}])).is_ok());
+        let inside = apply(json!([
+            {"op": "remove", "path": "/metadata/managedFields/0/fieldsV1/f:spec"}]))
+        .unwrap();
+        assert_eq!(
+            inside["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({})
+        );
+        let copied =
+            apply(json!([{"op": "copy", "from": "/metadata/managedFields", "path": "/spec/m"}]))
+                .unwrap();
+        assert_eq!(copied["spec"]["m"], tree["metadata"]["managedFields"]);
+        let elsewhere = apply(json!([{"op": "add", "path": "/spec/x", "value": 1}])).unwrap();
+        assert!(
+            fields_text::text(&elsewhere["metadata"]["managedFields"][0]["fieldsV1"]).is_some()
+        );
     }
 }

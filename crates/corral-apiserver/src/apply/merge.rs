@@ -453,7 +453,7 @@ fn write_created_metadata(
 /// The `.` member key and the comma after it, as a node with children starts.
 const MEMBER: &[u8] = br#"".":{},"#;
 
-/// A `FieldsV1` key as JSON and its colon.
+/// A string as JSON and a colon: a `FieldsV1` key, a list-map key field's name.
 fn write_key(out: &mut Vec<u8>, key: &str) {
     // fields_text: a FieldsV1 key.
     serde_json::to_writer(&mut *out, key).expect("strings serialize");
@@ -572,9 +572,8 @@ fn list_map_key(item: &Value, keys: &[&str], item_schema: Schema<'_>) -> Option<
         if index > 0 {
             out.push(b',');
         }
-        // fields_text: a list item's key fields.
-        serde_json::to_writer(&mut out, name).expect("strings serialize");
-        out.push(b':');
+        write_key(&mut out, name);
+        // fields_text: a list item's key field.
         serde_json::to_writer(&mut out, value).expect("JSON values serialize");
     }
     out.push(b'}');

@@ -111,11 +111,6 @@ pub fn to_writer(out: &mut Vec<u8>, value: &Value) {
     serde_json::to_writer(out, &Json(value)).expect("JSON values serialize");
 }
 
-/// A value's JSON as a string (see [`Json`]).
-pub fn to_string(value: &Value) -> String {
-    String::from_utf8(to_vec(value)).expect("serde_json writes UTF-8")
-}
-
 /// The managedFields entries of an object, when it has a list of them.
 fn entries_mut(object: &mut Value) -> Option<&mut Vec<Value>> {
     object
