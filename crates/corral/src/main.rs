@@ -112,6 +112,16 @@ struct ApiserverArgs {
     /// Key prefix under which Corral keeps its data in etcd.
     #[arg(long, default_value = "/corral")]
     etcd_prefix: String,
+    /// CA certificate (PEM) that signed the etcd members' serving certificates; with it,
+    /// endpoints without a scheme are https://.
+    #[arg(long, value_name = "FILE")]
+    etcd_cafile: Option<PathBuf>,
+    /// Client certificate (PEM) for etcd members that require one (`--client-cert-auth`).
+    #[arg(long, value_name = "FILE", requires = "etcd_keyfile")]
+    etcd_certfile: Option<PathBuf>,
+    /// Private key (PEM) of `--etcd-certfile`.
+    #[arg(long, value_name = "FILE", requires = "etcd_certfile")]
+    etcd_keyfile: Option<PathBuf>,
 }
 
 impl Command {
@@ -226,22 +236,26 @@ fn open_sqlite(path: &Path) -> anyhow::Result<DynStore> {
     Ok(Arc::new(store))
 }
 
-#[cfg(feature = "etcd")]
 async fn open_etcd(args: &ApiserverArgs) -> anyhow::Result<DynStore> {
-    let store = corral_store::etcd::EtcdStore::connect(&args.etcd_endpoints, &args.etcd_prefix)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot connect to etcd at {}",
-                args.etcd_endpoints.join(",")
-            )
-        })?;
-    Ok(Arc::new(store))
-}
-
-#[cfg(not(feature = "etcd"))]
-async fn open_etcd(_args: &ApiserverArgs) -> anyhow::Result<DynStore> {
-    bail!("this corral was built without etcd support; rebuild with `--features etcd`")
+    use corral_store::etcd::{EtcdStore, EtcdTls};
+    let tls = EtcdTls::from_files(
+        args.etcd_cafile.as_deref(),
+        args.etcd_certfile.as_deref(),
+        args.etcd_keyfile.as_deref(),
+    )?;
+    // One line that names the endpoints and what each said; the store waits a bounded time.
+    match EtcdStore::connect_with(&args.etcd_endpoints, &args.etcd_prefix, &tls).await {
+        Ok(store) => Ok(Arc::new(store)),
+        Err(corral_store::Error::Backend { source, .. }) => bail!(
+            "cannot reach etcd ({source}); check --etcd-endpoints{}",
+            if args.etcd_cafile.is_some() || args.etcd_certfile.is_some() {
+                " and the --etcd-cafile/--etcd-certfile/--etcd-keyfile files"
+            } else {
+                " (https:// members need --etcd-cafile)"
+            }
+        ),
+        Err(e) => bail!("cannot use etcd: {e}"),
+    }
 }
 
 fn write_kubeconfig(data_dir: &Path, server_url: &str) -> anyhow::Result<PathBuf> {

@@ -23,7 +23,6 @@ macro_rules! backend_tests {
                 }
             )*
         }
-        #[cfg(feature = "etcd")]
         mod etcd {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{EtcdStore, range_end};
+use super::pb::kv_client::KvClient;
+use super::{EtcdStore, pb, range_end};
 use crate::testing::EtcdProcess;
 use crate::{Error, Event, EventKind, KeyValue, RangeRequest, Store, WatchStream};
 
@@ -24,10 +25,22 @@ async fn start(prefix: &str) -> Option<(EtcdProcess, EtcdStore)> {
     Some((process, store))
 }
 
-async fn raw_client(process: &EtcdProcess) -> etcd_client::Client {
-    etcd_client::Client::connect(process.endpoints(), None)
+/// etcd's KV service itself, without the store around it.
+async fn raw_client(process: &EtcdProcess) -> KvClient<tonic::transport::Channel> {
+    KvClient::connect(process.endpoint().to_string())
         .await
         .expect("connecting a raw etcd client")
+}
+
+async fn raw_compact(process: &EtcdProcess, revision: i64) {
+    raw_client(process)
+        .await
+        .compact(pb::CompactionRequest {
+            revision,
+            physical: false,
+        })
+        .await
+        .expect("compacting through a raw client");
 }
 
 fn bytes(value: &str) -> Bytes {
@@ -149,11 +162,15 @@ async fn stores_on_one_etcd_keep_to_their_prefixes() {
 
     let raw = raw_client(&etcd)
         .await
-        .get("/one/x", None)
+        .range(pb::RangeRequest {
+            key: bytes("/one/x"),
+            ..Default::default()
+        })
         .await
         .unwrap()
-        .kvs()[0]
-        .value()
+        .into_inner()
+        .kvs[0]
+        .value
         .to_vec();
     assert_eq!(raw, b"from one");
     let listed = one.range(RangeRequest::default()).await.unwrap();
@@ -315,8 +332,7 @@ async fn compaction_by_another_client_is_found() {
     for n in 0..20 {
         store.create(&format!("/k{n}"), bytes("v")).await.unwrap();
     }
-    let mut raw = raw_client(&etcd).await;
-    raw.compact(13, None).await.unwrap();
+    raw_compact(&etcd, 13).await;
     assert_eq!(store.compacted_revision().await.unwrap(), 13);
     assert!(matches!(
         store.get("/k0", Some(12)).await,
@@ -325,7 +341,7 @@ async fn compaction_by_another_client_is_found() {
             compacted: 13
         })
     ));
-    raw.compact(17, None).await.unwrap();
+    raw_compact(&etcd, 17).await;
     assert!(matches!(
         store.watch("", 15).await.unwrap().next().await,
         Some(Err(Error::Compacted {
@@ -508,7 +524,7 @@ async fn a_dropped_etcd_is_stopped_and_its_data_removed() {
 /// Not a check: measures writes per second of 1 KiB values at 1 and 64 concurrent writers,
 /// through the backend's create and through etcd-client directly (the same conditional
 /// transaction, and a plain put), on a fresh etcd whose data is on tmpfs. Run it in release
-/// mode: `cargo test --release -p corral-store --features etcd --lib -- --ignored --nocapture
+/// mode: `cargo test --release -p corral-store --lib -- --ignored --nocapture
 /// put_throughput`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check"]
@@ -531,7 +547,7 @@ async fn put_throughput() {
             let tasks: Vec<_> = (0..writers)
                 .map(|writer| {
                     let store = store.clone();
-                    let mut raw = raw.kv_client();
+                    let mut raw = raw.clone();
                     let value = value.clone();
                     tokio::spawn(async move {
                         for n in 0..WRITES / writers {
@@ -542,23 +558,21 @@ async fn put_throughput() {
                                 }
                                 Way::RawCreateTxn => {
                                     let key = format!("/raw{key}");
-                                    let txn = etcd_client::Txn::new()
-                                        .when([etcd_client::Compare::mod_revision(
-                                            key.clone(),
-                                            etcd_client::CompareOp::Equal,
-                                            0,
-                                        )])
-                                        .and_then([etcd_client::TxnOp::put(
-                                            key,
-                                            value.to_vec(),
-                                            None,
-                                        )]);
-                                    assert!(raw.txn(txn).await.unwrap().succeeded());
+                                    let key = bytes(&key);
+                                    let txn = pb::TxnRequest {
+                                        compare: vec![super::compare_mod(&key, 0)],
+                                        success: vec![super::put(&key, value.clone())],
+                                        failure: vec![],
+                                    };
+                                    assert!(raw.txn(txn).await.unwrap().into_inner().succeeded);
                                 }
                                 Way::RawPut => {
-                                    raw.put(format!("/raw{key}"), value.to_vec(), None)
-                                        .await
-                                        .unwrap();
+                                    let put = pb::PutRequest {
+                                        key: bytes(&format!("/raw{key}")),
+                                        value: value.clone(),
+                                        ..Default::default()
+                                    };
+                                    raw.put(put).await.unwrap();
                                 }
                             }
                         }

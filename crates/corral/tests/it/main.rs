@@ -19,7 +19,6 @@ macro_rules! backend_tests {
                 }
             )*
         }
-        #[cfg(feature = "etcd")]
         mod etcd {
             $(
                 $(#[$attribute])*

@@ -6,8 +6,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-#[cfg(feature = "etcd")]
 use corral_store::testing::EtcdProcess;
 
 /// How long a server may take to start. Generous: CI machines are busy compiling.
@@ -15,7 +13,6 @@ const START_DEADLINE: Duration = Duration::from_secs(60);
 
 pub enum Backend {
     Sqlite,
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     Etcd,
 }
 
@@ -23,7 +20,6 @@ pub enum Backend {
 /// one after the other share both, which is how a restart is tested.
 pub struct TestEnv {
     // Dropped last (fields drop in order), after etcd is gone.
-    #[cfg(feature = "etcd")]
     etcd: Option<EtcdProcess>,
     dir: tempfile::TempDir,
 }
@@ -41,11 +37,9 @@ where
         .expect("creating a temporary directory for a test");
     let env = match backend {
         Backend::Sqlite => TestEnv {
-            #[cfg(feature = "etcd")]
             etcd: None,
             dir,
         },
-        #[cfg(feature = "etcd")]
         Backend::Etcd => match EtcdProcess::start_or_skip().await {
             Some(etcd) => TestEnv {
                 etcd: Some(etcd),
@@ -53,8 +47,6 @@ where
             },
             None => return,
         },
-        #[cfg(not(feature = "etcd"))]
-        Backend::Etcd => unreachable!("etcd tests exist only with the etcd feature"),
     };
     test(env).await;
 }
@@ -140,8 +132,6 @@ impl TestEnv {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-
-    #[cfg(feature = "etcd")]
     fn store_arguments(&self, command: &mut Command) {
         match &self.etcd {
             Some(etcd) => command
@@ -151,10 +141,6 @@ impl TestEnv {
         };
     }
 
-    #[cfg(not(feature = "etcd"))]
-    fn store_arguments(&self, command: &mut Command) {
-        command.args(["--store", "sqlite"]);
-    }
 }
 
 /// The URL on the kubeconfig's `server:` line.
