@@ -40,6 +40,7 @@ mod apply;
 mod crud;
 mod custom_resources;
 mod errors;
+mod etcd_member_loss;
 mod gc;
 mod machinery;
 mod runtime;
