@@ -132,6 +132,9 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
         }
     })
     .await;
+    describe_watch_on_a_terminal_leaves_it_clean_on_ctrl_c(&data.join("kubeconfig"), dir.path())
+        .await;
+
     // Ctrl-C, typed: the terminal sends SIGINT to corral.
     let mut keyboard = terminal.stdin.take().unwrap();
     keyboard.write_all(b"\x03").unwrap();
@@ -176,6 +179,48 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
     // No log line on the screen; the reconciles are in the data directory's log.
     assert_eq!(log_lines(&shown), Vec::<String>::new(), "{plain}");
     assert_log_file_has_the_reconciles(&data);
+}
+
+/// `corral describe cluster demo --watch` on a pseudo-terminal: the tree drawn, then Ctrl-C
+/// exits 0 with the cursor shown, wrapping back on and no half line (the echoed `^C` cleared).
+async fn describe_watch_on_a_terminal_leaves_it_clean_on_ctrl_c(kubeconfig: &Path, dir: &Path) {
+    let screen = dir.join("watch-screen");
+    let command = format!(
+        "'{}' describe cluster demo --watch",
+        env!("CARGO_BIN_EXE_corral")
+    );
+    let mut terminal = Command::new(script())
+        .args(["-qfec", &command, "/dev/null"])
+        .env("KUBECONFIG", kubeconfig)
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(std::fs::File::create(&screen).unwrap()))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("running script");
+    let read_screen = || std::fs::read_to_string(&screen).unwrap_or_default();
+    eventually("describe --watch to draw the tree", || {
+        let exited = terminal.try_wait().ok().flatten();
+        let shown = read_screen();
+        async move {
+            if let Some(status) = exited {
+                panic!("describe --watch exited with {status}:\n{shown}");
+            }
+            strip_ansi(&shown).contains("Cluster/demo").then_some(())
+        }
+    })
+    .await;
+    let mut keyboard = terminal.stdin.take().unwrap();
+    keyboard.write_all(b"\x03").unwrap();
+    keyboard.flush().unwrap();
+    let status = wait_exit(&mut terminal, "describe --watch after Ctrl-C").await;
+    let shown = read_screen();
+    assert!(status.success(), "describe --watch exited with {status}:\n{shown:?}");
+    assert!(shown.starts_with("\x1b[?7l\x1b[?25l"), "{shown:?}");
+    assert!(shown.ends_with("\r\x1b[K\x1b[?7h\x1b[?25h"), "{shown:?}");
+    assert_eq!(log_lines(&shown), Vec::<String>::new(), "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
