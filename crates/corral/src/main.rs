@@ -359,11 +359,17 @@ pub(crate) async fn start_apiserver(
     Ok(server)
 }
 
-pub(crate) async fn shutdown_signal() {
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is called,
+/// not when the future is first polled: from then on a signal no longer kills the process
+/// but is kept for the future, so a Ctrl-C during start-up stops it cleanly too.
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
     let mut terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
+    async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
     }
 }

@@ -57,6 +57,56 @@ impl Progress {
 /// election: this process owns its store, whose lock `main` holds) until SIGINT or SIGTERM,
 /// then stops them and the server and says where everything is kept.
 pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
+    // From here on Ctrl-C and SIGTERM stop the process with its one line, also while it is
+    // starting.
+    let mut stop_signal = std::pin::pin!(crate::shutdown_signal());
+    let plane = tokio::select! {
+        plane = start(&args) => plane?,
+        _ = &mut stop_signal => {
+            say_stopped(&args);
+            return Ok(());
+        }
+    };
+    if args.demo {
+        // The demo is a view: when it cannot go on (the cluster was deleted or moved away, or
+        // it does not become available), the management plane keeps running.
+        let demo = show_demo(&plane.connection, "demo", plane.log.as_deref());
+        let signalled = tokio::select! {
+            result = demo => {
+                if let Err(error) = result {
+                    eprintln!("warning: the demo view stopped: {error:#}; the management plane keeps running (Ctrl-C stops it)");
+                }
+                false
+            }
+            _ = &mut stop_signal => true,
+        };
+        if !signalled {
+            stop_signal.await;
+        }
+    } else {
+        stop_signal.await;
+    }
+    tracing::info!("Shutting down");
+    let _ = plane.stop.send(true);
+    let _ = plane.controllers.await;
+    plane.server.shutdown().await;
+    say_stopped(&args);
+    Ok(())
+}
+
+/// The running management plane of `corral up`.
+struct Plane {
+    server: corral_apiserver::Server,
+    connection: corral_cli::Connection,
+    /// Tells the controllers to stop.
+    stop: tokio::sync::watch::Sender<bool>,
+    controllers: tokio::task::JoinHandle<()>,
+    /// The log file, unless the log goes to standard error.
+    log: Option<std::path::PathBuf>,
+}
+
+/// Starts the management plane, one checklist line per step.
+async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
     let progress = Progress { colour: colour() };
     let server = crate::start_apiserver(&args.server, &mut |step, detail| {
         progress.done(step, detail)
@@ -102,33 +152,21 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
         kubeconfig.display()
     );
     let _ = std::io::stdout().flush();
-    if args.demo {
-        // The demo is a view: when it cannot go on (the cluster was deleted or moved away, or
-        // it does not become available), the management plane keeps running.
-        let demo = show_demo(&connection, "demo", log.as_deref());
-        let signalled = tokio::select! {
-            result = demo => {
-                if let Err(error) = result {
-                    eprintln!("warning: the demo view stopped: {error:#}; the management plane keeps running (Ctrl-C stops it)");
-                }
-                false
-            }
-            _ = crate::shutdown_signal() => true,
-        };
-        if !signalled {
-            crate::shutdown_signal().await;
-        }
-    } else {
-        crate::shutdown_signal().await;
-    }
-    tracing::info!("Shutting down");
-    let _ = stop.send(true);
-    let _ = controllers.await;
-    server.shutdown().await;
-    // On a terminal, the line starts over the `^C` it echoed.
+    Ok(Plane {
+        server,
+        connection,
+        stop,
+        controllers,
+        log,
+    })
+}
+
+/// The one line at the end: where everything is kept and how to resume. On a terminal it
+/// starts over the `^C` the terminal echoed.
+fn say_stopped(args: &crate::UpArgs) {
     let clear = if shows_progress() { "\r\x1b[K" } else { "" };
     println!("{clear}{}", crate::stopped_line(&args.server, "up"));
-    Ok(())
+    let _ = std::io::stdout().flush();
 }
 
 /// Creates the demo cluster (or resumes it) and shows it until it is available, then what to
