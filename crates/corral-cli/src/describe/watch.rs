@@ -69,7 +69,12 @@ impl<W: Write> View<W> {
 
     /// Shows `root` as of `now`: on a terminal, the tree (and `footer` lines under it) in
     /// place of the last drawing; elsewhere its state line, when it differs from the last one.
-    pub fn show(&mut self, root: &Node, now: Timestamp, footer: Option<&str>) -> std::io::Result<()> {
+    pub fn show(
+        &mut self,
+        root: &Node,
+        now: Timestamp,
+        footer: Option<&str>,
+    ) -> std::io::Result<()> {
         match &self.terminal {
             Some(terminal) => {
                 let mut drawing = tree::render(root, now, terminal.colour);

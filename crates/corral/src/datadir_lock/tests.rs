@@ -31,7 +31,8 @@ fn a_second_lock_on_a_held_data_dir_fails_and_names_the_holder() {
 fn a_released_lock_can_be_taken_again_and_its_old_contents_are_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let held = DataDirLock::acquire(dir.path()).unwrap();
-    held.record_url("http://127.0.0.1:40000/a-longer-url-than-the-next").unwrap();
+    held.record_url("http://127.0.0.1:40000/a-longer-url-than-the-next")
+        .unwrap();
     drop(held);
     let again = DataDirLock::acquire(dir.path()).unwrap();
     let text = std::fs::read_to_string(dir.path().join(super::LOCK_FILE)).unwrap();

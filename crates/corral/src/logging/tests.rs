@@ -25,7 +25,10 @@ fn a_reopened_log_counts_what_it_holds_already() {
     std::fs::write(&path, "from before\n").unwrap();
     let mut log = RotatingFile::open(path.clone(), 16, 1).unwrap();
     log.write_all(b"now\n").unwrap();
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "from before\nnow\n");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "from before\nnow\n"
+    );
     log.write_all(b"later\n").unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "later\n");
     assert_eq!(

@@ -79,11 +79,17 @@ fn assert_log_file_has_the_reconciles(data_dir: &Path) {
         "no reconcile line in {}:\n{log}",
         path.display()
     );
-    assert!(log.contains("Creating MachineSet default/demo-md-0"), "{log}");
+    assert!(
+        log.contains("Creating MachineSet default/demo-md-0"),
+        "{log}"
+    );
     for secret in ["PRIVATE KEY", "client-key-data", "token:"] {
         assert!(!log.contains(secret), "{secret} in the log:\n{log}");
     }
-    assert!(!log.contains('\x1b'), "escape codes in the log file:\n{log}");
+    assert!(
+        !log.contains('\x1b'),
+        "escape codes in the log file:\n{log}"
+    );
 }
 
 /// The `script` of util-linux, which runs a command on a pseudo-terminal; the test fails when
@@ -117,7 +123,9 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::from(std::fs::File::create(&screen).unwrap()))
-        .stderr(Stdio::from(std::fs::File::create(dir.path().join("script.err")).unwrap()))
+        .stderr(Stdio::from(
+            std::fs::File::create(dir.path().join("script.err")).unwrap(),
+        ))
         .spawn()
         .expect("running script");
     let read_screen = || std::fs::read_to_string(&screen).unwrap_or_default();
@@ -128,7 +136,9 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
             if let Some(status) = exited {
                 panic!("corral up exited with {status}:\n{shown}");
             }
-            shown.contains("corral scale md/demo-md-0 --replicas 5").then_some(())
+            shown
+                .contains("corral scale md/demo-md-0 --replicas 5")
+                .then_some(())
         }
     })
     .await;
@@ -148,14 +158,19 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
     for step in ["✓ Store opened", "✓ Controllers started", "✓ Logging to"] {
         assert!(plain.contains(step), "no {step:?} on the screen:\n{plain}");
     }
-    assert!(shown.contains("\x1b[?25l"), "the cursor was not hidden:\n{shown:?}");
+    assert!(
+        shown.contains("\x1b[?25l"),
+        "the cursor was not hidden:\n{shown:?}"
+    );
     assert!(
         shown.contains("A\x1b[J"),
         "the tree was not redrawn in place:\n{shown:?}"
     );
     assert!(shown.contains("\x1b[32m"), "no colour:\n{shown:?}");
     let available = plain.find("Cluster demo is available.").expect(&plain);
-    let try_lines = plain.find("Try:\r\n  corral describe cluster demo --watch").expect(&plain);
+    let try_lines = plain
+        .find("Try:\r\n  corral describe cluster demo --watch")
+        .expect(&plain);
     assert!(available < try_lines, "{plain}");
     // The terminal is left clean: cursor shown and wrapping back on after the live view, and
     // the last line says where everything is kept.
@@ -163,7 +178,10 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
         shown.rfind("\x1b[?25h") > shown.rfind("\x1b[?25l"),
         "the cursor is left hidden:\n{shown:?}"
     );
-    assert!(shown.rfind("\x1b[?7h") > shown.rfind("\x1b[?7l"), "{shown:?}");
+    assert!(
+        shown.rfind("\x1b[?7h") > shown.rfind("\x1b[?7l"),
+        "{shown:?}"
+    );
     // The `^C` the terminal echoed is overwritten: the line starts over with a carriage
     // return and is cleared before it is written.
     let last = plain.trim_end().lines().last().unwrap_or("");
@@ -217,7 +235,10 @@ async fn describe_watch_on_a_terminal_leaves_it_clean_on_ctrl_c(kubeconfig: &Pat
     keyboard.flush().unwrap();
     let status = wait_exit(&mut terminal, "describe --watch after Ctrl-C").await;
     let shown = read_screen();
-    assert!(status.success(), "describe --watch exited with {status}:\n{shown:?}");
+    assert!(
+        status.success(),
+        "describe --watch exited with {status}:\n{shown:?}"
+    );
     assert!(shown.starts_with("\x1b[?7l\x1b[?25l"), "{shown:?}");
     assert!(shown.ends_with("\r\x1b[K\x1b[?7h\x1b[?25h"), "{shown:?}");
     assert_eq!(log_lines(&shown), Vec::<String>::new(), "{shown}");
@@ -237,13 +258,18 @@ async fn up_demo_without_a_terminal_prints_one_line_per_change_and_stops_on_sigt
         .stdin(Stdio::null())
         .stdout(Stdio::from(std::fs::File::create(&output).unwrap()))
         .stderr(Stdio::from(
-            std::fs::OpenOptions::new().append(true).open(&output).unwrap(),
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&output)
+                .unwrap(),
         ))
         .spawn()
         .expect("spawning corral up");
     let read = || std::fs::read_to_string(&output).unwrap_or_default();
     eventually("the demo cluster to be created", || async {
-        read().contains("Created the demo cluster demo").then_some(())
+        read()
+            .contains("Created the demo cluster demo")
+            .then_some(())
     })
     .await;
 
@@ -268,7 +294,9 @@ async fn up_demo_without_a_terminal_prints_one_line_per_change_and_stops_on_sigt
             if let Some(status) = exited {
                 panic!("corral up exited with {status}:\n{shown}");
             }
-            shown.contains("corral scale md/demo-md-0 --replicas 5").then_some(())
+            shown
+                .contains("corral scale md/demo-md-0 --replicas 5")
+                .then_some(())
         }
     })
     .await;
@@ -320,7 +348,10 @@ async fn up_demo_without_a_terminal_prints_one_line_per_change_and_stops_on_sigt
     let watched = watched();
     assert!(!watched.contains('\x1b'), "{watched:?}");
     let lines: Vec<&str> = watched.lines().collect();
-    assert!(lines.iter().all(|line| line.starts_with("demo: ")), "{watched}");
+    assert!(
+        lines.iter().all(|line| line.starts_with("demo: ")),
+        "{watched}"
+    );
     for pair in lines.windows(2) {
         assert_ne!(pair[0], pair[1], "a line repeated:\n{watched}");
     }
@@ -366,7 +397,11 @@ async fn assert_refused(args: &[&str], data: &Path, pid: u32, url: &str) {
     let output = second.wait_with_output().unwrap();
     let stderr = text(&output.stderr);
     assert_eq!(status.code(), Some(1), "corral {args:?}: {stderr}");
-    assert_eq!(text(&output.stdout), "", "corral {args:?} printed on stdout");
+    assert_eq!(
+        text(&output.stdout),
+        "",
+        "corral {args:?} printed on stdout"
+    );
     assert_eq!(
         stderr,
         format!(

@@ -28,10 +28,18 @@ fn the_state_line_says_how_many_machines_are_ready_and_how_far_the_cluster_got()
         "demo: no machines yet, provisioning"
     );
     assert_eq!(
-        state_line(&cluster("4", "6", &["InfrastructureReady", "ControlPlaneInitialized"])),
+        state_line(&cluster(
+            "4",
+            "6",
+            &["InfrastructureReady", "ControlPlaneInitialized"]
+        )),
         "demo: 4/6 machines ready, control plane initialized"
     );
-    let done = cluster("6", "6", &["InfrastructureReady", "ControlPlaneAvailable", "Available"]);
+    let done = cluster(
+        "6",
+        "6",
+        &["InfrastructureReady", "ControlPlaneAvailable", "Available"],
+    );
     assert_eq!(state_line(&done), "demo: 6/6 machines ready, available");
     assert!(is_available(&done));
     assert!(!is_available(&cluster("5", "6", &["Available"])));
@@ -67,8 +75,12 @@ fn on_a_terminal_the_tree_is_redrawn_in_place_and_the_terminal_restored() {
         let mut view = View::terminal(&mut out, false);
         let now = Timestamp::now();
         view.show(&cluster("0", "6", &[]), now, None).unwrap();
-        view.show(&cluster("1", "6", &[]), now, Some("1 warning — see corral.log"))
-            .unwrap();
+        view.show(
+            &cluster("1", "6", &[]),
+            now,
+            Some("1 warning — see corral.log"),
+        )
+        .unwrap();
     }
     let text = String::from_utf8(out).unwrap();
     assert!(text.starts_with("\x1b[?7l\x1b[?25l"), "{text:?}");
