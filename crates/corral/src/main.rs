@@ -84,7 +84,8 @@ struct UpArgs {
     demo: bool,
     #[command(flatten)]
     cloud: cloud::CloudFlag,
-    /// Log to standard error instead of `<data-dir>/corral.log`.
+    /// Log to standard error instead of `<data-dir>/corral.log` (on a terminal, the demo
+    /// cluster is then shown one line per change instead of as a tree redrawn in place).
     #[arg(long)]
     log_to_stderr: bool,
 }

@@ -185,8 +185,11 @@ async fn show_demo(
         ..DescribeOptions::default()
     };
     let problems = || log.and_then(crate::logging::problems_seen);
-    // Dropped however this ends (done, failed, or Ctrl-C), which restores the terminal.
-    let mut view = if shows_progress() {
+    // Dropped however this ends (done, failed, or Ctrl-C), which restores the terminal. With
+    // the log streamed to the terminal too (`--log-to-stderr`), its lines would break a
+    // drawing redrawn in place: the view is then one line per change as well.
+    let log_on_terminal = log.is_none() && std::io::stderr().is_terminal();
+    let mut view = if shows_progress() && !log_on_terminal {
         View::terminal(std::io::stdout(), colour())
     } else {
         View::lines(std::io::stdout())
