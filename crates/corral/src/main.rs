@@ -231,6 +231,12 @@ fn main() -> ExitCode {
             Command::Completion(args) => commands::completion::<Cli>(args),
         }
     });
+    // Whatever the servers left running ends with the runtime, so that the line saying that
+    // everything stopped comes last.
+    drop(runtime);
+    if let Some(line) = STOPPED.get() {
+        println!("{line}");
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -289,8 +295,16 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     shutdown_signal().await;
     tracing::info!("Shutting down");
     server.shutdown().await;
-    println!("{}", stopped_line(&args, "apiserver"));
+    say_when_stopped(stopped_line(&args, "apiserver"));
     Ok(())
+}
+
+/// The line `main` prints once everything has stopped, set by a server stopped by a signal.
+static STOPPED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Has `main` print `line` once the process has stopped everything it ran.
+pub(crate) fn say_when_stopped(line: String) {
+    let _ = STOPPED.set(line);
 }
 
 /// The one line a server prints once it stopped on a signal: where its data is and how to

@@ -165,8 +165,10 @@ async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
 /// starts over the `^C` the terminal echoed.
 fn say_stopped(args: &crate::UpArgs) {
     let clear = if shows_progress() { "\r\x1b[K" } else { "" };
-    println!("{clear}{}", crate::stopped_line(&args.server, "up"));
-    let _ = std::io::stdout().flush();
+    crate::say_when_stopped(format!(
+        "{clear}{}",
+        crate::stopped_line(&args.server, "up")
+    ));
 }
 
 /// Creates the demo cluster (or resumes it) and shows it until it is available, then what to

@@ -44,12 +44,12 @@ impl Process {
         self.child.id()
     }
 
-    /// SIGTERM, then waits for the process to exit.
-    fn terminate(mut self) {
+    /// SIGTERM, then waits for the process to exit; how it exited.
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let _ = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status();
-        let _ = self.child.wait();
+        self.child.wait().expect("waiting for corral to exit")
     }
 
     /// SIGKILL: no chance to release anything.

@@ -458,4 +458,24 @@ async fn one_process_per_data_dir_and_kill_9_leaves_no_stale_lock() {
     let providers = corral_ok(&kubeconfig, &["get", "providers"]);
     assert!(providers.contains("cluster-api"), "{providers}");
     assert_refused(&["up"], &data, second.pid(), &server_url(&kubeconfig)).await;
+
+    // SIGTERM: the API server stops cleanly, saying where everything is kept.
+    let status = second.terminate();
+    let said = std::fs::read_to_string(dir.path().join("apiserver.log")).unwrap();
+    assert!(
+        status.success(),
+        "corral apiserver exited with {status}:\n{said}"
+    );
+    assert_eq!(
+        said.trim_end().lines().last(),
+        Some(
+            format!(
+                "Stopped; everything is kept in {} — `corral apiserver --data-dir {}` resumes",
+                data.display(),
+                data.display()
+            )
+            .as_str()
+        ),
+        "{said}"
+    );
 }
