@@ -102,8 +102,8 @@ enum StoreKind {
 
 #[derive(clap::Args)]
 struct ApiserverArgs {
-    /// Where the store, the admin kubeconfig and the log live. One process at a time uses
-    /// it: a second one fails, naming the first.
+    /// Where the store and the admin kubeconfig live (and `corral up`'s log). One process at
+    /// a time uses it: a second one fails, naming the first.
     #[arg(long, default_value = ".corral")]
     data_dir: PathBuf,
     /// Address to listen on. Only loopback addresses are allowed until TLS and authentication
