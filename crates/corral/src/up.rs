@@ -3,8 +3,9 @@
 //! progress view while it starts and, with `--demo`, a demo cluster whose tree is shown until
 //! it is available.
 //!
-//! Everything lives in the data directory (the store and the admin kubeconfig), so a restart
-//! on the same directory resumes: the objects are there and the controllers pick them up.
+//! Everything lives in the data directory (the store, the admin kubeconfig and the log), so a
+//! restart on the same directory resumes: the objects are there and the controllers pick them
+//! up. The screen is for people: the log goes to the data directory unless `--log-to-stderr`.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -27,7 +28,7 @@ const DEMO_KUBERNETES_VERSION: &str = "v1.32.0";
 const DEMO_DEADLINE: Duration = Duration::from_secs(300);
 
 /// Whether standard output is a terminal that takes the live view (and colours).
-pub fn shows_progress() -> bool {
+fn shows_progress() -> bool {
     std::io::stdout().is_terminal()
 }
 
