@@ -35,6 +35,7 @@ mod support;
 
 mod cli;
 mod durability;
+mod first_run;
 mod kubectl;
 mod kubectl_machinery;
 mod move_clusters;
