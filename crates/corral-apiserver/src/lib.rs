@@ -9,6 +9,7 @@
 
 pub mod admission;
 mod apply;
+pub mod auth;
 mod body;
 mod builtin_fields;
 mod conversion;
@@ -23,6 +24,7 @@ mod namespaces;
 pub mod object;
 mod openapi;
 mod patch;
+pub mod pki;
 mod protobuf;
 pub mod query;
 pub mod registry;
@@ -34,11 +36,14 @@ pub mod selector;
 mod server;
 pub mod strategic_merge;
 mod table;
+pub mod tls;
 mod watch;
 pub mod watch_cache;
 mod webhook;
 
+pub use auth::{AuthenticationConfig, UserInfo};
 pub use error::ApiError;
 pub use server::{ApiState, Server, ServerConfig, serve_request};
+pub use tls::{ServingCertificate, TlsConfig};
 pub use watch::WatchTimings;
 pub use watch_cache::WatchCacheConfig;

@@ -11,6 +11,7 @@ use corral_store::{DynStore, Revision};
 use http::{Method, StatusCode};
 use serde_json::Value;
 
+use crate::auth::{Authenticator, UserInfo};
 use crate::error::ApiError;
 use crate::patch::{Patch, PatchType};
 use crate::query::Query;
@@ -28,6 +29,12 @@ pub struct ServerConfig {
     /// How often the store's history is compacted, each time up to the revision seen one
     /// interval earlier (kube-apiserver compacts every 5 minutes the same way); `None` never.
     pub compaction_interval: Option<std::time::Duration>,
+    /// HTTPS; `None` serves plain HTTP (the library's default, for tests on loopback).
+    pub tls: Option<crate::tls::TlsConfig>,
+    /// How requests are authenticated (see `auth/`); `None` authenticates nothing and every
+    /// request is [`UserInfo::unsecured`]. Client certificates need [`ServerConfig::tls`] with
+    /// a client CA.
+    pub authentication: Option<crate::auth::AuthenticationConfig>,
 }
 
 impl Default for ServerConfig {
@@ -36,6 +43,8 @@ impl Default for ServerConfig {
             watch_cache: WatchCacheConfig::default(),
             watch: WatchTimings::default(),
             compaction_interval: Some(std::time::Duration::from_secs(300)),
+            tls: None,
+            authentication: None,
         }
     }
 }
@@ -105,6 +114,9 @@ impl ApiState {
 pub struct Server {
     state: Arc<ApiState>,
     local_addr: SocketAddr,
+    https: bool,
+    /// The identity of in-process clients, shared by their requests.
+    in_process_user: Arc<UserInfo>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -116,28 +128,57 @@ impl Server {
         store: DynStore,
         config: ServerConfig,
     ) -> Result<Server, ApiError> {
+        // Certificates first: a bad file fails the start before the store is touched.
+        let tls = match &config.tls {
+            Some(tls) => Some(
+                crate::tls::server_config(tls)
+                    .map_err(|e| ApiError::internal(format!("cannot serve HTTPS: {e}")))?,
+            ),
+            None => None,
+        };
         let state = ApiState::start(store, config).await?;
         let local_addr = listener
             .local_addr()
             .map_err(|e| ApiError::internal(format!("listener has no address: {e}")))?;
-        let app = router(state.clone());
-        let (shutdown, shutdown_signal) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            // Without TCP_NODELAY, small writes such as watch events wait behind the peer's
-            // delayed ACK (tens of milliseconds).
-            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                let _ = shutdown_signal.await;
-            });
-            if let Err(error) = serve.await {
-                tracing::error!(%error, "Serving failed");
+        let gate = match &state.config.authentication {
+            Some(authentication) => {
+                Gate::Authenticate(Arc::new(Authenticator::new(authentication.clone())))
             }
-        });
+            None => Gate::Fixed(Arc::new(UserInfo::unsecured())),
+        };
+        let app = router(state.clone(), gate);
+        let (shutdown, shutdown_signal) = tokio::sync::oneshot::channel::<()>();
+        let https = tls.is_some();
+        let task = match tls {
+            Some((server_config, resolver)) => {
+                let check_interval = state
+                    .config
+                    .tls
+                    .as_ref()
+                    .map_or(std::time::Duration::from_secs(60), |t| t.check_interval);
+                crate::tls::keep_fresh(&resolver, check_interval);
+                let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+                tokio::spawn(serve_https(listener, acceptor, app, shutdown_signal))
+            }
+            None => tokio::spawn(async move {
+                // Without TCP_NODELAY, small writes such as watch events wait behind the peer's
+                // delayed ACK (tens of milliseconds).
+                let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+                let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                    let _ = shutdown_signal.await;
+                });
+                if let Err(error) = serve.await {
+                    tracing::error!(%error, "Serving failed");
+                }
+            }),
+        };
         Ok(Server {
             state,
             local_addr,
+            https,
+            in_process_user: Arc::new(UserInfo::controllers()),
             shutdown: Some(shutdown),
             task,
         })
@@ -149,16 +190,20 @@ impl Server {
     /// (same routes, same answers, same watches); only the wire is gone. In `corral up` and the
     /// scale benchmarks the controllers talk to their own server this way: the loopback TCP
     /// and hyper on both ends were about a quarter of the management plane's CPU.
+    ///
+    /// In-process clients are trusted without credentials, as [`UserInfo::controllers`].
     pub fn in_process(&self) -> axum::Router {
-        router(self.state.clone())
+        router(self.state.clone(), Gate::Fixed(self.in_process_user.clone()))
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
+    /// `https://ADDRESS` or `http://ADDRESS`, with the address listened on.
     pub fn url(&self) -> String {
-        format!("http://{}", self.local_addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.local_addr)
     }
 
     pub fn state(&self) -> &Arc<ApiState> {
@@ -300,14 +345,108 @@ async fn follow_crds(state: &Arc<ApiState>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The routes of a server over `state`: every request goes to [`handle`].
-fn router(state: Arc<ApiState>) -> axum::Router {
-    axum::Router::new().fallback(handle).with_state(state)
+/// How the requests of a router get their user.
+#[derive(Clone)]
+enum Gate {
+    /// All are this user: in-process clients, or a server without authentication.
+    Fixed(Arc<UserInfo>),
+    Authenticate(Arc<Authenticator>),
 }
 
-/// Every request comes here; the path decides what it is.
-async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
-    serve_request(state, request).await
+/// What a router's requests share.
+#[derive(Clone)]
+struct Front {
+    state: Arc<ApiState>,
+    gate: Gate,
+}
+
+/// The routes of a server over `state`: every request goes to [`handle`].
+fn router(state: Arc<ApiState>, gate: Gate) -> axum::Router {
+    axum::Router::new()
+        .fallback(handle)
+        .with_state(Front { state, gate })
+}
+
+/// Every request comes here: authenticated, then the path decides what it is.
+async fn handle(State(front): State<Front>, mut request: Request) -> Response {
+    let user = match &front.gate {
+        Gate::Fixed(user) => user.clone(),
+        Gate::Authenticate(authenticator) => match authenticator.authenticate(&request) {
+            Ok(user) => user,
+            Err(response) => {
+                tracing::debug!(method = %request.method(), path = request.uri().path(), "Request unauthenticated");
+                return response;
+            }
+        },
+    };
+    request.extensions_mut().insert(user);
+    serve_request(front.state, request).await
+}
+
+/// How long a client may take over the TLS handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves HTTPS on `listener` until `shutdown`, then waits for open connections. Each
+/// connection's verified client certificate goes into its requests' extensions, for the
+/// authenticator.
+async fn serve_https(
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    app: axum::Router,
+    shutdown: tokio::sync::oneshot::Receiver<()>,
+) {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: wait rather than spin.
+                    tracing::warn!(%error, "Accepting a connection failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        // Without TCP_NODELAY, small writes such as watch events wait behind the peer's
+        // delayed ACK (tens of milliseconds).
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(error)) => {
+                    tracing::debug!(%peer, %error, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let certificate =
+                crate::auth::x509::client_certificate(stream.get_ref().1.peer_certificates());
+            let service = hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
+                if let Some(certificate) = &certificate {
+                    request.extensions_mut().insert(certificate.clone());
+                }
+                tower_service::Service::call(&mut app.clone(), request)
+            });
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            if let Err(error) = watcher.watch(connection.into_owned()).await {
+                tracing::debug!(%peer, %error, "Connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// Answers one request against `state`: what the listener of a [`Server`] does, for callers

@@ -18,6 +18,7 @@ mod commands;
 mod datadir_lock;
 mod logging;
 mod move_command;
+mod security;
 mod up;
 
 /// mimalloc instead of glibc malloc: the management plane allocates and frees a great deal
@@ -106,10 +107,39 @@ struct ApiserverArgs {
     /// a time uses it: a second one fails, naming the first.
     #[arg(long, default_value = ".corral")]
     data_dir: PathBuf,
-    /// Address to listen on. Only loopback addresses are allowed until TLS and authentication
-    /// exist; port 0 picks a free port.
+    /// Address to listen on (HTTPS with authentication; any address, loopback only with
+    /// --insecure-http); port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
+    /// Serve plain HTTP without authentication (every request is trusted), on loopback only.
+    #[arg(long, conflicts_with_all = [
+        "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_san",
+        "token_auth_file", "anonymous_auth",
+    ])]
+    insecure_http: bool,
+    /// Serving certificate (PEM, with its chain), read again when it changes; without it,
+    /// the data directory's CA (`<data-dir>/pki/`) issues one and renews it before it expires.
+    #[arg(long, value_name = "FILE", requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert-file.
+    #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// More names (DNS names or IP addresses) for the issued serving certificate,
+    /// comma-separated; it has the listen address, localhost, 127.0.0.1 and ::1.
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    tls_san: Vec<String>,
+    /// CA certificates (PEM) whose client certificates authenticate (CN is the user, each O
+    /// a group), besides the data directory's CA.
+    #[arg(long, value_name = "FILE")]
+    client_ca_file: Option<PathBuf>,
+    /// Bearer tokens, as kube-apiserver's static token file: CSV lines
+    /// `token,user,uid,"group1,group2"`.
+    #[arg(long, value_name = "FILE")]
+    token_auth_file: Option<PathBuf>,
+    /// Let requests without credentials through as `system:anonymous` (group
+    /// `system:unauthenticated`); without it they get 401.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_name = "BOOL")]
+    anonymous_auth: bool,
     /// Storage backend.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
@@ -292,15 +322,11 @@ async fn open_etcd(args: &ApiserverArgs) -> anyhow::Result<DynStore> {
     }
 }
 
-fn write_kubeconfig(data_dir: &Path, server_url: &str) -> anyhow::Result<PathBuf> {
+/// Writes the admin kubeconfig, readable by its owner only (it holds a private key), whole:
+/// through a temporary file and a rename, so a reader never sees half of it.
+fn write_kubeconfig(data_dir: &Path, contents: &str) -> anyhow::Result<PathBuf> {
     let path = data_dir.join("kubeconfig");
-    let contents = corral_apiserver::kubeconfig::render(server_url, "corral");
-    // Write then rename, so a reader never sees half a file.
-    let temporary = data_dir.join(".kubeconfig.tmp");
-    std::fs::write(&temporary, contents)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, &path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    corral_apiserver::tls::write_private(&path, contents.as_bytes())?;
     Ok(path)
 }
 
@@ -348,18 +374,14 @@ pub(crate) async fn start_apiserver(
     args: &ApiserverArgs,
     progress: &mut dyn FnMut(&str, String),
 ) -> anyhow::Result<Server> {
-    if !args.listen.ip().is_loopback() {
-        bail!(
-            "refusing to listen on {}: only loopback addresses are allowed until TLS and authentication are available (use 127.0.0.1 or ::1)",
-            args.listen
-        );
-    }
+    security::check_listen(args)?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| {
         format!(
             "cannot create the data directory {}",
             args.data_dir.display()
         )
     })?;
+    let security = security::prepare(args)?;
     let store = open_store(args).await?;
     progress(
         "Store opened",
@@ -372,18 +394,24 @@ pub(crate) async fn start_apiserver(
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let server = Server::start(listener, store, ServerConfig::default())
+    let https = security.tls.is_some();
+    let config = ServerConfig {
+        tls: security.tls.clone(),
+        authentication: security.authentication.clone(),
+        ..ServerConfig::default()
+    };
+    let server = Server::start(listener, store, config)
         .await
         .map_err(|e| anyhow::anyhow!("cannot start the API server: {e}"))?;
-    let kubeconfig = write_kubeconfig(&args.data_dir, &server.url())?;
-    datadir_lock::record_url(&server.url())?;
-    progress("API server listening", server.url());
+    let url = security::client_url(server.local_addr(), https);
+    let kubeconfig = write_kubeconfig(&args.data_dir, &security.kubeconfig(&url))?;
+    datadir_lock::record_url(&url)?;
+    progress("API server listening", url.clone());
     tracing::info!(
-        url = server.url(),
+        url,
         kubeconfig = %kubeconfig.display(),
         store = ?args.store,
-        "Corral API server listening on {}",
-        server.url()
+        "Corral API server listening on {url}"
     );
     Ok(server)
 }

@@ -113,7 +113,13 @@ async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
         progress.done(step, detail)
     })
     .await?;
-    let connection = corral_cli::Connection::for_url(&server.url())?;
+    // This process's own work (installing the providers, the demo view) goes in-process too,
+    // as the controllers' (below).
+    let connection = corral_cli::Connection {
+        client: kube::Client::new(server.in_process(), "default"),
+        server: server.url(),
+        default_namespace: "default".into(),
+    };
     let report = corral_cli::components::init(&connection).await?;
     progress.done(
         "CRDs installed",
