@@ -37,6 +37,7 @@ macro_rules! backend_tests {
 mod support;
 
 mod apply;
+mod authn;
 mod crud;
 mod custom_resources;
 mod errors;
@@ -45,6 +46,7 @@ mod gc;
 mod machinery;
 mod runtime;
 mod schema;
+mod tls;
 mod watch;
 mod webhooks;
 mod write_cache;

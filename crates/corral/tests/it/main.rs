@@ -1,5 +1,6 @@
 //! End-to-end tests: the real `corral` binary, started as a child process, driven by real
-//! clients — kubectl, the official Python client and kube-rs — over loopback HTTP.
+//! clients — kubectl, the official Python client and kube-rs — over loopback HTTPS, with the
+//! kubeconfig the binary writes.
 //!
 //! Every test runs once per store backend: SQLite and, with the `etcd` feature, a fresh etcd
 //! process. Each test gets its own data dir, its own server on a free port and, for etcd, its
@@ -40,3 +41,4 @@ mod kubectl;
 mod kubectl_machinery;
 mod move_clusters;
 mod python_client;
+mod security;

@@ -72,6 +72,11 @@ impl TestEnv {
     /// Starts `corral apiserver` on port 0 and waits until it has written its kubeconfig,
     /// which it does only once it listens.
     pub async fn start_server(&self) -> ServerProcess {
+        self.start_server_with(&[]).await
+    }
+
+    /// [`TestEnv::start_server`] with more flags.
+    pub async fn start_server_with(&self, arguments: &[&str]) -> ServerProcess {
         let data_dir = self.data_dir();
         let kubeconfig = data_dir.join("kubeconfig");
         // A kubeconfig left by an earlier server of this test names that server's port.
@@ -92,7 +97,8 @@ impl TestEnv {
             .arg("--data-dir")
             .arg(&data_dir)
             .arg("--listen")
-            .arg("127.0.0.1:0");
+            .arg("127.0.0.1:0")
+            .args(arguments);
         self.store_arguments(&mut command);
         command
             .env("RUST_LOG", "info")
@@ -107,6 +113,7 @@ impl TestEnv {
         let mut server = ServerProcess {
             child,
             url: String::new(),
+            config: None,
             kubeconfig,
             log_path,
         };
@@ -121,6 +128,7 @@ impl TestEnv {
             if let Ok(contents) = std::fs::read_to_string(&server.kubeconfig) {
                 server.url = server_url(&contents)
                     .unwrap_or_else(|| panic!("no `server:` line in the kubeconfig:\n{contents}"));
+                server.config = Some(client_config(&server.kubeconfig).await);
                 return server;
             }
             if tokio::time::Instant::now() > deadline {
@@ -143,6 +151,15 @@ impl TestEnv {
 
 }
 
+/// A kube-rs client configuration from a kubeconfig the server wrote (HTTPS, its CA, the
+/// admin's client certificate), as any client would read it.
+pub async fn client_config(kubeconfig: &Path) -> kube::Config {
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("reading the kubeconfig");
+    kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("a client configuration from the kubeconfig")
+}
+
 /// The URL on the kubeconfig's `server:` line.
 fn server_url(kubeconfig: &str) -> Option<String> {
     kubeconfig
@@ -155,8 +172,10 @@ fn server_url(kubeconfig: &str) -> Option<String> {
 /// log is printed then, so that the failure can be read next to what the server said.
 pub struct ServerProcess {
     child: Child,
-    /// `http://127.0.0.1:<port>`, from the kubeconfig.
+    /// `https://127.0.0.1:<port>`, from the kubeconfig.
     url: String,
+    /// The kube-rs configuration of the kubeconfig.
+    config: Option<kube::Config>,
     kubeconfig: PathBuf,
     log_path: PathBuf,
 }
@@ -166,10 +185,20 @@ impl ServerProcess {
         &self.kubeconfig
     }
 
-    /// A kube-rs client for this server.
+    /// A kube-rs client for this server, as its kubeconfig says.
     pub fn client(&self) -> kube::Client {
-        let config = kube::Config::new(self.url.parse().expect("the server URL is a URI"));
+        let config = self.config.clone().expect("the server started");
         kube::Client::try_from(config).expect("building a kube client")
+    }
+
+    /// The server's URL, as its kubeconfig says.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server's data directory.
+    pub fn data_dir(&self) -> &Path {
+        self.kubeconfig.parent().expect("the kubeconfig is in the data dir")
     }
 
     /// Kills the server with SIGKILL (no chance to flush or shut down) and reaps it.
