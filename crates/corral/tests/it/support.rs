@@ -95,10 +95,11 @@ impl TestEnv {
         command
             .arg("apiserver")
             .arg("--data-dir")
-            .arg(&data_dir)
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .args(arguments);
+            .arg(&data_dir);
+        if !arguments.contains(&"--listen") {
+            command.args(["--listen", "127.0.0.1:0"]);
+        }
+        command.args(arguments);
         self.store_arguments(&mut command);
         command
             .env("RUST_LOG", "info")
