@@ -272,3 +272,104 @@ async fn serving_certificate_files_are_read_again_when_they_change() {
     }
     tls.server.shutdown().await;
 }
+
+/// What HTTPS with client certificates costs: ConfigMap creates per second at 64 clients
+/// (HTTP/1.1 keep-alive connections, as kube-rs makes them) over HTTPS with the admin's
+/// client certificate and over plain HTTP, on the memory and SQLite stores, in one run.
+/// `cargo nextest run --release -p corral-apiserver --run-ignored only -E 'test(creates_per_second)' --no-capture`
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement; run it in release"]
+async fn creates_per_second_over_https_and_http() {
+    for backend in ["memory", "sqlite"] {
+        for https in [false, true] {
+            let store = match backend {
+                "memory" => corral_store::testing::memory().await,
+                _ => corral_store::testing::sqlite().await,
+            };
+            let ca = pki::generate_ca("test-ca").unwrap();
+            let mut config = ServerConfig::default();
+            if https {
+                config.tls = Some(tls_config(&ca, pki::CERTIFICATE_VALIDITY, Duration::from_secs(3600)));
+                config.authentication = Some(AuthenticationConfig::default());
+            }
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let server = Server::start(listener, store.store.clone(), config).await.unwrap();
+            let admin = pki::issue_client(&ca, "admin", &["system:masters"], Duration::from_secs(3600)).unwrap();
+            let rate = measure_creates(&server.url(), &ca, &admin, 64, Duration::from_secs(5)).await;
+            println!(
+                "{backend:>6} {:>5}: {rate:>8.0} creates/s at 64 clients",
+                if https { "HTTPS" } else { "HTTP" }
+            );
+            server.shutdown().await;
+            drop(store);
+        }
+    }
+}
+
+async fn measure_creates(
+    url: &str,
+    ca: &KeyMaterial,
+    user: &KeyMaterial,
+    clients: usize,
+    duration: Duration,
+) -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in pki::parse_certificates(ca.certificate_pem.as_bytes(), "ca").unwrap() {
+        roots.add(certificate).unwrap();
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(
+            pki::parse_certificates(user.certificate_pem.as_bytes(), "user").unwrap(),
+            pki::parse_private_key(user.private_key_pem.as_bytes(), "user").unwrap(),
+        )
+        .unwrap();
+    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    let client: hyper_util::client::legacy::Client<_, http_body_util::Full<bytes::Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build(connector);
+    let done = Arc::new(AtomicU64::new(0));
+    let measuring = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = tokio::time::Instant::now() + Duration::from_secs(1) + duration;
+    let mut tasks = Vec::new();
+    for worker in 0..clients {
+        let (client, done, measuring, url) = (client.clone(), done.clone(), measuring.clone(), url.to_string());
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while tokio::time::Instant::now() < stop {
+                n += 1;
+                let body = format!(
+                    r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c-{worker}-{n}"}},"data":{{"k":"v"}}}}"#
+                );
+                let request = http::Request::post(format!("{url}/api/v1/namespaces/default/configmaps"))
+                    .header("content-type", "application/json")
+                    .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+                    .unwrap();
+                let response = client.request(request).await.unwrap();
+                assert_eq!(response.status(), 201);
+                let _ = response.into_body().collect().await;
+                if measuring.load(Ordering::Relaxed) {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    // One second of warm-up (connections, handshakes), then the measurement.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    measuring.store(true, Ordering::Relaxed);
+    let started = tokio::time::Instant::now();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
