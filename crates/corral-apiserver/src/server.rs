@@ -193,7 +193,10 @@ impl Server {
     ///
     /// In-process clients are trusted without credentials, as [`UserInfo::controllers`].
     pub fn in_process(&self) -> axum::Router {
-        router(self.state.clone(), Gate::Fixed(self.in_process_user.clone()))
+        router(
+            self.state.clone(),
+            Gate::Fixed(self.in_process_user.clone()),
+        )
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -433,12 +436,14 @@ async fn serve_https(
             };
             let certificate =
                 crate::auth::x509::client_certificate(stream.get_ref().1.peer_certificates());
-            let service = hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
-                if let Some(certificate) = &certificate {
-                    request.extensions_mut().insert(certificate.clone());
-                }
-                tower_service::Service::call(&mut app.clone(), request)
-            });
+            let service = hyper::service::service_fn(
+                move |mut request: http::Request<hyper::body::Incoming>| {
+                    if let Some(certificate) = &certificate {
+                        request.extensions_mut().insert(certificate.clone());
+                    }
+                    tower_service::Service::call(&mut app.clone(), request)
+                },
+            );
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
             if let Err(error) = watcher.watch(connection.into_owned()).await {
                 tracing::debug!(%peer, %error, "Connection ended with an error");

@@ -102,7 +102,8 @@ impl ReloadingCertificate {
         let due = match &self.source {
             ServingCertificate::Files { certificate, key } => {
                 let modified = modified(certificate, key);
-                modified.is_some() && modified != self.current.read().expect("not poisoned").modified
+                modified.is_some()
+                    && modified != self.current.read().expect("not poisoned").modified
             }
             ServingCertificate::Issued { renew_before, .. } => {
                 let not_after = self.not_after();
@@ -120,7 +121,10 @@ impl ReloadingCertificate {
     }
 }
 
-fn modified(certificate: &std::path::Path, key: &std::path::Path) -> Option<(SystemTime, SystemTime)> {
+fn modified(
+    certificate: &std::path::Path,
+    key: &std::path::Path,
+) -> Option<(SystemTime, SystemTime)> {
     let time = |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
     Some((time(certificate)?, time(key)?))
 }
@@ -154,8 +158,8 @@ fn load(source: &ServingCertificate) -> Result<Current, TlsError> {
     let chain = pki::parse_certificates(&certificate_pem, "the serving certificate")?;
     let key = pki::parse_private_key(&key_pem, "the serving key")?;
     let provider = rustls::crypto::ring::default_provider();
-    let certified = CertifiedKey::from_der(chain, key, &provider)
-        .map_err(|e| TlsError::Key(e.to_string()))?;
+    let certified =
+        CertifiedKey::from_der(chain, key, &provider).map_err(|e| TlsError::Key(e.to_string()))?;
     let not_after = certified.end_entity_cert().ok().and_then(pki::not_after);
     Ok(Current {
         key: Arc::new(certified),
@@ -225,14 +229,18 @@ pub(crate) fn keep_fresh(resolver: &Arc<ReloadingCertificate>, interval: Duratio
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(interval).await;
-            let Some(resolver) = weak.upgrade() else { return };
+            let Some(resolver) = weak.upgrade() else {
+                return;
+            };
             match resolver.refresh() {
                 Ok(true) => tracing::info!(
                     not_after = ?resolver.not_after(),
                     "Serving certificate replaced"
                 ),
                 Ok(false) => {}
-                Err(error) => tracing::warn!(%error, "Replacing the serving certificate failed; keeping the current one"),
+                Err(error) => {
+                    tracing::warn!(%error, "Replacing the serving certificate failed; keeping the current one")
+                }
             }
         }
     });

@@ -77,7 +77,10 @@ pub fn prepare(args: &ApiserverArgs) -> anyhow::Result<Security> {
     if let Some(path) = &args.client_ca_file {
         let bundle = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read --client-ca-file {}", path.display()))?;
-        pki::parse_certificates(bundle.as_bytes(), &format!("--client-ca-file {}", path.display()))?;
+        pki::parse_certificates(
+            bundle.as_bytes(),
+            &format!("--client-ca-file {}", path.display()),
+        )?;
         client_ca_pem.push_str(&bundle);
     }
     let tokens = match &args.token_auth_file {

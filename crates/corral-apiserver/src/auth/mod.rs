@@ -46,7 +46,11 @@ pub struct UserInfo {
 
 impl UserInfo {
     /// An authenticated user: `groups` and `system:authenticated`.
-    pub fn authenticated(name: impl Into<String>, uid: impl Into<String>, groups: Vec<String>) -> Self {
+    pub fn authenticated(
+        name: impl Into<String>,
+        uid: impl Into<String>,
+        groups: Vec<String>,
+    ) -> Self {
         let mut groups = groups;
         if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
             groups.push(AUTHENTICATED_GROUP.to_string());
@@ -80,7 +84,10 @@ impl UserInfo {
 
 /// The user of a request that passed authentication.
 pub fn user<B>(request: &http::Request<B>) -> Option<&UserInfo> {
-    request.extensions().get::<Arc<UserInfo>>().map(|user| &**user)
+    request
+        .extensions()
+        .get::<Arc<UserInfo>>()
+        .map(|user| &**user)
 }
 
 /// How requests are authenticated. Client certificates are verified by the TLS layer
@@ -119,8 +126,12 @@ impl Authenticator {
     /// kube-apiserver's order: the client certificate, then a bearer token; a token that is
     /// not known fails the request even with anonymous requests allowed (its `FailOnError`
     /// union); with neither, anonymous if allowed.
-    pub(crate) fn authenticate<B>(&self, request: &http::Request<B>) -> Result<Arc<UserInfo>, Response> {
-        if let Some(ClientCertificate::User(user)) = request.extensions().get::<ClientCertificate>() {
+    pub(crate) fn authenticate<B>(
+        &self,
+        request: &http::Request<B>,
+    ) -> Result<Arc<UserInfo>, Response> {
+        if let Some(ClientCertificate::User(user)) = request.extensions().get::<ClientCertificate>()
+        {
             return Ok(user.clone());
         }
         let certificate_unusable = matches!(
@@ -128,7 +139,12 @@ impl Authenticator {
             Some(ClientCertificate::Unusable)
         );
         if let Some(token) = bearer_token(request.headers()) {
-            return match self.config.tokens.as_ref().and_then(|tokens| tokens.user(token)) {
+            return match self
+                .config
+                .tokens
+                .as_ref()
+                .and_then(|tokens| tokens.user(token))
+            {
                 Some(user) => Ok(user),
                 None => Err(unauthorized()),
             };
@@ -146,7 +162,11 @@ impl Authenticator {
 /// The token of an `Authorization: Bearer TOKEN` header; none for other schemes or an empty
 /// token (kube-apiserver then treats the request as without a token).
 fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
-    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let value = headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .trim();
     let (scheme, token) = value.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("bearer") {
         return None;

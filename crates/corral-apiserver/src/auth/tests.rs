@@ -12,7 +12,10 @@ fn token_file_reads_kube_apiserver_csv() {
     assert_eq!(alice.name, "alice");
     assert_eq!(alice.uid, "uid-1");
     assert_eq!(alice.groups, ["group1", "group2", AUTHENTICATED_GROUP]);
-    assert_eq!(file.user("secret3").unwrap().groups, ["ops", AUTHENTICATED_GROUP]);
+    assert_eq!(
+        file.user("secret3").unwrap().groups,
+        ["ops", AUTHENTICATED_GROUP]
+    );
     assert_eq!(file.user("secret2").unwrap().groups, [AUTHENTICATED_GROUP]);
     assert!(file.user("nope").is_none());
 }
@@ -41,9 +44,18 @@ fn authenticator_takes_tokens_then_anonymous() {
         tokens: Some(tokens.clone()),
         anonymous: false,
     });
-    assert_eq!(strict.authenticate(&request(Some("Bearer t0k3n"))).unwrap().name, "alice");
     assert_eq!(
-        strict.authenticate(&request(Some("Bearer wrong"))).unwrap_err().status(),
+        strict
+            .authenticate(&request(Some("Bearer t0k3n")))
+            .unwrap()
+            .name,
+        "alice"
+    );
+    assert_eq!(
+        strict
+            .authenticate(&request(Some("Bearer wrong")))
+            .unwrap_err()
+            .status(),
         StatusCode::UNAUTHORIZED
     );
     assert!(strict.authenticate(&request(None)).is_err());
@@ -51,7 +63,10 @@ fn authenticator_takes_tokens_then_anonymous() {
         tokens: Some(tokens),
         anonymous: true,
     });
-    assert_eq!(open.authenticate(&request(None)).unwrap().name, ANONYMOUS_USER);
+    assert_eq!(
+        open.authenticate(&request(None)).unwrap().name,
+        ANONYMOUS_USER
+    );
     assert_eq!(
         open.authenticate(&request(None)).unwrap().groups,
         [UNAUTHENTICATED_GROUP]

@@ -17,7 +17,9 @@ pub enum TokenFileError {
         #[source]
         source: std::io::Error,
     },
-    #[error("token file {path} must have at least 3 columns (token, user name, user uid), found {found} on line {line}")]
+    #[error(
+        "token file {path} must have at least 3 columns (token, user name, user uid), found {found} on line {line}"
+    )]
     Columns {
         path: String,
         line: usize,
@@ -72,7 +74,11 @@ impl TokenFile {
             }
             let token = &record[0];
             if token.is_empty() {
-                tracing::warn!(path, line = line_number, "Empty token in the token file skipped");
+                tracing::warn!(
+                    path,
+                    line = line_number,
+                    "Empty token in the token file skipped"
+                );
                 continue;
             }
             let groups = match record.get(3) {
@@ -83,7 +89,11 @@ impl TokenFile {
             };
             let user = UserInfo::authenticated(record[1].clone(), record[2].clone(), groups);
             if users.insert(token.clone(), Arc::new(user)).is_some() {
-                tracing::warn!(path, line = line_number, "Duplicate token in the token file; the last one wins");
+                tracing::warn!(
+                    path,
+                    line = line_number,
+                    "Duplicate token in the token file; the last one wins"
+                );
             }
         }
         Ok(TokenFile { users })

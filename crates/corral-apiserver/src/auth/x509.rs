@@ -8,7 +8,9 @@ use rustls::pki_types::CertificateDer;
 use super::{ClientCertificate, UserInfo};
 
 /// What the end-entity certificate of a verified chain says; `None` without a certificate.
-pub(crate) fn client_certificate(chain: Option<&[CertificateDer<'_>]>) -> Option<ClientCertificate> {
+pub(crate) fn client_certificate(
+    chain: Option<&[CertificateDer<'_>]>,
+) -> Option<ClientCertificate> {
     let leaf = chain?.first()?;
     Some(match user_of(leaf) {
         Some(user) => ClientCertificate::User(Arc::new(user)),

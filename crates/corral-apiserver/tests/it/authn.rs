@@ -21,11 +21,20 @@ fn tokens() -> Arc<TokenFile> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_without_credentials_get_401_even_for_health() {
     let tls = start_tls(AuthenticationConfig::default()).await;
-    for path in ["/api/v1/namespaces", "/healthz", "/livez", "/readyz", "/version"] {
+    for path in [
+        "/api/v1/namespaces",
+        "/healthz",
+        "/livez",
+        "/readyz",
+        "/version",
+    ] {
         let (status, body) = tls.get(path, None, &[]).await.unwrap();
         assert_eq!(status, 401, "{path}: {body}");
         let body: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(body, serde_json::from_str::<serde_json::Value>(UNAUTHORIZED).unwrap());
+        assert_eq!(
+            body,
+            serde_json::from_str::<serde_json::Value>(UNAUTHORIZED).unwrap()
+        );
     }
     // kube-rs sees kube-apiserver's error.
     let namespaces: Api<Namespace> = Api::all(tls.kube_client(None).await);
@@ -47,9 +56,13 @@ async fn requests_without_credentials_get_401_even_for_health() {
 async fn a_client_certificate_of_another_ca_is_refused() {
     let tls = start_tls(AuthenticationConfig::default()).await;
     let other_ca = pki::generate_ca("other-ca").unwrap();
-    let stranger =
-        pki::issue_client(&other_ca, "admin", &["system:masters"], Duration::from_secs(3600))
-            .unwrap();
+    let stranger = pki::issue_client(
+        &other_ca,
+        "admin",
+        &["system:masters"],
+        Duration::from_secs(3600),
+    )
+    .unwrap();
     // The TLS layer refuses it (with TLS 1.3 the client learns at its first read), or the
     // request is unauthenticated: either way no answer but 401.
     match tls.get("/api/v1/namespaces", Some(&stranger), &[]).await {
@@ -69,12 +82,20 @@ async fn a_token_of_the_token_file_authenticates_and_a_wrong_one_gets_401() {
     })
     .await;
     let (status, body) = tls
-        .get("/api/v1/namespaces", None, &[("authorization", "Bearer s3cr3t")])
+        .get(
+            "/api/v1/namespaces",
+            None,
+            &[("authorization", "Bearer s3cr3t")],
+        )
         .await
         .unwrap();
     assert_eq!(status, 200, "{body}");
     let (status, body) = tls
-        .get("/api/v1/namespaces", None, &[("authorization", "Bearer wrong")])
+        .get(
+            "/api/v1/namespaces",
+            None,
+            &[("authorization", "Bearer wrong")],
+        )
         .await
         .unwrap();
     assert_eq!((status, body.as_str()), (401, UNAUTHORIZED));

@@ -38,7 +38,11 @@ pub fn tls_config(ca: &KeyMaterial, validity: Duration, renew_before: Duration) 
 pub async fn start_tls(authentication: AuthenticationConfig) -> TlsServer {
     let ca = pki::generate_ca("test-ca").unwrap();
     let config = ServerConfig {
-        tls: Some(tls_config(&ca, pki::CERTIFICATE_VALIDITY, Duration::from_secs(3600))),
+        tls: Some(tls_config(
+            &ca,
+            pki::CERTIFICATE_VALIDITY,
+            Duration::from_secs(3600),
+        )),
         authentication: Some(authentication),
         ..ServerConfig::default()
     };
@@ -159,22 +163,36 @@ pub async fn request_h2(
     .await
     .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
     tokio::spawn(connection);
-    let mut request = http::Request::builder()
-        .uri(format!("https://127.0.0.1{path}"));
+    let mut request = http::Request::builder().uri(format!("https://127.0.0.1{path}"));
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
     let response = sender
-        .send_request(request.body(http_body_util::Empty::<bytes::Bytes>::new()).unwrap())
+        .send_request(
+            request
+                .body(http_body_util::Empty::<bytes::Bytes>::new())
+                .unwrap(),
+        )
         .await
         .map_err(|e| format!("request: {e}"))?;
     let status = response.status().as_u16();
-    let body = response.into_body().collect().await.map_err(|e| e.to_string())?;
-    Ok((status, String::from_utf8_lossy(&body.to_bytes()).into_owned()))
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((
+        status,
+        String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+    ))
 }
 
-fn peer_certificate(stream: &tokio_rustls::client::TlsStream<tokio::net::TcpStream>) -> CertificateDer<'static> {
-    stream.get_ref().1.peer_certificates().unwrap()[0].clone().into_owned()
+fn peer_certificate(
+    stream: &tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+) -> CertificateDer<'static> {
+    stream.get_ref().1.peer_certificates().unwrap()[0]
+        .clone()
+        .into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,9 +205,14 @@ async fn kube_rs_and_hyper_work_over_https_with_http2_by_alpn() {
     let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
     namespaces.get("default").await.unwrap();
     // A client offering h2 gets it by ALPN, and is served over it.
-    let stream = tls.connect(&[b"h2", b"http/1.1"], Some(&tls.admin)).await.unwrap();
+    let stream = tls
+        .connect(&[b"h2", b"http/1.1"], Some(&tls.admin))
+        .await
+        .unwrap();
     assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-    let (status, body) = request_h2(stream, "/api/v1/namespaces/default", &[]).await.unwrap();
+    let (status, body) = request_h2(stream, "/api/v1/namespaces/default", &[])
+        .await
+        .unwrap();
     assert_eq!(status, 200, "{body}");
     // One offering only HTTP/1.1 gets that.
     let stream = tls.connect(&[b"http/1.1"], Some(&tls.admin)).await.unwrap();
@@ -204,7 +227,11 @@ async fn the_issued_serving_certificate_is_renewed_without_a_restart() {
     // 2 s is left: not at once, but after 2 to 3 s.
     let started = tokio::time::Instant::now();
     let config = ServerConfig {
-        tls: Some(tls_config(&ca, Duration::from_secs(5), Duration::from_secs(2))),
+        tls: Some(tls_config(
+            &ca,
+            Duration::from_secs(5),
+            Duration::from_secs(2),
+        )),
         authentication: Some(AuthenticationConfig::default()),
         ..ServerConfig::default()
     };
@@ -216,7 +243,10 @@ async fn the_issued_serving_certificate_is_renewed_without_a_restart() {
         // Each new connection verifies the certificate it is given against the CA.
         let stream = tls.connect(&[b"h2"], Some(&tls.admin)).await.unwrap();
         if peer_certificate(&stream) != first_certificate {
-            assert!(started.elapsed() > Duration::from_millis(1500), "renewed too early");
+            assert!(
+                started.elapsed() > Duration::from_millis(1500),
+                "renewed too early"
+            );
             let (status, body) = request_h2(stream, "/version", &[]).await.unwrap();
             assert_eq!(status, 200, "{body}");
             break;
@@ -267,7 +297,10 @@ async fn serving_certificate_files_are_read_again_when_they_change() {
         if after != before {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the new files were not read");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the new files were not read"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tls.server.shutdown().await;
@@ -289,13 +322,22 @@ async fn creates_per_second_over_https_and_http() {
             let ca = pki::generate_ca("test-ca").unwrap();
             let mut config = ServerConfig::default();
             if https {
-                config.tls = Some(tls_config(&ca, pki::CERTIFICATE_VALIDITY, Duration::from_secs(3600)));
+                config.tls = Some(tls_config(
+                    &ca,
+                    pki::CERTIFICATE_VALIDITY,
+                    Duration::from_secs(3600),
+                ));
                 config.authentication = Some(AuthenticationConfig::default());
             }
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let server = Server::start(listener, store.store.clone(), config).await.unwrap();
-            let admin = pki::issue_client(&ca, "admin", &["system:masters"], Duration::from_secs(3600)).unwrap();
-            let rate = measure_creates(&server.url(), &ca, &admin, 64, Duration::from_secs(5)).await;
+            let server = Server::start(listener, store.store.clone(), config)
+                .await
+                .unwrap();
+            let admin =
+                pki::issue_client(&ca, "admin", &["system:masters"], Duration::from_secs(3600))
+                    .unwrap();
+            let rate =
+                measure_creates(&server.url(), &ca, &admin, 64, Duration::from_secs(5)).await;
             println!(
                 "{backend:>6} {:>5}: {rate:>8.0} creates/s at 64 clients",
                 if https { "HTTPS" } else { "HTTP" }
@@ -318,15 +360,17 @@ async fn measure_creates(
     for certificate in pki::parse_certificates(ca.certificate_pem.as_bytes(), "ca").unwrap() {
         roots.add(certificate).unwrap();
     }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_client_auth_cert(
-            pki::parse_certificates(user.certificate_pem.as_bytes(), "user").unwrap(),
-            pki::parse_private_key(user.private_key_pem.as_bytes(), "user").unwrap(),
-        )
-        .unwrap();
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_client_auth_cert(
+        pki::parse_certificates(user.certificate_pem.as_bytes(), "user").unwrap(),
+        pki::parse_private_key(user.private_key_pem.as_bytes(), "user").unwrap(),
+    )
+    .unwrap();
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
     http.set_nodelay(true);
     http.enforce_http(false);
@@ -343,7 +387,12 @@ async fn measure_creates(
     let stop = tokio::time::Instant::now() + Duration::from_secs(1) + duration;
     let mut tasks = Vec::new();
     for worker in 0..clients {
-        let (client, done, measuring, url) = (client.clone(), done.clone(), measuring.clone(), url.to_string());
+        let (client, done, measuring, url) = (
+            client.clone(),
+            done.clone(),
+            measuring.clone(),
+            url.to_string(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut n = 0u64;
             while tokio::time::Instant::now() < stop {

@@ -62,7 +62,11 @@ fn mode(path: &Path) -> u32 {
 async fn the_written_kubeconfig_is_https_with_the_admin_certificate() {
     sqlite(|env| async move {
         let server = env.start_server().await;
-        assert!(server.url().starts_with("https://127.0.0.1:"), "{}", server.url());
+        assert!(
+            server.url().starts_with("https://127.0.0.1:"),
+            "{}",
+            server.url()
+        );
         let text = std::fs::read_to_string(server.kubeconfig()).unwrap();
         assert!(text.contains("certificate-authority-data: "), "{text}");
         assert!(text.contains("client-certificate-data: "), "{text}");
@@ -134,11 +138,7 @@ async fn kubectl_authenticates_as_the_admin_and_anonymous_requests_get_401() {
 async fn tokens_of_the_token_file_authenticate_and_others_get_401() {
     sqlite(|env| async move {
         let tokens = env.scratch_dir().join("tokens.csv");
-        std::fs::write(
-            &tokens,
-            "s3cr3t-t0ken,alice,alice-uid,\"team-a,team-b\"\n",
-        )
-        .unwrap();
+        std::fs::write(&tokens, "s3cr3t-t0ken,alice,alice-uid,\"team-a,team-b\"\n").unwrap();
         let server = env
             .start_server_with(&["--token-auth-file", tokens.to_str().unwrap()])
             .await;

@@ -1,12 +1,12 @@
 //! A `corral apiserver` child process per test, on its own data dir and a free port.
 
+use corral_store::testing::EtcdProcess;
 use std::fs::{File, OpenOptions};
 use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use corral_store::testing::EtcdProcess;
 
 /// How long a server may take to start. Generous: CI machines are busy compiling.
 const START_DEADLINE: Duration = Duration::from_secs(60);
@@ -36,10 +36,7 @@ where
         .tempdir()
         .expect("creating a temporary directory for a test");
     let env = match backend {
-        Backend::Sqlite => TestEnv {
-            etcd: None,
-            dir,
-        },
+        Backend::Sqlite => TestEnv { etcd: None, dir },
         Backend::Etcd => match EtcdProcess::start_or_skip().await {
             Some(etcd) => TestEnv {
                 etcd: Some(etcd),
@@ -92,10 +89,7 @@ impl TestEnv {
             .open(&log_path)
             .expect("opening the server log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_corral"));
-        command
-            .arg("apiserver")
-            .arg("--data-dir")
-            .arg(&data_dir);
+        command.arg("apiserver").arg("--data-dir").arg(&data_dir);
         if !arguments.contains(&"--listen") {
             command.args(["--listen", "127.0.0.1:0"]);
         }
@@ -149,13 +143,13 @@ impl TestEnv {
             None => command.args(["--store", "sqlite"]),
         };
     }
-
 }
 
 /// A kube-rs client configuration from a kubeconfig the server wrote (HTTPS, its CA, the
 /// admin's client certificate), as any client would read it.
 pub async fn client_config(kubeconfig: &Path) -> kube::Config {
-    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("reading the kubeconfig");
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(kubeconfig).expect("reading the kubeconfig");
     kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
         .await
         .expect("a client configuration from the kubeconfig")
@@ -199,7 +193,9 @@ impl ServerProcess {
 
     /// The server's data directory.
     pub fn data_dir(&self) -> &Path {
-        self.kubeconfig.parent().expect("the kubeconfig is in the data dir")
+        self.kubeconfig
+            .parent()
+            .expect("the kubeconfig is in the data dir")
     }
 
     /// Kills the server with SIGKILL (no chance to flush or shut down) and reaps it.
