@@ -180,3 +180,6 @@ fn create_private_dir(path: &Path) -> anyhow::Result<()> {
         .create(path)
         .with_context(|| format!("cannot create {}", path.display()))
 }
+
+#[cfg(test)]
+mod tests;
