@@ -31,12 +31,9 @@ pub enum Error {
         what: String,
         expected: &'static str,
     },
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The I/O error is in the message, not a source, so that a chain prints it once.
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: std::io::Error },
 }
 
 /// A certificate and its private key, PEM-encoded.
@@ -210,8 +207,8 @@ pub fn not_after(certificate: &CertificateDer<'_>) -> Option<std::time::SystemTi
 
 /// Reads a file for the TLS settings.
 pub(crate) fn read(path: &std::path::Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|source| Error::Read {
+    std::fs::read(path).map_err(|error| Error::Read {
         path: path.display().to_string(),
-        source,
+        error,
     })
 }

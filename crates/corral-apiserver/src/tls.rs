@@ -23,12 +23,9 @@ pub enum TlsError {
     Pki(#[from] pki::Error),
     #[error("the serving certificate and key do not go together: {0}")]
     Key(String),
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The I/O error is in the message, not a source, so that a chain prints it once.
+    #[error("cannot write {path}: {error}")]
+    Write { path: String, error: std::io::Error },
     #[error("the client CA cannot verify certificates: {0}")]
     ClientCa(String),
 }
@@ -173,9 +170,9 @@ fn load(source: &ServingCertificate) -> Result<Current, TlsError> {
 pub fn write_private(path: &std::path::Path, contents: &[u8]) -> Result<(), TlsError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let error = |source| TlsError::Write {
+    let error = |error| TlsError::Write {
         path: path.display().to_string(),
-        source,
+        error,
     };
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");

@@ -61,10 +61,21 @@ pub fn prepare(args: &ApiserverArgs) -> anyhow::Result<Security> {
     let pki_dir = args.data_dir.join("pki");
     let ca = ensure_ca(&pki_dir)?;
     let serving = match (&args.tls_cert_file, &args.tls_private_key_file) {
-        (Some(certificate), Some(key)) => ServingCertificate::Files {
-            certificate: certificate.clone(),
-            key: key.clone(),
-        },
+        (Some(certificate), Some(key)) => {
+            let files = ServingCertificate::Files {
+                certificate: certificate.clone(),
+                key: key.clone(),
+            };
+            // Read once here, for an error that names the flags rather than the server's.
+            corral_apiserver::tls::ReloadingCertificate::new(files.clone()).with_context(|| {
+                format!(
+                    "cannot use --tls-cert-file {} with --tls-private-key-file {}",
+                    certificate.display(),
+                    key.display()
+                )
+            })?;
+            files
+        }
         _ => ServingCertificate::Issued {
             ca: ca.clone(),
             names: serving_names(args.listen, &args.tls_san),

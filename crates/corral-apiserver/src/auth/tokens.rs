@@ -11,12 +11,9 @@ use super::UserInfo;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TokenFileError {
-    #[error("cannot read the token file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The I/O error is in the message, not a source, so that a chain prints it once.
+    #[error("cannot read the token file {path}: {error}")]
+    Read { path: String, error: std::io::Error },
     #[error(
         "token file {path} must have at least 3 columns (token, user name, user uid), found {found} on line {line}"
     )]
@@ -46,9 +43,9 @@ impl std::fmt::Debug for TokenFile {
 
 impl TokenFile {
     pub fn read(path: &Path) -> Result<TokenFile, TokenFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| TokenFileError::Read {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         TokenFile::parse(&text, &path.display().to_string())
     }

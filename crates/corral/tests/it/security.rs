@@ -204,3 +204,45 @@ fn kubectl() -> Option<PathBuf> {
     )
     .then(|| found.unwrap())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serving_certificate_of_its_own_is_served_with_the_admin_credentials() {
+    use base64::Engine;
+    sqlite(|env| async move {
+        let ca = corral_apiserver::pki::generate_ca("my-ca").unwrap();
+        let serving = corral_apiserver::pki::issue_serving(
+            &ca,
+            &["127.0.0.1".to_string()],
+            std::time::Duration::from_secs(3600),
+        )
+        .unwrap();
+        let (certificate, key) = (
+            env.scratch_dir().join("tls.crt"),
+            env.scratch_dir().join("tls.key"),
+        );
+        std::fs::write(&certificate, &serving.certificate_pem).unwrap();
+        std::fs::write(&key, &serving.private_key_pem).unwrap();
+        let server = env
+            .start_server_with(&[
+                "--tls-cert-file",
+                certificate.to_str().unwrap(),
+                "--tls-private-key-file",
+                key.to_str().unwrap(),
+            ])
+            .await;
+        // The kubeconfig names no CA (clients use their own roots): given the one that
+        // signed the certificate, its admin credentials work.
+        let mut kubeconfig: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(server.kubeconfig()).unwrap()).unwrap();
+        assert!(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"].is_null());
+        kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"] =
+            base64::engine::general_purpose::STANDARD
+                .encode(&ca.certificate_pem)
+                .into();
+        let with_ca = server.kubeconfig().with_file_name("with-ca");
+        std::fs::write(&with_ca, serde_yaml::to_string(&kubeconfig).unwrap()).unwrap();
+        let names = list_namespaces(&with_ca).await.unwrap();
+        assert!(names.contains(&"default".to_string()), "{names:?}");
+    })
+    .await;
+}
