@@ -1,4 +1,5 @@
-//! The server: shared state, request routing, and the listener with graceful shutdown.
+//! The server: shared state, request routing with authentication, and the listener (plain HTTP,
+//! or HTTPS with `tls.rs`) with graceful shutdown.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
