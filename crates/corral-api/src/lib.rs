@@ -24,6 +24,7 @@ pub mod common;
 pub mod conditions;
 pub mod contract;
 mod crd;
+pub mod field_managers;
 pub mod finalizers;
 pub mod labels;
 pub mod machine;

@@ -39,13 +39,13 @@ use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::{ClusterKey, NodeEvent};
-use crate::conditions;
-use crate::external::{ExternalObject, Observed};
-use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own;
-use crate::runtime::triggers::{ExternalWatches, Triggers};
-use crate::runtime::{self, Context, Queue, Shutdown, patch};
+use corral_runtime::cluster_cache::{ClusterKey, NodeEvent};
+use corral_runtime::conditions;
+use corral_runtime::external::{ExternalObject, Observed};
+use corral_runtime::shared::SharedCache;
+use corral_runtime::shared::trigger_own;
+use corral_runtime::triggers::{ExternalWatches, Triggers};
+use corral_runtime::{self as runtime, Context, Queue, Shutdown, patch};
 
 use status::NodeReadError;
 
@@ -85,7 +85,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// The bootstrap config does not follow the contract.
     #[error("cannot read the bootstrap {kind} {name}")]
@@ -117,7 +117,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// The infrastructure machine does not follow the contract.
     #[error("cannot read the infrastructure {kind} {name}")]
@@ -140,7 +140,7 @@ pub enum Error {
     },
     /// The Node could not be looked up.
     #[error("cannot look up the Node of the Machine")]
-    GetNode(#[source] crate::cluster_cache::Error),
+    GetNode(#[source] corral_runtime::cluster_cache::Error),
     /// The Node was deleted while the Machine exists.
     #[error("no Node has spec.providerID {provider_id} any more (it was {node})")]
     FindNode {
@@ -168,7 +168,7 @@ pub enum Error {
     },
     /// The control plane could not be read to decide whether the Node may be deleted.
     #[error("cannot tell whether the Node may be deleted")]
-    CheckDeleteNodeAllowed(#[source] crate::external::Error),
+    CheckDeleteNodeAllowed(#[source] corral_runtime::external::Error),
     /// Cordoning or draining the Node failed.
     #[error("cannot drain Node {node}")]
     DrainNode {
@@ -185,7 +185,7 @@ pub enum Error {
         node: String,
         /// What went wrong.
         #[source]
-        source: crate::cluster_cache::Error,
+        source: corral_runtime::cluster_cache::Error,
     },
     /// Deleting the Node failed (and the node deletion timeout has not passed).
     #[error("cannot delete Node {node}")]
@@ -205,7 +205,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// Deleting the bootstrap config failed.
     #[error("cannot delete the bootstrap {kind} {name}")]
@@ -216,7 +216,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
 }
 
@@ -452,7 +452,7 @@ fn node_to_machines(machines: &SharedCache<Machine>, event: &NodeEvent) -> Vec<O
     machines
         .with_key(
             &event.cluster,
-            &crate::runtime::index::key::provider_id(provider_id),
+            &corral_runtime::index::key::provider_id(provider_id),
         )
         .iter()
         .filter(|m| m.spec.provider_id.as_deref() == Some(provider_id))

@@ -69,16 +69,16 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::ClusterKey;
-use crate::external::api_group_of;
 use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
 use crate::machine_set::in_sync::SelectedMemo;
-use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
-use crate::runtime::coalesce::Window;
-use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own_coalesced_with;
-use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::coalesce::Window;
+use corral_runtime::external::api_group_of;
+use corral_runtime::naming::random_suffix;
+use corral_runtime::shared::SharedCache;
+use corral_runtime::shared::trigger_own_coalesced_with;
+use corral_runtime::{self as runtime, Context, Queue, Shutdown, error_chain, patch};
 
 use rollback::RollbackOutcome;
 use rollout_planner::{MachineSetState, RolloutInput, RolloutPlanError, RolloutStrategy};
@@ -131,7 +131,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// A template does not exist.
     #[error("{kind} {name} does not exist")]
@@ -416,7 +416,7 @@ impl MachineDeploymentController {
 
     /// Whether the cache shows every MachineSet write of this MachineDeployment. Presence is
     /// read from the index, which the MachineSets are read through next (see
-    /// [`crate::runtime::index::ClusterIndex`] on why not the store).
+    /// [`corral_runtime::index::ClusterIndex`] on why not the store).
     fn unmet_expectations(
         &self,
         key: &ObjectRef<MachineDeployment>,
@@ -567,7 +567,7 @@ async fn reconcile(
         return Ok(Action::await_change());
     }
 
-    let now = crate::conditions::now();
+    let now = corral_runtime::conditions::now();
     let mut desired = (*machine_deployment).clone();
     if status::set_paused_condition(&mut desired, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");

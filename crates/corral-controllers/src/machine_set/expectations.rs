@@ -215,7 +215,7 @@ impl<K: Hash + Eq + Clone> OwnWrites<K> {
     }
 }
 
-/// Writes an object with [`crate::runtime::patch::write_unobserved`] (metadata and spec,
+/// Writes an object with [`corral_runtime::patch::write_unobserved`] (metadata and spec,
 /// then status, each when changed) and records in `own` that its version `before` was
 /// replaced.
 pub async fn write_recorded<K>(
@@ -231,9 +231,9 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug
         + PartialEq
-        + crate::runtime::patch::Parts,
+        + corral_runtime::patch::Parts,
 {
-    use crate::runtime::patch::{Written, write_unobserved};
+    use corral_runtime::patch::{Written, write_unobserved};
     let key = kube::runtime::reflector::ObjectRef::from_obj(before);
     match write_unobserved(api, before, after).await? {
         Written::Nothing => {}

@@ -42,8 +42,6 @@ pub mod deletion_order;
 pub mod expectations;
 pub(crate) mod in_sync;
 mod machines;
-pub(crate) use machines::MACHINE_SET_MANAGER;
-pub mod naming;
 pub mod status;
 pub mod templates;
 
@@ -63,13 +61,13 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::ClusterKey;
-use crate::external::api_group_of;
-use crate::runtime::coalesce::Window;
-use crate::runtime::index::key;
-use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own_coalesced_with;
-use crate::runtime::{self, Context, Queue, Shutdown};
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::coalesce::Window;
+use corral_runtime::external::api_group_of;
+use corral_runtime::index::key;
+use corral_runtime::shared::SharedCache;
+use corral_runtime::shared::trigger_own_coalesced_with;
+use corral_runtime::{self as runtime, Context, Queue, Shutdown, naming};
 
 use expectations::{Expectations, OwnWrites, Seen, write_recorded};
 
@@ -112,7 +110,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// A template does not exist, so no Machine can be created.
     #[error("{kind} {name} does not exist")]
@@ -515,7 +513,7 @@ impl MachineSetController {
 
     /// Whether the cache shows every Machine this MachineSet created or deleted; if not, how
     /// long to wait at most. Presence is read from the index, which the Machines are read
-    /// through next (see [`crate::runtime::index::ClusterIndex`] on why not the store).
+    /// through next (see [`corral_runtime::index::ClusterIndex`] on why not the store).
     fn unmet_expectations(
         &self,
         key: &ObjectRef<MachineSet>,
@@ -589,7 +587,7 @@ async fn reconcile(
         return Ok(Action::await_change());
     }
 
-    let now = crate::conditions::now();
+    let now = corral_runtime::conditions::now();
     let mut paused = (*machine_set).clone();
     if status::set_paused_condition(&mut paused, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");

@@ -21,7 +21,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use corral_controllers::runtime::Recorder;
+use corral_runtime::Recorder;
 use futures::{FutureExt, StreamExt};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Reporter};
@@ -29,7 +29,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use crate::cloud::{Cloud, CloudError};
-pub use corral_controllers::runtime::shared::Caches;
+use corral_runtime::shared::Caches;
 
 /// Reconciles run and failed so far, per controller, for benchmarks (see [`reconcile_counts`]).
 static DEV_CLUSTER_RECONCILES: ReconcileCounter = ReconcileCounter::new();

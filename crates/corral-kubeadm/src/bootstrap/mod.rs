@@ -42,11 +42,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
-use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
-use corral_controllers::runtime::Recorder;
-use corral_controllers::runtime::ready::CachesReady;
-use corral_controllers::runtime::shared::{self, Caches, SharedCache};
-use corral_controllers::runtime::{Queue, patch};
+use corral_runtime::Recorder;
+use corral_runtime::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
+use corral_runtime::ready::CachesReady;
+use corral_runtime::shared::{self, Caches, SharedCache};
+use corral_runtime::{Queue, patch};
 use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::ByteString;
@@ -200,7 +200,7 @@ enum Error {
 /// The CRDs of [`crate::crds`] and the `cluster.x-k8s.io` CRDs must be installed; until they
 /// are, the watches fail and retry.
 pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send + 'static) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let caches = Caches::new(client.clone());
     // No core controllers share these caches to watch the kubeconfig Secrets.
     let cache_task = tokio::spawn(
@@ -222,7 +222,7 @@ pub async fn run_with_caches(
     caches: Caches,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let configs = crate::kubeadm_configs(&caches);
     let machines = caches.machines();
     let clusters = caches.clusters();
@@ -299,12 +299,12 @@ pub async fn run_with_caches(
             .boxed(),
     );
     // A failed reconcile is retried after ERROR_REQUEUE, every time.
-    let controllers_config = corral_controllers::Config {
+    let controllers_config = corral_runtime::Config {
         backoff_initial: ERROR_REQUEUE,
         backoff_max: ERROR_REQUEUE,
         ..Default::default()
     };
-    corral_controllers::runtime::run_controller(
+    corral_runtime::run_controller(
         "kubeadm-config",
         context,
         &controllers_config,
@@ -316,7 +316,7 @@ pub async fn run_with_caches(
     .await;
 }
 
-impl corral_controllers::runtime::ClusterObject for KubeadmConfig {
+impl corral_runtime::ClusterObject for KubeadmConfig {
     fn cluster_name(&self) -> &str {
         self.labels()
             .get(corral_api::labels::CLUSTER_NAME)
@@ -845,12 +845,12 @@ impl Scope<'_> {
             .cluster_cache
             .client(&key)
             .await
-            .map_err(|error| corral_controllers::runtime::error_chain(&error))
+            .map_err(|error| corral_runtime::error_chain(&error))
     }
 
     /// Records a join token in the KubeadmConfig's spec, as upstream does, so that later
     /// reconciles find it to refresh it. The write carries the resourceVersion read; a copy
-    /// it replaced is not reconciled (see `corral_controllers::runtime::patch`).
+    /// it replaced is not reconciled (see `corral_runtime::patch`).
     async fn record_token(&mut self, token: &BootstrapToken) -> Result<(), Error> {
         let configs: Api<KubeadmConfig> = Api::namespaced(
             self.context.client.clone(),
@@ -1175,7 +1175,7 @@ fn add_uninitialized_taint(registration: &mut crate::api::bootstrap::NodeRegistr
 
 /// Writes the status when it changed, as a merge patch of what changed guarded by the
 /// resourceVersion of `config` (a lost race is retried from a fresh copy; a copy this write
-/// replaced is not reconciled, see `corral_controllers::runtime::patch`).
+/// replaced is not reconciled, see `corral_runtime::patch`).
 async fn write_status(
     context: &Context,
     config: &KubeadmConfig,

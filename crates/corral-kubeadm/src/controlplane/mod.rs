@@ -43,13 +43,13 @@ use corral_api::annotations::{KCP_REMEDIATION_FOR, KCP_REMEDIATION_IN_PROGRESS};
 use corral_api::conditions::machine::{HEALTH_CHECK_SUCCEEDED, OWNER_REMEDIATED};
 use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE};
 use corral_api::{Cluster, Machine};
-use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
-use corral_controllers::conditions;
-use corral_controllers::external::ExternalObjects;
-use corral_controllers::runtime::Queue;
-use corral_controllers::runtime::Recorder;
-use corral_controllers::runtime::ready::CachesReady;
-use corral_controllers::runtime::shared::{Caches, SharedCache};
+use corral_runtime::Queue;
+use corral_runtime::Recorder;
+use corral_runtime::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
+use corral_runtime::conditions;
+use corral_runtime::external::ExternalObjects;
+use corral_runtime::ready::CachesReady;
+use corral_runtime::shared::{Caches, SharedCache};
 use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -111,18 +111,18 @@ pub enum Error {
     GetInfrastructure {
         machine: String,
         #[source]
-        source: Box<corral_controllers::external::Error>,
+        source: Box<corral_runtime::external::Error>,
     },
     #[error(transparent)]
     MachineName {
         #[from]
-        source: corral_controllers::machine_set::naming::NamingError,
+        source: corral_runtime::naming::NamingError,
     },
     #[error("cannot create the infrastructure object of Machine {machine}")]
     CreateInfrastructure {
         machine: String,
         #[source]
-        source: Box<corral_controllers::external::Error>,
+        source: Box<corral_runtime::external::Error>,
     },
     #[error("cannot create the KubeadmConfig of Machine {machine}")]
     CreateKubeadmConfig {
@@ -336,7 +336,7 @@ impl Context {
                     "FailedScaleUp",
                     format!(
                         "Failed to create a control plane Machine: {}",
-                        corral_controllers::runtime::error_chain(&error)
+                        corral_runtime::error_chain(&error)
                     ),
                 )
                 .await;
@@ -353,7 +353,7 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let caches = Caches::new(client.clone());
     // No core controllers share these caches to watch the kubeconfig Secrets.
     let cache_task = tokio::spawn(
@@ -377,7 +377,7 @@ pub async fn run_with_caches(
     caches: Caches,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let cache = caches.cluster_cache(&config.cluster_cache);
     let (watches, workload_changes) = WorkloadWatches::new(config.cluster_cache.probe_timeout);
     // A connection that came up, went down or was rebuilt: restart the cluster's watches.
@@ -478,12 +478,12 @@ pub async fn run_with_caches(
             .map(|kcp| Ok(ReconcileRequest::from(kcp)))
             .boxed(),
     );
-    let controllers_config = corral_controllers::Config {
+    let controllers_config = corral_runtime::Config {
         concurrency: config.concurrency,
         ..Default::default()
     };
     tracing::info!("KubeadmControlPlane controller started");
-    corral_controllers::runtime::run_controller(
+    corral_runtime::run_controller(
         CONTROLLER_NAME,
         context,
         &controllers_config,
@@ -497,7 +497,7 @@ pub async fn run_with_caches(
     tracing::info!("KubeadmControlPlane controller stopped");
 }
 
-impl corral_controllers::runtime::ClusterObject for KubeadmControlPlane {
+impl corral_runtime::ClusterObject for KubeadmControlPlane {
     fn cluster_name(&self) -> &str {
         self.labels()
             .get(CLUSTER_NAME)
@@ -705,7 +705,7 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     } else {
         let result = reconcile_certificates(&context, &kcp, &cluster, infrastructure_ready)
             .await
-            .map_err(|error| corral_controllers::runtime::error_chain(&error));
+            .map_err(|error| corral_runtime::error_chain(&error));
         let mut checked = context
             .certificates_checked
             .lock()
@@ -865,7 +865,7 @@ struct Outcome {
 /// Writes what changed of the status, guarded by the resourceVersion read: a reconcile of a
 /// copy this write replaced (the KubeadmControlPlane cache a little behind) is skipped rather
 /// than writing the same status again, and the write's own watch event reconciles next (see
-/// `corral_controllers::runtime::patch`).
+/// `corral_runtime::patch`).
 async fn patch_status(
     kcps: &Api<KubeadmControlPlane>,
     kcp: &KubeadmControlPlane,
@@ -873,7 +873,7 @@ async fn patch_status(
 ) -> Result<(), Error> {
     let mut updated = kcp.clone();
     updated.status = Some(status.clone());
-    corral_controllers::runtime::patch::write(kcps, kcp, &updated)
+    corral_runtime::patch::write(kcps, kcp, &updated)
         .await
         .map(|_| ())
         .map_err(Error::PatchStatus)
@@ -1085,7 +1085,7 @@ async fn sync_machine_conditions(context: &Context, scope: &Scope) -> Result<(),
             .status
             .get_or_insert_with(Default::default)
             .conditions = conditions;
-        match corral_controllers::runtime::patch::write(&api, machine.as_ref(), &updated).await {
+        match corral_runtime::patch::write(&api, machine.as_ref(), &updated).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => {}
             Err(source) => {

@@ -12,7 +12,7 @@ mod kubeconfig;
 use std::sync::Arc;
 
 use corral_api::Cluster;
-use corral_controllers::runtime::shared::trigger_own;
+use corral_runtime::shared::trigger_own;
 use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;

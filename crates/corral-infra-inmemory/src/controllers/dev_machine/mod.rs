@@ -23,7 +23,7 @@ mod status;
 use std::sync::Arc;
 
 use corral_api::{Cluster, Machine};
-use corral_controllers::runtime::shared::{SharedCache, trigger_own};
+use corral_runtime::shared::{SharedCache, trigger_own};
 use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
@@ -159,7 +159,7 @@ fn cluster_to_dev_machines(
     dev_machines: &SharedCache<DevMachine>,
     cluster: &Cluster,
 ) -> Vec<ObjectRef<DevMachine>> {
-    let key = corral_controllers::cluster_cache::ClusterKey::new(
+    let key = corral_runtime::cluster_cache::ClusterKey::new(
         &cluster.namespace().unwrap_or_default(),
         &cluster.name_any(),
     );

@@ -372,7 +372,7 @@ pub trait Parts: Resource {
 #[macro_export]
 macro_rules! spec_and_status_parts {
     ($($kind:ty => $spec:ty, $status:ty);* $(;)?) => {$(
-        impl $crate::runtime::patch::Parts for $kind {
+        impl $crate::patch::Parts for $kind {
             type Spec = $spec;
             type Status = Option<$status>;
             fn spec_and_status(&self) -> (&Self::Spec, &Self::Status) {

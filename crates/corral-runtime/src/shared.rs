@@ -313,7 +313,7 @@ impl Caches {
     /// the first call with its `config` (later calls get the same, whatever they pass): one
     /// connection, Node watch and health probe per workload cluster for all of them. Its
     /// kubeconfig Secret watch ([`crate::cluster_cache::ClusterCache::run`]) is run by the core
-    /// controllers ([`super::run_with_caches`]).
+    /// controllers (`corral_controllers::run_with_caches`).
     pub fn cluster_cache(
         &self,
         config: &crate::cluster_cache::ClusterCacheConfig,
@@ -343,7 +343,7 @@ impl Caches {
                     }
                 },
             },
-            &[crate::machine_set::MACHINE_SET_MANAGER],
+            &[corral_api::field_managers::MACHINE_SET],
         )
     }
 
