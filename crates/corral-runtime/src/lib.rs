@@ -39,6 +39,7 @@ pub mod index;
 pub mod lean;
 pub mod metrics;
 pub mod naming;
+pub mod own_writes;
 pub mod patch;
 pub mod ready;
 pub mod shared;

@@ -69,13 +69,14 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
+use crate::machine_set::expectations::{Expectations, Seen};
 use crate::machine_set::in_sync::SelectedMemo;
 use crate::machine_set::templates::{self, TemplateFailure};
 use corral_runtime::cluster_cache::ClusterKey;
 use corral_runtime::coalesce::Window;
 use corral_runtime::external::api_group_of;
 use corral_runtime::naming::random_suffix;
+use corral_runtime::patch::write_unobserved;
 use corral_runtime::shared::SharedCache;
 use corral_runtime::shared::trigger_own_coalesced_with;
 use corral_runtime::{self as runtime, Context, Queue, Shutdown, error_chain, patch};
@@ -213,8 +214,6 @@ pub(crate) struct MachineDeploymentController {
     /// MachineSets each MachineDeployment created, changed or deleted that the cache does not
     /// show yet.
     expectations: Expectations<ObjectRef<MachineDeployment>>,
-    /// The MachineDeployments this controller wrote, to skip reconciles of a copy it replaced.
-    own_writes: OwnWrites<ObjectRef<MachineDeployment>>,
     /// Which Machines (by cache `Arc`) matched each MachineDeployment's selector.
     selected: SelectedMemo<MachineDeployment>,
 }
@@ -350,7 +349,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         machines: machine_cache,
         clusters: cluster_cache.store(),
         expectations: Expectations::default(),
-        own_writes: OwnWrites::default(),
         selected: SelectedMemo::default(),
     });
     runtime::run_controller(
@@ -514,13 +512,6 @@ async fn reconcile(
 ) -> Result<Action, Error> {
     controller.caches_ready().await;
     let object_ref = ObjectRef::from_obj(machine_deployment.as_ref());
-    if controller.own_writes.is_stale(
-        &object_ref,
-        machine_deployment.metadata.resource_version.as_deref(),
-    ) {
-        // The watch event of the last write brings the current version.
-        return Ok(Action::requeue(Duration::from_secs(5)));
-    }
     let ctx = &controller.ctx;
     let namespace = machine_deployment.namespace().unwrap_or_default();
     let api: Api<MachineDeployment> = Api::namespaced(ctx.client().clone(), &namespace);
@@ -537,7 +528,6 @@ async fn reconcile(
     let deleting = machine_deployment.metadata.deletion_timestamp.is_some();
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
-        controller.own_writes.forget(&object_ref);
         controller.selected.forget(&object_ref);
         return Ok(Action::await_change());
     }
@@ -556,14 +546,9 @@ async fn reconcile(
     if !deleting && !has_finalizer {
         let mut with_finalizer = (*machine_deployment).clone();
         with_finalizer.finalizers_mut().push(finalizer.to_owned());
-        write_recorded(
-            &api,
-            &machine_deployment,
-            &with_finalizer,
-            &controller.own_writes,
-        )
-        .await
-        .map_err(write_error)?;
+        write_unobserved(&api, &machine_deployment, &with_finalizer)
+            .await
+            .map_err(write_error)?;
         return Ok(Action::await_change());
     }
 
@@ -571,7 +556,7 @@ async fn reconcile(
     let mut desired = (*machine_deployment).clone();
     if status::set_paused_condition(&mut desired, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");
-        write_recorded(&api, &machine_deployment, &desired, &controller.own_writes)
+        write_unobserved(&api, &machine_deployment, &desired)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -621,14 +606,9 @@ async fn reconcile(
             record_rollback(&mut scope, outcome);
             // The new template is planned by the reconcile the write brings, with a new
             // generation.
-            write_recorded(
-                &api,
-                &machine_deployment,
-                &scope.machine_deployment,
-                &controller.own_writes,
-            )
-            .await
-            .map_err(write_error)?;
+            write_unobserved(&api, &machine_deployment, &scope.machine_deployment)
+                .await
+                .map_err(write_error)?;
             publish_events(ctx, &machine_deployment, &mut scope).await;
             return Ok(Action::await_change());
         }
@@ -643,14 +623,9 @@ async fn reconcile(
             .get_or_insert_with(Default::default)
             .observed_generation = scope.machine_deployment.metadata.generation;
     }
-    write_recorded(
-        &api,
-        &machine_deployment,
-        &scope.machine_deployment,
-        &controller.own_writes,
-    )
-    .await
-    .map_err(write_error)?;
+    write_unobserved(&api, &machine_deployment, &scope.machine_deployment)
+        .await
+        .map_err(write_error)?;
     publish_events(ctx, &machine_deployment, &mut scope).await;
     result?;
     Ok(runtime::action(scope.requeue_after))

@@ -69,7 +69,8 @@ use corral_runtime::shared::SharedCache;
 use corral_runtime::shared::trigger_own_coalesced_with;
 use corral_runtime::{self as runtime, Context, Queue, Shutdown, naming};
 
-use expectations::{Expectations, OwnWrites, Seen, write_recorded};
+use corral_runtime::patch::write_unobserved;
+use expectations::{Expectations, Seen};
 
 /// A failed step of reconciling a MachineSet.
 #[derive(Debug, thiserror::Error)]
@@ -200,8 +201,6 @@ pub(crate) struct MachineSetController {
     ready: runtime::ready::CachesReady,
     /// Creations and deletions of Machines, per MachineSet, the cache does not show yet.
     expectations: Expectations<ObjectRef<MachineSet>>,
-    /// The MachineSets this controller wrote, to skip reconciles of a copy it replaced.
-    own_writes: OwnWrites<ObjectRef<MachineSet>>,
     /// The Machines each MachineSet last found in sync with its template.
     in_sync: in_sync::InSyncMemo,
     /// Which Machines matched the selector, per MachineSet.
@@ -404,7 +403,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         clusters: cluster_cache.store(),
         machine_deployments: machine_deployment_cache.store(),
         expectations: Expectations::default(),
-        own_writes: OwnWrites::default(),
         in_sync: Default::default(),
         selected: Default::default(),
         orphans_checked: Mutex::new(HashSet::new()),
@@ -539,13 +537,6 @@ async fn reconcile(
 ) -> Result<Action, Error> {
     controller.caches_ready().await;
     let object_ref = ObjectRef::from_obj(machine_set.as_ref());
-    if controller.own_writes.is_stale(
-        &object_ref,
-        machine_set.metadata.resource_version.as_deref(),
-    ) {
-        // The watch event of the last write brings the current version.
-        return Ok(Action::requeue(Duration::from_secs(5)));
-    }
     let ctx = &controller.ctx;
     let namespace = machine_set.namespace().unwrap_or_default();
     let api: Api<MachineSet> = Api::namespaced(ctx.client().clone(), &namespace);
@@ -559,7 +550,6 @@ async fn reconcile(
     let deleting = machine_set.metadata.deletion_timestamp.is_some();
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
-        controller.own_writes.forget(&object_ref);
         controller.in_sync.forget(&object_ref);
         controller.selected.forget(&object_ref);
         return Ok(Action::await_change());
@@ -581,7 +571,7 @@ async fn reconcile(
     if !deleting && !has_finalizer {
         let mut with_finalizer = (*machine_set).clone();
         with_finalizer.finalizers_mut().push(finalizer.to_owned());
-        write_recorded(&api, &machine_set, &with_finalizer, &controller.own_writes)
+        write_unobserved(&api, &machine_set, &with_finalizer)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -591,7 +581,7 @@ async fn reconcile(
     let mut paused = (*machine_set).clone();
     if status::set_paused_condition(&mut paused, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");
-        write_recorded(&api, &machine_set, &paused, &controller.own_writes)
+        write_unobserved(&api, &machine_set, &paused)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -646,14 +636,9 @@ async fn reconcile(
             .get_or_insert_with(Default::default)
             .observed_generation = scope.machine_set.metadata.generation;
     }
-    write_recorded(
-        &api,
-        &machine_set,
-        &scope.machine_set,
-        &controller.own_writes,
-    )
-    .await
-    .map_err(write_error)?;
+    write_unobserved(&api, &machine_set, &scope.machine_set)
+        .await
+        .map_err(write_error)?;
     for (type_, reason, note) in std::mem::take(&mut scope.events) {
         ctx.publish_event(machine_set.as_ref(), type_, reason, "Reconcile", note)
             .await;

@@ -13,7 +13,6 @@
 mod conditions;
 mod dev_cluster;
 mod dev_machine;
-mod own_writes;
 #[cfg(test)]
 mod tests;
 
@@ -22,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corral_runtime::Recorder;
+use corral_runtime::own_writes::OwnWrites;
 use futures::{FutureExt, StreamExt};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Reporter};
@@ -202,7 +202,7 @@ pub async fn run_with_caches(
         client: client.clone(),
         cloud,
         recorder: Recorder::new(client, Reporter::from(CONTROLLER_NAME)),
-        own_writes: own_writes::OwnWrites::default(),
+        own_writes: OwnWrites::new(),
     });
     let shutdown = shutdown.shared();
     futures::join!(
@@ -218,7 +218,8 @@ pub(crate) struct Context {
     pub caches: Caches,
     pub cloud: Arc<dyn Cloud>,
     pub recorder: Recorder,
-    pub own_writes: own_writes::OwnWrites,
+    /// This provider's writes, to skip reconciles of a copy one of them replaced.
+    pub own_writes: OwnWrites,
 }
 
 impl Context {
@@ -373,9 +374,9 @@ where
             source,
         })?;
     if present {
-        context
-            .own_writes
-            .remember(&written, object.resource_version().as_deref());
+        if let Some(replaced) = object.resource_version() {
+            context.own_writes.remember(written.meta(), &replaced);
+        }
     } else {
         context.own_writes.forget(object);
     }
@@ -416,7 +417,9 @@ where
             name: object.name_any(),
             source,
         })?;
-    context.own_writes.remember(&written, base);
+    if let Some(base) = base {
+        context.own_writes.remember(written.meta(), base);
+    }
     Ok(true)
 }
 
@@ -445,12 +448,14 @@ where
             name: object.name_any(),
             source,
         })?;
-    context.own_writes.remember(&written, base);
+    if let Some(base) = base {
+        context.own_writes.remember(written.meta(), base);
+    }
     Ok(written)
 }
 
 /// Whether a reconcile of `object` is to be skipped: a copy an own write replaced (see
-/// [`own_writes`]); the write's watch event brings the next reconcile.
+/// `corral_runtime::own_writes`); the write's watch event brings the next reconcile.
 fn replaced_by_own_write<K: Resource>(context: &Context, object: &K) -> bool {
     let replaced = context.own_writes.is_replaced(object);
     if replaced {
