@@ -29,6 +29,7 @@
 //! `corral_controllers::run`, a provider's own `run`).
 
 pub mod backoff;
+pub mod changes;
 pub mod clock;
 pub mod cluster_cache;
 pub mod coalesce;

@@ -20,6 +20,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::mpsc;
@@ -29,6 +30,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
+use super::changes::Fingerprints;
 use super::index::{ClusterIndex, ClusterOf, IndexKeys};
 use super::lean::{self, Lean};
 use super::triggers::AbortOnDrop;
@@ -249,6 +251,54 @@ impl<K: Cached> SharedCache<K> {
     /// Objects created, changed or deleted (as kube-runtime's `touched_objects`).
     pub fn touched(&self) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K> {
         self.subscribe().map(|change| Ok(change.object))
+    }
+
+    /// [`SharedCache::applied`], only for objects whose fingerprint in `fingerprints` changed
+    /// (see [`crate::changes`] for the rule): `read` says what the subscriber reads of an
+    /// object, `None` for an object it does not read at all (no entry is kept for it). A
+    /// deleted object's entry is forgotten.
+    pub fn applied_changed<H, F>(
+        &self,
+        fingerprints: Arc<Fingerprints>,
+        read: F,
+    ) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K, H, F>
+    where
+        H: Hash,
+        F: Fn(&K) -> Option<H> + Send + 'static,
+    {
+        self.subscribe().filter_map(move |change| {
+            futures::future::ready(if change.deleted {
+                fingerprints.deleted(change.object.as_ref());
+                None
+            } else {
+                read(&change.object)
+                    .is_some_and(|read| fingerprints.changed(change.object.as_ref(), read))
+                    .then_some(Ok(change.object))
+            })
+        })
+    }
+
+    /// [`SharedCache::applied_changed`], and every deletion (its entry forgotten), as
+    /// [`SharedCache::touched`].
+    pub fn touched_changed<H, F>(
+        &self,
+        fingerprints: Arc<Fingerprints>,
+        read: F,
+    ) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K, H, F>
+    where
+        H: Hash,
+        F: Fn(&K) -> Option<H> + Send + 'static,
+    {
+        self.subscribe().filter_map(move |change| {
+            futures::future::ready(if change.deleted {
+                fingerprints.deleted(change.object.as_ref());
+                Some(Ok(change.object))
+            } else {
+                read(&change.object)
+                    .is_some_and(|read| fingerprints.changed(change.object.as_ref(), read))
+                    .then_some(Ok(change.object))
+            })
+        })
     }
 }
 

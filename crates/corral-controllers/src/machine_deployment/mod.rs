@@ -52,7 +52,7 @@ pub mod status;
 mod sync;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::annotations::{AUTOSCALER_MAX_SIZE, AUTOSCALER_MIN_SIZE};
@@ -72,6 +72,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::machine_set::expectations::{Expectations, Seen};
 use crate::machine_set::in_sync::SelectedMemo;
 use crate::machine_set::templates::{self, TemplateFailure};
+use corral_runtime::changes::Fingerprints;
 use corral_runtime::cluster_cache::ClusterKey;
 use corral_runtime::coalesce::Window;
 use corral_runtime::external::api_group_of;
@@ -283,7 +284,10 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // the MachineDeployment through its MachineSets' status.
     let machine_cache = caches.machines();
     let cluster_cache = caches.clusters();
-    let clusters = cluster_cache.applied();
+    // Only what a MachineDeployment's reconcile reads of its Cluster wakes it.
+    let clusters = cluster_cache.applied_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(cluster_signature(cluster))
+    });
 
     let mut queue: SelectAll<Queue<MachineDeployment>> = SelectAll::new();
     // MachineSet status changes and the MachineDeployment's own status writes are held back
@@ -310,7 +314,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         }),
         window,
     ));
-    let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let cache = machine_deployment_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
@@ -318,15 +321,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
             );
-            let signature = cluster_signature(&cluster);
-            let changed = seen
-                .lock()
-                .expect("seen lock")
-                .insert(key.clone(), signature.clone())
-                != Some(signature);
-            if !changed {
-                return Vec::new();
-            }
             cache
                 .of_cluster(&key)
                 .iter()

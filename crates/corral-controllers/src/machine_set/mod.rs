@@ -45,7 +45,7 @@ mod machines;
 pub mod status;
 pub mod templates;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,6 +61,7 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use corral_runtime::changes::Fingerprints;
 use corral_runtime::cluster_cache::ClusterKey;
 use corral_runtime::coalesce::Window;
 use corral_runtime::external::api_group_of;
@@ -309,9 +310,15 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let machine_cache = caches.machines();
     let machines = machine_cache.touched();
     let cluster_cache = caches.clusters();
-    let clusters = cluster_cache.applied();
+    // Only what a MachineSet's reconcile reads of its Cluster wakes it.
+    let clusters = cluster_cache.applied_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(cluster_signature(cluster))
+    });
     let machine_deployment_cache = caches.machine_deployments();
-    let machine_deployments = machine_deployment_cache.applied();
+    let machine_deployments = machine_deployment_cache
+        .applied_changed(Arc::new(Fingerprints::new()), |md| {
+            Some(machine_deployment_signature(md))
+        });
 
     let mut queue: SelectAll<Queue<MachineSet>> = SelectAll::new();
     // Machines change many times while they come up, and each MachineSet status write comes
@@ -334,7 +341,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         }),
         window,
     ));
-    let seen_clusters: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let cache = machine_set_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
@@ -342,15 +348,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
             );
-            let signature = cluster_signature(&cluster);
-            let changed = seen_clusters
-                .lock()
-                .expect("seen lock")
-                .insert(key.clone(), signature.clone())
-                != Some(signature);
-            if !changed {
-                return Vec::new();
-            }
             cache
                 .of_cluster(&key)
                 .iter()
@@ -359,20 +356,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         })
         .boxed(),
     );
-    let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let cache = machine_set_cache.clone();
     queue.push(
         trigger_with(machine_deployments, move |md: Arc<MachineDeployment>| {
-            let key = runtime::object_key(md.as_ref());
-            let signature = machine_deployment_signature(&md);
-            let changed = seen_deployments
-                .lock()
-                .expect("seen lock")
-                .insert(key, signature.clone())
-                != Some(signature);
-            if !changed {
-                return Vec::new();
-            }
             let uid = md.uid();
             let cluster =
                 ClusterKey::new(&md.namespace().unwrap_or_default(), &md.spec.cluster_name);

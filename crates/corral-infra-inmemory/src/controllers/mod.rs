@@ -97,31 +97,6 @@ const CONFLICT_REQUEUE: Duration = Duration::from_secs(1);
 /// tasks at once.
 const CONCURRENCY: u16 = 64;
 
-/// Remembers, per object, a digest of the fields a controller cares about in a watched kind,
-/// so that a mapped watch triggers reconciles only when one of them changed (upstream's
-/// predicates). A Cluster's status changes many times while it comes up; the DevCluster and
-/// DevMachine controllers care about a few fields of it.
-#[derive(Default)]
-pub(crate) struct Signatures {
-    seen: std::sync::Mutex<std::collections::HashMap<(String, String), u64>>,
-}
-
-impl Signatures {
-    /// Whether `object`'s `signature` differs from the one last seen (true the first time).
-    /// Entries are kept for the life of the process (a digest per object seen): a mapped watch
-    /// does not tell a deletion from a change.
-    pub fn changed<K: ResourceExt>(&self, object: &K, signature: impl std::hash::Hash) -> bool {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        let digest = BuildHasherDefault::<DefaultHasher>::default().hash_one(&signature);
-        let key = (object.namespace().unwrap_or_default(), object.name_any());
-        let mut seen = self
-            .seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        seen.insert(key, digest) != Some(digest)
-    }
-}
-
 /// A provider object's Cluster, for the shared caches' index: its cluster-name label (which
 /// the core controllers set when they create it from a template).
 pub(crate) fn cluster_label<K: Resource>(object: &K) -> &str {

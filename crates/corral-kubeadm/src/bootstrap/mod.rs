@@ -43,6 +43,7 @@ use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
 use corral_runtime::Recorder;
+use corral_runtime::changes::Fingerprints;
 use corral_runtime::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
 use corral_runtime::ready::CachesReady;
 use corral_runtime::shared::{self, Caches, SharedCache};
@@ -227,8 +228,15 @@ pub async fn run_with_caches(
     let machines = caches.machines();
     let clusters = caches.clusters();
     let config_events = configs.applied();
-    let machine_events = machines.touched();
-    let cluster_events = clusters.touched();
+    // Machine and Cluster events wake a KubeadmConfig only when what it reads of them changed
+    // (not for their conditions, which their controllers rewrite as the cluster comes up).
+    let machine_events = machines.touched_changed(Arc::new(Fingerprints::new()), |machine| {
+        machine.spec.bootstrap.config_ref.as_ref()?;
+        Some(crate::changes::read_of_machine(machine))
+    });
+    let cluster_events = clusters.touched_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(crate::changes::read_of_cluster(cluster))
+    });
     let cluster_cache = caches.cluster_cache(&ClusterCacheConfig::default());
     let connections = cluster_cache.subscribe_connections();
     let context = Arc::new(Context {
@@ -241,19 +249,11 @@ pub async fn run_with_caches(
         machines,
         clusters,
     });
-    // Machine and Cluster events wake a KubeadmConfig only when what it reads of them changed
-    // (not for their conditions, which their controllers rewrite as the cluster comes up).
-    let machines_seen = crate::changes::Fingerprints::default();
-    let clusters_seen = crate::changes::Fingerprints::default();
     let mut queue: SelectAll<Queue<KubeadmConfig>> = SelectAll::new();
     queue.push(shared::trigger_own(config_events).boxed());
     queue.push(
         trigger_with(machine_events, move |machine: Arc<Machine>| {
             let reference = machine.spec.bootstrap.config_ref.as_ref()?;
-            if !machines_seen.changed(machine.as_ref(), &crate::changes::read_of_machine(&machine))
-            {
-                return None;
-            }
             (reference.kind == "KubeadmConfig"
                 && reference.api_group == crate::api::BOOTSTRAP_GROUP)
                 .then(|| {
@@ -265,10 +265,6 @@ pub async fn run_with_caches(
     let cluster_configs = configs.clone();
     queue.push(
         trigger_with(cluster_events, move |cluster: Arc<Cluster>| {
-            if !clusters_seen.changed(cluster.as_ref(), &crate::changes::read_of_cluster(&cluster))
-            {
-                return Vec::new();
-            }
             // The Cluster's KubeadmConfigs (by their cluster-name label, the index).
             let key = ClusterKey::new(
                 &cluster.namespace().unwrap_or_default(),

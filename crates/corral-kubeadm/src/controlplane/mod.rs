@@ -45,13 +45,14 @@ use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE};
 use corral_api::{Cluster, Machine};
 use corral_runtime::Queue;
 use corral_runtime::Recorder;
+use corral_runtime::changes::Fingerprints;
 use corral_runtime::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
 use corral_runtime::conditions;
 use corral_runtime::external::ExternalObjects;
 use corral_runtime::ready::CachesReady;
 use corral_runtime::shared::{Caches, SharedCache};
 use futures::stream::SelectAll;
-use futures::{FutureExt, StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -219,7 +220,7 @@ struct Context {
     addons: addons::Applied,
     /// What the control plane reads of each Cluster, as last seen by the Cluster trigger: a
     /// Cluster event wakes the control plane only when that changed ([`crate::changes`]).
-    cluster_facts: Arc<crate::changes::Fingerprints>,
+    cluster_facts: Arc<Fingerprints>,
 }
 
 /// The name the controller reports Events under.
@@ -394,7 +395,11 @@ pub async fn run_with_caches(
     let configs = crate::kubeadm_configs(&caches);
     let ready = CachesReady::new(vec![machines.ready(), clusters.ready(), configs.ready()]);
     let machine_events = machines.touched();
-    let cluster_events = clusters.applied();
+    // Cluster events wake a control plane only when what it reads of its Cluster changed.
+    let cluster_facts = Arc::new(Fingerprints::new());
+    let cluster_events = clusters.applied_changed(cluster_facts.clone(), |cluster| {
+        Some(crate::changes::read_of_cluster(cluster))
+    });
     let context = Arc::new(Context {
         clusters,
         configs,
@@ -405,7 +410,7 @@ pub async fn run_with_caches(
         certificates_checked: Default::default(),
         infrastructure_cloned_from: Default::default(),
         addons: Default::default(),
-        cluster_facts: Default::default(),
+        cluster_facts,
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         external: ExternalObjects::new(client.clone()),
         secrets: crate::certs::SecretReader::cached(client.clone(), cache.clone()),
@@ -455,12 +460,6 @@ pub async fn run_with_caches(
         })
         .boxed(),
     );
-    let seen = context.cluster_facts.clone();
-    let cluster_events = cluster_events.try_filter(move |cluster| {
-        futures::future::ready(
-            seen.changed(cluster.as_ref(), &crate::changes::read_of_cluster(cluster)),
-        )
-    });
     queue.push(
         trigger_with(cluster_events, |cluster: Arc<Cluster>| {
             let reference = cluster.spec.control_plane_ref.as_ref()?;
