@@ -23,7 +23,7 @@ pub mod clusterctl;
 pub mod common;
 pub mod conditions;
 pub mod contract;
-mod crd;
+pub mod crd;
 pub mod field_managers;
 pub mod finalizers;
 pub mod labels;
@@ -31,7 +31,7 @@ pub mod machine;
 pub mod machine_deployment;
 pub mod machine_health_check;
 pub mod machine_set;
-mod schema;
+pub mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
 
