@@ -38,5 +38,6 @@ mod cli;
 mod durability;
 mod kubectl;
 mod kubectl_machinery;
+mod layering;
 mod move_clusters;
 mod python_client;
