@@ -35,34 +35,34 @@ fn cluster_events_pass_when_what_is_read_changes() {
     let seen = Fingerprints::new();
     let mut cluster = cluster();
     assert!(
-        seen.changed(&cluster, &read_of_cluster(&cluster)),
+        seen.changed(&cluster, read_of_cluster(&cluster)),
         "first seen"
     );
-    assert!(!seen.changed(&cluster, &read_of_cluster(&cluster)), "same");
+    assert!(!seen.changed(&cluster, read_of_cluster(&cluster)), "same");
 
     let status = cluster.status.as_mut().unwrap();
     status.control_plane.replicas = Some(3);
     status.phase = Some(corral_api::ClusterPhase::Provisioned);
     assert!(
-        !seen.changed(&cluster, &read_of_cluster(&cluster)),
+        !seen.changed(&cluster, read_of_cluster(&cluster)),
         "replica counters and phase are not read"
     );
 
     let status = cluster.status.as_mut().unwrap();
     status.initialization.infrastructure_provisioned = Some(true);
-    assert!(seen.changed(&cluster, &read_of_cluster(&cluster)));
+    assert!(seen.changed(&cluster, read_of_cluster(&cluster)));
     cluster.spec.paused = Some(true);
-    assert!(seen.changed(&cluster, &read_of_cluster(&cluster)));
+    assert!(seen.changed(&cluster, read_of_cluster(&cluster)));
     cluster
         .metadata
         .annotations
         .get_or_insert_with(Default::default)
         .insert("a".into(), "b".into());
-    assert!(seen.changed(&cluster, &read_of_cluster(&cluster)));
+    assert!(seen.changed(&cluster, read_of_cluster(&cluster)));
 
     seen.forget("ns", "c");
     assert!(
-        seen.changed(&cluster, &read_of_cluster(&cluster)),
+        seen.changed(&cluster, read_of_cluster(&cluster)),
         "forgotten"
     );
 }
@@ -73,23 +73,23 @@ fn cluster_events_pass_when_what_is_read_changes() {
 fn machine_events_pass_when_what_is_read_changes() {
     let seen = Fingerprints::new();
     let mut machine = machine();
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
     let status = machine.status.get_or_insert_with(Default::default);
     status.phase = Some(corral_api::MachinePhase::Provisioning);
     assert!(
-        !seen.changed(&machine, &read_of_machine(&machine)),
+        !seen.changed(&machine, read_of_machine(&machine)),
         "phase is not read"
     );
 
     let status = machine.status.get_or_insert_with(Default::default);
     status.node_ref = Some(serde_json::from_value(json!({ "name": "node" })).unwrap());
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
     machine.spec.version = Some("v1.35.0".into());
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
 
     machine.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
-    assert!(!seen.changed(&machine, &read_of_machine(&machine)), "once");
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
+    assert!(!seen.changed(&machine, read_of_machine(&machine)), "once");
     seen.deleted(&machine);
     assert!(seen.is_empty(), "nothing left behind");
 }
