@@ -55,7 +55,7 @@ impl OwnWrites {
     /// Remembers that a write replaced version `replaced` of an object with the object `written`
     /// (the metadata the API server returned). A write that changed nothing (same version) is
     /// not remembered: no watch event follows it.
-    pub fn remember(&self, written: &ObjectMeta, replaced: &str) {
+    pub fn remember(&self, written: &ObjectMeta, replaced: String) {
         let (Some(uid), Some(version)) =
             (written.uid.as_deref(), written.resource_version.as_deref())
         else {
@@ -80,7 +80,7 @@ impl OwnWrites {
         if chain.versions.len() == MAX_REPLACED {
             chain.versions.remove(0);
         }
-        chain.versions.push(replaced.to_owned());
+        chain.versions.push(replaced);
         chain.latest = version.to_owned();
     }
 

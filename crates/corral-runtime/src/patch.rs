@@ -212,7 +212,7 @@ where
     if let Some(replaced) = replaced
         && meta(&patched).resource_version.as_deref() != Some(replaced.as_str())
     {
-        OWN_WRITES.remember(meta(&patched), &replaced);
+        OWN_WRITES.remember(meta(&patched), replaced);
     }
     Ok(Some(patched))
 }
@@ -244,7 +244,7 @@ static OWN_WRITES: OwnWrites = OwnWrites::new();
 
 #[cfg(test)]
 pub(crate) fn remember_replaced<K: Resource>(object: &K, replaced: String) {
-    OWN_WRITES.remember(object.meta(), &replaced);
+    OWN_WRITES.remember(object.meta(), replaced);
 }
 
 /// Whether `object` is a copy that a write through this module has replaced, i.e. a cache

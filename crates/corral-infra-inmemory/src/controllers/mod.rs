@@ -350,7 +350,7 @@ where
         })?;
     if present {
         if let Some(replaced) = object.resource_version() {
-            context.own_writes.remember(written.meta(), &replaced);
+            context.own_writes.remember(written.meta(), replaced);
         }
     } else {
         context.own_writes.forget(object);
@@ -393,7 +393,7 @@ where
             source,
         })?;
     if let Some(base) = base {
-        context.own_writes.remember(written.meta(), base);
+        context.own_writes.remember(written.meta(), base.to_owned());
     }
     Ok(true)
 }
@@ -424,7 +424,7 @@ where
             source,
         })?;
     if let Some(base) = base {
-        context.own_writes.remember(written.meta(), base);
+        context.own_writes.remember(written.meta(), base.to_owned());
     }
     Ok(written)
 }
