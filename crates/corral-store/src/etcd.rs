@@ -134,6 +134,7 @@ impl EtcdStore {
         // Channels connect lazily and calls would keep trying unreachable members: ask each
         // member once, here, where the caller can tell what is wrong.
         store.check_reachable().await?;
+        store.inner.members.start_probing();
         Ok(store)
     }
 
