@@ -172,7 +172,11 @@ pub struct Attempts {
 impl Members {
     /// Channels to every endpoint, connected lazily; probing starts with
     /// [`Members::start_probing`].
-    pub fn new(endpoints: &[String], tls: &EtcdTls, probe_key: bytes::Bytes) -> Result<Arc<Members>> {
+    pub fn new(
+        endpoints: &[String],
+        tls: &EtcdTls,
+        probe_key: bytes::Bytes,
+    ) -> Result<Arc<Members>> {
         if endpoints.is_empty() {
             return Err(Error::InvalidRequest("no etcd endpoints given".into()));
         }
@@ -266,8 +270,7 @@ impl Members {
                 count_only: true,
                 ..Default::default()
             };
-            let result =
-                tokio::time::timeout(PROBE_TIMEOUT, member.kv().range(request)).await;
+            let result = tokio::time::timeout(PROBE_TIMEOUT, member.kv().range(request)).await;
             match result {
                 Ok(Ok(_)) => member.set_healthy(true, &""),
                 Ok(Err(status)) if classify(&status) == Failure::Answer => {

@@ -1182,8 +1182,14 @@ async fn an_unusable_etcd_is_one_line_and_exit_1() {
     let data_dir = data_dir.to_str().unwrap();
     for (endpoint, said) in [
         (format!("http://{closed}"), "Connection refused"),
-        (format!("http://{not_etcd_address}"), &format!("http://{not_etcd_address}")[..]),
-        ("ftp://127.0.0.1:2379".to_string(), "must be http:// or https://"),
+        (
+            format!("http://{not_etcd_address}"),
+            &format!("http://{not_etcd_address}")[..],
+        ),
+        (
+            "ftp://127.0.0.1:2379".to_string(),
+            "must be http:// or https://",
+        ),
     ] {
         for command in ["apiserver", "up"] {
             let stderr = corral_fails(

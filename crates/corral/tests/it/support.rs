@@ -1,12 +1,12 @@
 //! A `corral apiserver` child process per test, on its own data dir and a free port.
 
+use corral_store::testing::EtcdProcess;
 use std::fs::{File, OpenOptions};
 use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use corral_store::testing::EtcdProcess;
 
 /// How long a server may take to start. Generous: CI machines are busy compiling.
 const START_DEADLINE: Duration = Duration::from_secs(60);
@@ -36,10 +36,7 @@ where
         .tempdir()
         .expect("creating a temporary directory for a test");
     let env = match backend {
-        Backend::Sqlite => TestEnv {
-            etcd: None,
-            dir,
-        },
+        Backend::Sqlite => TestEnv { etcd: None, dir },
         Backend::Etcd => match EtcdProcess::start_or_skip().await {
             Some(etcd) => TestEnv {
                 etcd: Some(etcd),
@@ -140,7 +137,6 @@ impl TestEnv {
             None => command.args(["--store", "sqlite"]),
         };
     }
-
 }
 
 /// The URL on the kubeconfig's `server:` line.
