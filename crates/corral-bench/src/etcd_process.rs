@@ -14,6 +14,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use corral_store::etcd::pb::RangeRequest;
+use corral_store::etcd::pb::kv_client::KvClient;
 
 /// Kills etcd when our end of its stdin closes, including when this process dies without
 /// unwinding. Exits with etcd's status.
@@ -145,8 +147,12 @@ impl EtcdServer {
 
     async fn answers(&self) -> bool {
         let probe = async {
-            let mut client = etcd_client::Client::connect([&self.endpoint], None).await?;
-            client.get("corral-bench-readiness", None).await
+            let mut client = KvClient::connect(self.endpoint.clone()).await?;
+            let request = RangeRequest {
+                key: bytes::Bytes::from_static(b"corral-bench-readiness"),
+                ..Default::default()
+            };
+            anyhow::Ok(client.range(request).await?)
         };
         matches!(
             tokio::time::timeout(Duration::from_secs(2), probe).await,

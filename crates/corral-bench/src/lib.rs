@@ -9,7 +9,6 @@
 pub mod client;
 pub mod cpu;
 pub mod env;
-#[cfg(feature = "etcd")]
 pub mod etcd_process;
 pub mod load;
 pub mod machinery;
@@ -27,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use corral_apiserver::{Server, ServerConfig};
 use corral_store::DynStore;
+use corral_store::etcd::pb::kv_client::KvClient;
 use corral_store::sqlite::CommitStats;
 use http::{Method, StatusCode};
 
@@ -268,8 +268,6 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         }
     };
     sides.push(Side::start("sqlite", Arc::new(sqlite), config).await?);
-
-    #[cfg(feature = "etcd")]
     let etcd = if config.skip_etcd {
         report.notes.push("etcd skipped (--skip-etcd).".into());
         None
@@ -303,27 +301,20 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
                 let store = corral_store::etcd::EtcdStore::connect(&server.endpoints(), "/corral/")
                     .await
                     .context("connecting the etcd store")?;
-                let raw = etcd_client::Client::connect(server.endpoints(), None)
+                let raw = KvClient::connect(server.endpoint().to_string())
                     .await
-                    .context("connecting the raw etcd client")?;
+                    .context("connecting the raw etcd client")?
+                    .max_decoding_message_size(usize::MAX);
                 sides.push(Side::start("etcd", Arc::new(store), config).await?);
                 Some((server, raw))
             }
         }
     };
-    #[cfg(not(feature = "etcd"))]
-    if !config.skip_etcd {
-        let line = "built without the `etcd` feature: running the SQLite part only \
-                    (cargo run --release -p corral-bench --features etcd -- apiserver)";
-        eprintln!("{line}");
-        report.notes.push(line.into());
-    }
 
     // The closed-loop runs, interleaved so that each comparison is made seconds apart on a
     // machine whose speed drifts, and repeated in rounds; each row reports its median round.
     for _ in 0..config.rounds.max(1) {
         for &clients in &config.concurrencies {
-            #[cfg(feature = "etcd")]
             if let Some((_, raw)) = etcd.as_ref().filter(|_| config.runs(Phase::Raw)) {
                 let measured = phases::raw_etcd_puts(raw, clients, config).await;
                 report.push(Op::RawEtcdPut, "etcd", clients, measured);
@@ -445,7 +436,6 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
             ));
         }
     }
-    #[cfg(feature = "etcd")]
     drop(etcd);
     drop(dir);
     report.wall = wall.elapsed();

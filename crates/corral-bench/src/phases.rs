@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use corral_store::DynStore;
+use corral_store::etcd::pb::PutRequest;
+use corral_store::etcd::pb::kv_client::KvClient;
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 
@@ -211,21 +213,20 @@ pub async fn store_creates(store: &DynStore, clients: usize, config: &Config) ->
     .await
 }
 
-/// Plain etcd puts of 1 KiB values with etcd-client, all clients multiplexed on one gRPC
-/// connection (as the etcd store's own client is).
-#[cfg(feature = "etcd")]
+/// Plain etcd puts of 1 KiB values straight through etcd's gRPC KV service (the etcd store's
+/// generated client, without the store), all clients multiplexed on one gRPC connection (as
+/// the etcd store's own client is).
 pub async fn raw_etcd_puts(
-    client: &etcd_client::Client,
+    client: &KvClient<tonic::transport::Channel>,
     clients: usize,
     config: &Config,
 ) -> Measured {
-    let value = objects::payload(config.value_bytes).into_bytes();
-    let value: Arc<[u8]> = value.into();
+    let value = bytes::Bytes::from(objects::payload(config.value_bytes).into_bytes());
     let run = next_run();
     let states = (0..clients)
         .map(|client_index| {
             (
-                client.kv_client(),
+                client.clone(),
                 format!("/bench-raw/r{run}/{client_index}/"),
                 0_u64,
             )
@@ -235,14 +236,14 @@ pub async fn raw_etcd_puts(
         states,
         config.warmup,
         config.duration,
-        move |(mut kv, prefix, n): (etcd_client::KvClient, String, u64)| {
-            let value = value.clone();
+        move |(mut kv, prefix, n): (KvClient<tonic::transport::Channel>, String, u64)| {
+            let put = PutRequest {
+                key: bytes::Bytes::from(format!("{prefix}{n}")),
+                value: value.clone(),
+                ..Default::default()
+            };
             async move {
-                let outcome = kv
-                    .put(format!("{prefix}{n}"), value.to_vec(), None)
-                    .await
-                    .map(drop)
-                    .map_err(anyhow::Error::from);
+                let outcome = kv.put(put).await.map(drop).map_err(anyhow::Error::from);
                 ((kv, prefix, n + 1), outcome)
             }
         },

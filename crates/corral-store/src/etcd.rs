@@ -29,7 +29,20 @@
 //!   etcd cannot send the previous value of a change because it was compacted meanwhile, the
 //!   watch fails with [`Error::Compacted`] rather than deliver an event without it.
 //! * **Watch lifetime.** Each watch is its own gRPC stream; dropping the [`WatchStream`]
-//!   resets it, and etcd removes the watcher. Progress notifications are not asked for.
+//!   resets it, and etcd removes the watcher. Progress notifications are not asked for. A watch
+//!   asks for a member with a leader (clientv3's `WithRequireLeader`), so a member cut off from
+//!   the others ends it instead of leaving it silent.
+//! * **Members that fail.** Calls go to the members in rotation and move on when one fails; a
+//!   watch resumes on another member from the last revision it delivered, so it loses no event
+//!   and repeats none. A write whose member failed after sending it is tried again elsewhere;
+//!   since every write is conditional it cannot apply twice, and a repeat that finds the
+//!   store's own write already there answers as that write did (see [`members`]).
+//! * **The client.** Corral speaks etcd's gRPC API through code generated from
+//!   `proto/etcd.proto` (a subset of etcd's API, with etcd's names and field numbers) and checked
+//!   in as `etcd/etcdserverpb.rs`, so that building Corral needs no protobuf compiler; a test
+//!   regenerates it and fails when it drifts. The generic etcd client crates either run `protoc`
+//!   in their build script or route requests to a dead member (see `members` for what this
+//!   client does instead).
 //! * **Revision 0.** etcd reads revision 0 as "now"; the contract has no revision 0, so a
 //!   read at a revision below 1 is an [`Error::InvalidRequest`].
 //! * **Value size.** etcd refuses requests larger than its `--max-request-bytes` (1.5 MiB by
@@ -46,18 +59,28 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, GetResponse,
-    KvClient, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchClient, WatchOptions, WatchResponse,
-};
+use futures::StreamExt as _;
+use tonic::Status;
 
 use crate::{
     Error, Event, EventKind, KeyValue, RangeRequest, RangeResponse, Result, Revision, Store,
     WatchStream,
 };
 
+pub mod members;
 #[cfg(test)]
 mod tests;
+
+pub use members::EtcdTls;
+use members::{Attempts, Member, Members};
+
+/// etcd's API as generated from `proto/etcd.proto` (checked in; see the module docs). Public so
+/// that other parts of Corral (the benchmark's raw-etcd yardstick, etcd administration) speak
+/// etcd through the same code.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    include!("etcd/etcdserverpb.rs");
+}
 
 /// etcd's default `--max-request-bytes`.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1_572_864;
@@ -66,12 +89,8 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1_572_864;
 /// framing, its compare, and the raft request etcd wraps it in (a few dozen bytes in practice).
 const REQUEST_OVERHEAD_BYTES: usize = 1024;
 
-/// How long [`EtcdStore::connect`] waits for a connection and a first answer.
+/// How long [`EtcdStore::connect`] waits for a first answer from any member.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Largest response the client accepts. tonic's default (4 MiB) would fail a list of a few
-/// large objects; etcd itself sends up to 2 GiB, and so does kube-apiserver's client.
-const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 
 /// See the module docs.
 #[derive(Clone)]
@@ -81,8 +100,7 @@ pub struct EtcdStore {
 }
 
 struct Inner {
-    kv: KvClient,
-    watch: WatchClient,
+    members: Arc<Members>,
     /// The store's prefix as etcd sees it.
     prefix: Vec<u8>,
     /// The highest compacted revision known to be in force: a lower bound of etcd's, which
@@ -91,44 +109,62 @@ struct Inner {
 }
 
 impl EtcdStore {
-    /// Connects to an etcd cluster and checks that it answers. Every key is stored under
-    /// `prefix` (which may be empty, for the whole key space).
+    /// Connects to an etcd cluster over plain HTTP/2 and checks that it answers. Every key is
+    /// stored under `prefix` (which may be empty, for the whole key space).
     pub async fn connect(endpoints: &[String], prefix: &str) -> Result<EtcdStore> {
-        // Keep-alive pings make a watch on an etcd that vanished without closing the
-        // connection (a partition, a frozen machine) fail instead of waiting forever.
-        let options = ConnectOptions::new()
-            .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(20));
-        let client = Client::connect(endpoints, Some(options))
-            .await
-            .map_err(|e| Error::backend(format!("connecting to etcd at {endpoints:?}"), e))?;
+        Self::connect_with(endpoints, prefix, &EtcdTls::default()).await
+    }
+
+    /// [`EtcdStore::connect`] with TLS to the members (`https://` endpoints).
+    pub async fn connect_with(
+        endpoints: &[String],
+        prefix: &str,
+        tls: &EtcdTls,
+    ) -> Result<EtcdStore> {
+        let probe_key = Bytes::from(nonempty_key(prefix.as_bytes().to_vec()));
+        let members = Members::new(endpoints, tls, probe_key)?;
         let store = EtcdStore {
             inner: Arc::new(Inner {
-                kv: client
-                    .kv_client()
-                    .max_decoding_message_size(MAX_RESPONSE_BYTES),
-                watch: client
-                    .watch_client()
-                    .max_decoding_message_size(MAX_RESPONSE_BYTES),
+                members,
                 prefix: prefix.as_bytes().to_vec(),
                 compacted: AtomicI64::new(0),
             }),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         };
-        // The client connects lazily and would wait for an unreachable etcd on every request:
-        // fail here, where the caller can tell what is wrong.
-        match tokio::time::timeout(CONNECT_TIMEOUT, store.current_revision()).await {
-            Ok(Ok(_)) => Ok(store),
-            Ok(Err(Error::Backend { source, .. })) => Err(Error::Backend {
-                context: format!("connecting to etcd at {endpoints:?}"),
-                source,
-            }),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::backend(
-                format!("connecting to etcd at {endpoints:?}"),
-                format!("no answer within {CONNECT_TIMEOUT:?}"),
-            )),
+        // Channels connect lazily and calls would keep trying unreachable members: ask each
+        // member once, here, where the caller can tell what is wrong.
+        store.check_reachable().await?;
+        store.inner.members.start_probing();
+        Ok(store)
+    }
+
+    /// Succeeds when any member answers a read within [`CONNECT_TIMEOUT`]; otherwise names
+    /// what each member said.
+    async fn check_reachable(&self) -> Result<()> {
+        let inner = &self.inner;
+        let answers = futures::future::join_all(inner.members.all().iter().map(|member| {
+            let request = pb::RangeRequest {
+                key: Bytes::from(inner.probe_key()),
+                count_only: true,
+                ..Default::default()
+            };
+            async move {
+                match tokio::time::timeout(CONNECT_TIMEOUT, member.kv().range(request)).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(status)) => Err(format!("{}: {}", member.endpoint, describe(&status))),
+                    Err(_) => Err(format!(
+                        "{}: no answer within {CONNECT_TIMEOUT:?}",
+                        member.endpoint
+                    )),
+                }
+            }
+        }))
+        .await;
+        if answers.iter().any(Result::is_ok) {
+            return Ok(());
         }
+        let failures: Vec<String> = answers.into_iter().filter_map(Result::err).collect();
+        Err(Error::backend("connecting to etcd", failures.join("; ")))
     }
 
     /// Sets the `--max-request-bytes` of the etcd cluster, when it is not etcd's default, so
@@ -142,6 +178,17 @@ impl EtcdStore {
     pub fn prefix(&self) -> &str {
         // Built from a `&str` in `connect`.
         std::str::from_utf8(&self.inner.prefix).expect("the prefix is UTF-8")
+    }
+
+    /// The endpoints in the rotation now (see [`members`]).
+    pub fn healthy_endpoints(&self) -> Vec<String> {
+        self.inner
+            .members
+            .all()
+            .iter()
+            .filter(|m| m.is_healthy())
+            .map(|m| m.endpoint.clone())
+            .collect()
     }
 
     /// The largest value a write of `key` may carry: etcd's request limit less the key (which
@@ -166,36 +213,52 @@ impl EtcdStore {
     /// Maps a failed write. etcd's own size check is the backstop for a store told of a larger
     /// limit than etcd's ([`EtcdStore::with_max_request_bytes`]); the limit the error names is
     /// then the store's, the only one known.
-    fn write_error(&self, key: &str, value_len: usize, error: etcd_client::Error) -> Error {
-        match refusal(&error) {
+    fn write_error(&self, key: &str, value_len: usize, status: Status) -> Error {
+        match refusal(&status) {
             Some(Refusal::RequestTooLarge) => Error::ValueTooLarge {
                 size: value_len,
                 limit: self.max_value_bytes(key),
             },
-            _ => Error::backend(format!("writing key {key:?} to etcd"), error),
+            _ => Error::backend(format!("writing key {key:?} to etcd"), describe(&status)),
         }
+    }
+
+    /// Runs a transaction on the members in rotation (see [`members`]).
+    async fn txn(
+        &self,
+        request: pb::TxnRequest,
+    ) -> (std::result::Result<pb::TxnResponse, Status>, Attempts) {
+        self.inner
+            .members
+            .call(|member: Arc<Member>| {
+                let request = request.clone();
+                async move {
+                    member
+                        .kv()
+                        .txn(request)
+                        .await
+                        .map(tonic::Response::into_inner)
+                }
+            })
+            .await
     }
 }
 
 impl Inner {
-    fn kv(&self) -> KvClient {
-        self.kv.clone()
-    }
-
-    fn full_key(&self, key: &str) -> Vec<u8> {
+    fn full_key(&self, key: &str) -> Bytes {
         let mut full = Vec::with_capacity(self.prefix.len() + key.len());
         full.extend_from_slice(&self.prefix);
         full.extend_from_slice(key.as_bytes());
-        full
+        Bytes::from(full)
     }
 
-    fn user_key(&self, full: Vec<u8>) -> Result<String> {
+    fn user_key(&self, full: &[u8]) -> Result<String> {
         let Some(key) = full.strip_prefix(self.prefix.as_slice()) else {
             return Err(Error::backend(
                 "reading from etcd",
                 format!(
                     "etcd returned key {:?} outside the store's prefix",
-                    String::from_utf8_lossy(&full)
+                    String::from_utf8_lossy(full)
                 ),
             ));
         };
@@ -204,49 +267,65 @@ impl Inner {
                 "reading from etcd",
                 format!(
                     "key {:?} under the store's prefix is not UTF-8: {e}",
-                    String::from_utf8_lossy(&full)
+                    String::from_utf8_lossy(full)
                 ),
             )
         })
     }
 
-    fn key_value(&self, kv: etcd_client::KeyValue) -> Result<KeyValue> {
-        let create_revision = kv.create_revision();
-        let mod_revision = kv.mod_revision();
-        let (key, value) = kv.into_key_value();
+    fn key_value(&self, kv: pb::KeyValue) -> Result<KeyValue> {
         Ok(KeyValue {
-            key: self.user_key(key)?,
-            value: Bytes::from(value),
-            create_revision,
-            mod_revision,
+            key: self.user_key(&kv.key)?,
+            value: kv.value,
+            create_revision: kv.create_revision,
+            mod_revision: kv.mod_revision,
         })
+    }
+
+    /// A range read on the members in rotation; failures as they came.
+    async fn range(
+        &self,
+        request: pb::RangeRequest,
+    ) -> std::result::Result<pb::RangeResponse, Status> {
+        self.members
+            .call(|member: Arc<Member>| {
+                let request = request.clone();
+                async move {
+                    member
+                        .kv()
+                        .range(request)
+                        .await
+                        .map(tonic::Response::into_inner)
+                }
+            })
+            .await
+            .0
     }
 
     /// A read, with etcd's refusals mapped onto the contract's errors.
     async fn read(
         &self,
-        key: Vec<u8>,
-        options: GetOptions,
+        mut request: pb::RangeRequest,
         revision: Option<Revision>,
-    ) -> Result<GetResponse> {
-        let options = match revision {
+    ) -> Result<pb::RangeResponse> {
+        match revision {
             // etcd reads revision 0 (and below) as "now"; the contract has no such revision.
             Some(r) if r < 1 => {
                 return Err(Error::InvalidRequest(format!(
                     "revision {r} is not a revision (revisions start at 1)"
                 )));
             }
-            Some(r) => options.with_revision(r),
-            None => options,
-        };
-        match self.kv().get(key, Some(options)).await {
+            Some(r) => request.revision = r,
+            None => {}
+        }
+        match self.range(request).await {
             Ok(response) => Ok(response),
-            Err(error) => Err(self.read_error(error, revision).await),
+            Err(status) => Err(self.read_error(status, revision).await),
         }
     }
 
-    async fn read_error(&self, error: etcd_client::Error, requested: Option<Revision>) -> Error {
-        match (refusal(&error), requested) {
+    async fn read_error(&self, status: Status, requested: Option<Revision>) -> Error {
+        match (refusal(&status), requested) {
             (Some(Refusal::Compacted), Some(requested)) => match self.compacted_revision().await {
                 Ok(compacted) => Error::Compacted {
                     requested,
@@ -262,7 +341,7 @@ impl Inner {
                     Err(e) => e,
                 }
             }
-            _ => Error::backend("reading from etcd", error),
+            _ => Error::backend("reading from etcd", describe(&status)),
         }
     }
 
@@ -272,25 +351,32 @@ impl Inner {
         nonempty_key(self.prefix.clone())
     }
 
+    fn count_request(&self, revision: Revision) -> pb::RangeRequest {
+        pb::RangeRequest {
+            key: Bytes::from(self.probe_key()),
+            count_only: true,
+            revision,
+            ..Default::default()
+        }
+    }
+
     async fn current_revision(&self) -> Result<Revision> {
         let response = self
-            .kv()
-            .get(self.probe_key(), Some(GetOptions::new().with_count_only()))
+            .range(self.count_request(0))
             .await
-            .map_err(|e| Error::backend("reading the current revision from etcd", e))?;
-        header_revision(response.header())
+            .map_err(|e| Error::backend("reading the current revision from etcd", describe(&e)))?;
+        header_revision(response.header.as_ref())
     }
 
     /// Whether etcd still serves reads at `revision`, i.e. whether it is at or above the
     /// compacted revision.
     async fn readable_at(&self, revision: Revision) -> Result<bool> {
-        let options = GetOptions::new().with_count_only().with_revision(revision);
-        match self.kv().get(self.probe_key(), Some(options)).await {
+        match self.range(self.count_request(revision)).await {
             Ok(_) => Ok(true),
             Err(e) if refusal(&e) == Some(Refusal::Compacted) => Ok(false),
             Err(e) => Err(Error::backend(
                 "reading the compacted revision from etcd",
-                e,
+                describe(&e),
             )),
         }
     }
@@ -321,12 +407,15 @@ impl Inner {
         self.compacted.fetch_max(revision, Ordering::SeqCst);
     }
 
-    /// The key's current value from the `else` branch of a failed conditional write.
-    fn current_from_else(&self, response: &TxnResponse) -> Result<Option<KeyValue>> {
-        let current = response.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Get(mut get) => Some(get.take_kvs()),
-            _ => None,
-        });
+    /// The key's current value from the `failure` branch of a failed conditional write.
+    fn current_from_else(&self, response: pb::TxnResponse) -> Result<Option<KeyValue>> {
+        let current = response
+            .responses
+            .into_iter()
+            .find_map(|op| match op.response {
+                Some(pb::response_op::Response::ResponseRange(range)) => Some(range.kvs),
+                _ => None,
+            });
         let Some(kvs) = current else {
             return Err(Error::backend(
                 "writing to etcd",
@@ -338,6 +427,82 @@ impl Inner {
             .map(|kv| self.key_value(kv))
             .transpose()
     }
+
+    /// After a delete whose answer was lost and whose repeat found the key gone: the delete
+    /// that removed the version `expected` of `key`, if there was one. Read from the key's
+    /// history (a watch from just after `expected`), so it is found while that history is not
+    /// compacted; `None` when the key had no version `expected` or the history is gone.
+    async fn delete_of(&self, key: &str, expected: Revision) -> Option<(Revision, KeyValue)> {
+        let full = self.full_key(key);
+        let request = pb::WatchCreateRequest {
+            key: full,
+            start_revision: expected + 1,
+            prev_kv: true,
+            ..Default::default()
+        };
+        let first_change = async {
+            let member = self.members.pick();
+            let mut stream = open_watch(&member, request).await.ok()?;
+            loop {
+                let response = stream.responses.message().await.ok()??;
+                if response.canceled || response.compact_revision != 0 {
+                    return None;
+                }
+                if let Some(event) = response.events.into_iter().next() {
+                    return Some(event);
+                }
+            }
+        };
+        // The key is gone now; if it had the version `expected`, a change after `expected`
+        // exists. The timeout ends the wait when it had not (no change may come) and when
+        // members fail meanwhile.
+        let event = tokio::time::timeout(Duration::from_secs(5), first_change)
+            .await
+            .ok()??;
+        let prev = event.prev_kv?;
+        if event.r#type != pb::event::EventType::Delete as i32 || prev.mod_revision != expected {
+            return None;
+        }
+        let revision = event.kv?.mod_revision;
+        Some((revision, self.key_value(prev).ok()?))
+    }
+}
+
+/// One etcd watch stream: etcd's answers, and the end of the requests, held open while the
+/// watch lives.
+struct EtcdWatch {
+    responses: tonic::Streaming<pb::WatchResponse>,
+    /// Dropping it ends the request stream, and etcd then ends the watch: dropping the
+    /// responses alone would leave the request side open and the watcher alive in etcd.
+    _requests_open: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Opens one etcd watch on `member`.
+async fn open_watch(
+    member: &Member,
+    create: pb::WatchCreateRequest,
+) -> std::result::Result<EtcdWatch, Status> {
+    let first = pb::WatchRequest {
+        request_union: Some(pb::watch_request::RequestUnion::CreateRequest(create)),
+    };
+    let (requests_open, closed) = tokio::sync::oneshot::channel::<()>();
+    let requests = futures::stream::iter([first]).chain(
+        futures::stream::once(async move {
+            let _ = closed.await;
+        })
+        .filter_map(|()| async { None }),
+    );
+    let mut request = tonic::Request::new(requests);
+    // clientv3's `WithRequireLeader`: a member that loses its leader ends the watch rather than
+    // keep it open with nothing to send.
+    request.metadata_mut().insert(
+        "hasleader",
+        tonic::metadata::MetadataValue::from_static("true"),
+    );
+    Ok(EtcdWatch {
+        responses: member.watch().watch(request).await?.into_inner(),
+        _requests_open: requests_open,
+    })
 }
 
 /// etcd's refusals that the contract names. etcd reports them as gRPC statuses whose
@@ -349,10 +514,7 @@ enum Refusal {
     RequestTooLarge,
 }
 
-fn refusal(error: &etcd_client::Error) -> Option<Refusal> {
-    let etcd_client::Error::GRpcStatus(status) = error else {
-        return None;
-    };
+fn refusal(status: &Status) -> Option<Refusal> {
     let message = status.message();
     if message.contains("required revision has been compacted") {
         Some(Refusal::Compacted)
@@ -368,9 +530,25 @@ fn refusal(error: &etcd_client::Error) -> Option<Refusal> {
     }
 }
 
-fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<Revision> {
+/// A failure in one line: gRPC's code and message, and the transport error under it (which
+/// says "connection refused" where the status says only "transport error").
+fn describe(status: &Status) -> String {
+    let mut text = format!("{:?}: {}", status.code(), status.message());
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        let part = error.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = error.source();
+    }
+    text
+}
+
+fn header_revision(header: Option<&pb::ResponseHeader>) -> Result<Revision> {
     header
-        .map(|h| h.revision())
+        .map(|h| h.revision)
         .ok_or_else(|| Error::backend("reading etcd's answer", "the response has no header"))
 }
 
@@ -392,6 +570,58 @@ fn range_end(prefix: &[u8]) -> Vec<u8> {
     vec![0]
 }
 
+fn compare_mod(key: &Bytes, revision: Revision) -> pb::Compare {
+    pb::Compare {
+        result: pb::compare::CompareResult::Equal as i32,
+        target: pb::compare::CompareTarget::Mod as i32,
+        key: key.clone(),
+        target_union: Some(pb::compare::TargetUnion::ModRevision(revision)),
+    }
+}
+
+/// The key exists: its version (number of writes since its creation) is above 0.
+fn compare_exists(key: &Bytes) -> pb::Compare {
+    pb::Compare {
+        result: pb::compare::CompareResult::Greater as i32,
+        target: pb::compare::CompareTarget::Version as i32,
+        key: key.clone(),
+        target_union: Some(pb::compare::TargetUnion::Version(0)),
+    }
+}
+
+fn put(key: &Bytes, value: Bytes) -> pb::RequestOp {
+    pb::RequestOp {
+        request: Some(pb::request_op::Request::RequestPut(pb::PutRequest {
+            key: key.clone(),
+            value,
+            ..Default::default()
+        })),
+    }
+}
+
+fn get(key: &Bytes) -> pb::RequestOp {
+    pb::RequestOp {
+        request: Some(pb::request_op::Request::RequestRange(pb::RangeRequest {
+            key: key.clone(),
+            ..Default::default()
+        })),
+    }
+}
+
+/// After a conditional put that failed its compare: whether the value found is the one this
+/// put wrote in an earlier attempt whose answer was lost. Another writer could have written
+/// the same bytes, conditional on the same revision, only by computing the same write.
+fn own_earlier_put(
+    attempts: Attempts,
+    value: &Bytes,
+    expected: Revision,
+    current: &Option<KeyValue>,
+) -> Option<Revision> {
+    let current = current.as_ref()?;
+    (attempts.uncertain && current.value == *value && current.mod_revision > expected)
+        .then_some(current.mod_revision)
+}
+
 #[async_trait::async_trait]
 impl Store for EtcdStore {
     async fn current_revision(&self) -> Result<Revision> {
@@ -399,12 +629,13 @@ impl Store for EtcdStore {
     }
 
     async fn get(&self, key: &str, revision: Option<Revision>) -> Result<Option<KeyValue>> {
-        let mut response = self
-            .inner
-            .read(self.inner.full_key(key), GetOptions::new(), revision)
-            .await?;
+        let request = pb::RangeRequest {
+            key: self.inner.full_key(key),
+            ..Default::default()
+        };
+        let response = self.inner.read(request, revision).await?;
         response
-            .take_kvs()
+            .kvs
             .into_iter()
             .next()
             .map(|kv| self.inner.key_value(kv))
@@ -421,31 +652,26 @@ impl Store for EtcdStore {
         }
         let limit = i64::try_from(request.limit)
             .map_err(|_| Error::InvalidRequest(format!("limit {} is too large", request.limit)))?;
-        let options = GetOptions::new()
-            .with_range(range_end(&self.inner.full_key(&request.prefix)))
-            .with_limit(limit);
-        let mut response = self
-            .inner
-            .read(
-                nonempty_key(self.inner.full_key(start)),
-                options,
-                request.revision,
-            )
-            .await?;
+        let range = pb::RangeRequest {
+            key: Bytes::from(nonempty_key(self.inner.full_key(start).to_vec())),
+            range_end: Bytes::from(range_end(&self.inner.full_key(&request.prefix))),
+            limit,
+            ..Default::default()
+        };
+        let response = self.inner.read(range, request.revision).await?;
         let revision = match request.revision {
             Some(r) => r,
-            None => header_revision(response.header())?,
+            None => header_revision(response.header.as_ref())?,
         };
-        let more = response.more();
         let kvs = response
-            .take_kvs()
+            .kvs
             .into_iter()
             .map(|kv| self.inner.key_value(kv))
             .collect::<Result<Vec<_>>>()?;
         Ok(RangeResponse {
             kvs,
             revision,
-            more,
+            more: response.more,
         })
     }
 
@@ -454,21 +680,23 @@ impl Store for EtcdStore {
         let full = self.inner.full_key(key);
         let value_len = value.len();
         // A `mod_revision` of 0 is etcd's "the key does not exist".
-        let txn = Txn::new()
-            .when([Compare::mod_revision(full.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(full, Vec::from(value), None)]);
-        let response = self
-            .inner
-            .kv()
-            .txn(txn)
-            .await
-            .map_err(|e| self.write_error(key, value_len, e))?;
-        if !response.succeeded() {
-            return Err(Error::AlreadyExists {
-                key: key.to_string(),
-            });
+        let request = pb::TxnRequest {
+            compare: vec![compare_mod(&full, 0)],
+            success: vec![put(&full, value.clone())],
+            failure: vec![get(&full)],
+        };
+        let (response, attempts) = self.txn(request).await;
+        let response = response.map_err(|e| self.write_error(key, value_len, e))?;
+        if response.succeeded {
+            return header_revision(response.header.as_ref());
         }
-        header_revision(response.header())
+        let current = self.inner.current_from_else(response)?;
+        if let Some(revision) = own_earlier_put(attempts, &value, 0, &current) {
+            return Ok(revision);
+        }
+        Err(Error::AlreadyExists {
+            key: key.to_string(),
+        })
     }
 
     async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision> {
@@ -477,59 +705,61 @@ impl Store for EtcdStore {
         let value_len = value.len();
         // Both compares: with `expected` 0, the `mod_revision` compare alone would match an
         // absent key and turn the update into a create.
-        let txn = Txn::new()
-            .when([
-                Compare::version(full.clone(), CompareOp::Greater, 0),
-                Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
-            ])
-            .and_then([TxnOp::put(full.clone(), Vec::from(value), None)])
-            .or_else([TxnOp::get(full, None)]);
-        let response = self
-            .inner
-            .kv()
-            .txn(txn)
-            .await
-            .map_err(|e| self.write_error(key, value_len, e))?;
-        if response.succeeded() {
-            return header_revision(response.header());
+        let request = pb::TxnRequest {
+            compare: vec![compare_exists(&full), compare_mod(&full, expected)],
+            success: vec![put(&full, value.clone())],
+            failure: vec![get(&full)],
+        };
+        let (response, attempts) = self.txn(request).await;
+        let response = response.map_err(|e| self.write_error(key, value_len, e))?;
+        if response.succeeded {
+            return header_revision(response.header.as_ref());
         }
-        Err(refused_write(
-            key,
-            expected,
-            self.inner.current_from_else(&response)?,
-        ))
+        let current = self.inner.current_from_else(response)?;
+        if let Some(revision) = own_earlier_put(attempts, &value, expected, &current) {
+            return Ok(revision);
+        }
+        Err(refused_write(key, expected, current))
     }
 
     async fn delete(&self, key: &str, expected: Revision) -> Result<(Revision, KeyValue)> {
         let full = self.inner.full_key(key);
-        let txn = Txn::new()
-            .when([
-                Compare::version(full.clone(), CompareOp::Greater, 0),
-                Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
-            ])
-            .and_then([TxnOp::delete(
-                full.clone(),
-                Some(DeleteOptions::new().with_prev_key()),
-            )])
-            .or_else([TxnOp::get(full, None)]);
-        let response = self
-            .inner
-            .kv()
-            .txn(txn)
-            .await
-            .map_err(|e| Error::backend(format!("deleting key {key:?} from etcd"), e))?;
-        if !response.succeeded() {
-            return Err(refused_write(
-                key,
-                expected,
-                self.inner.current_from_else(&response)?,
-            ));
+        let request = pb::TxnRequest {
+            compare: vec![compare_exists(&full), compare_mod(&full, expected)],
+            success: vec![pb::RequestOp {
+                request: Some(pb::request_op::Request::RequestDeleteRange(
+                    pb::DeleteRangeRequest {
+                        key: full.clone(),
+                        prev_kv: true,
+                        ..Default::default()
+                    },
+                )),
+            }],
+            failure: vec![get(&full)],
+        };
+        let (response, attempts) = self.txn(request).await;
+        let response = response
+            .map_err(|e| Error::backend(format!("deleting key {key:?} from etcd"), describe(&e)))?;
+        if !response.succeeded {
+            let current = self.inner.current_from_else(response)?;
+            if attempts.uncertain
+                && current.is_none()
+                && let Some(deleted) = self.inner.delete_of(key, expected).await
+            {
+                return Ok(deleted);
+            }
+            return Err(refused_write(key, expected, current));
         }
-        let revision = header_revision(response.header())?;
-        let deleted = response.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Delete(mut delete) => delete.take_prev_kvs().into_iter().next(),
-            _ => None,
-        });
+        let revision = header_revision(response.header.as_ref())?;
+        let deleted = response
+            .responses
+            .into_iter()
+            .find_map(|op| match op.response {
+                Some(pb::response_op::Response::ResponseDeleteRange(delete)) => {
+                    delete.prev_kvs.into_iter().next()
+                }
+                _ => None,
+            });
         let Some(deleted) = deleted else {
             return Err(Error::backend(
                 format!("deleting key {key:?} from etcd"),
@@ -541,53 +771,24 @@ impl Store for EtcdStore {
 
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
         let full = self.inner.full_key(prefix);
-        // Start at `after`, not `after + 1`: see the module docs. etcd reads a start of 0 as
-        // "now", and nothing happens at revision 1 (the empty store), so start there at least.
-        let options = WatchOptions::new()
-            .with_range(range_end(&full))
-            .with_start_revision(after.max(1))
-            .with_prev_key();
-        let mut watch = self
-            .inner
-            .watch
-            .clone()
-            .watch(nonempty_key(full), Some(options))
-            .await
-            .map_err(|e| Error::backend("starting a watch on etcd", e))?;
-        // Wait for etcd's answer to the create request, so that a watch that cannot be set up
-        // fails from this call; a compacted start comes later, as the stream's first item.
-        let first = watch
-            .message()
-            .await
-            .map_err(|e| Error::backend("starting a watch on etcd", e))?
-            .ok_or_else(|| {
-                Error::backend("starting a watch on etcd", "etcd closed the watch stream")
-            })?;
         let mut state = WatchState {
             inner: self.inner.clone(),
-            watch: Some(watch),
+            key: Bytes::from(nonempty_key(full.to_vec())),
+            range_end: Bytes::from(range_end(&full)),
+            stream: None,
             after,
             last: after,
             pending: VecDeque::new(),
+            done: false,
         };
-        state.absorb(first).await;
+        // Open it here, so that a watch that cannot be set up fails from this call; a
+        // compacted start comes later, as the stream's first item.
+        state.open().await?;
         Ok(Box::pin(futures::stream::unfold(
             state,
             |mut state| async move {
-                loop {
-                    if let Some(item) = state.pending.pop_front() {
-                        return Some((item, state));
-                    }
-                    let watch = state.watch.as_mut()?;
-                    match watch.message().await {
-                        Ok(Some(response)) => state.absorb(response).await,
-                        Ok(None) => state.fail(Error::backend(
-                            "watching etcd",
-                            "etcd closed the watch stream",
-                        )),
-                        Err(e) => state.fail(Error::backend("watching etcd", e)),
-                    }
-                }
+                let item = state.next().await?;
+                Some((item, state))
             },
         )))
     }
@@ -597,19 +798,35 @@ impl Store for EtcdStore {
         if revision < 1 {
             return Ok(());
         }
-        match self.inner.kv().compact(revision, None).await {
+        let (result, _) = self
+            .inner
+            .members
+            .call(|member: Arc<Member>| async move {
+                member
+                    .kv()
+                    .compact(pb::CompactionRequest {
+                        revision,
+                        physical: false,
+                    })
+                    .await
+            })
+            .await;
+        match result {
             Ok(_) => {
                 self.inner.note_compacted(revision);
                 Ok(())
             }
             // etcd refuses a compaction at or below an earlier one; the contract makes it a
-            // no-op.
-            Err(e) if refusal(&e) == Some(Refusal::Compacted) => Ok(()),
+            // no-op. (A repeat of a compaction whose answer was lost lands here too.)
+            Err(e) if refusal(&e) == Some(Refusal::Compacted) => {
+                self.inner.note_compacted(revision);
+                Ok(())
+            }
             Err(e) if refusal(&e) == Some(Refusal::FutureRevision) => Err(Error::FutureRevision {
                 requested: revision,
                 current: self.inner.current_revision().await?,
             }),
-            Err(e) => Err(Error::backend("compacting etcd", e)),
+            Err(e) => Err(Error::backend("compacting etcd", describe(&e))),
         }
     }
 
@@ -631,27 +848,117 @@ fn refused_write(key: &str, expected: Revision, current: Option<KeyValue>) -> Er
     }
 }
 
-/// One watch: etcd's stream and the events and error waiting to be handed out.
+/// One watch: etcd's stream on one member, and the events and error waiting to be handed out.
+/// When its member fails, the watch is opened again on another from the last revision it
+/// handed out.
 struct WatchState {
     inner: Arc<Inner>,
-    /// `None` once the stream has failed; dropping etcd's stream cancels the watch there.
-    watch: Option<etcd_client::WatchStream>,
-    /// The caller's `after`: etcd replays the events at this revision, which are dropped.
+    key: Bytes,
+    range_end: Bytes,
+    /// The member and etcd's stream on it; `None` between a member's failure and the next
+    /// `open`.
+    stream: Option<(Arc<Member>, EtcdWatch)>,
+    /// Events at or below this revision are dropped: etcd is asked to start at `after`
+    /// itself (see the module docs) and, after a move to another member, at the last revision
+    /// handed out, whose events were all handed out (etcd never splits a revision's events
+    /// over two responses unless asked to).
     after: Revision,
-    /// The revision of the last event handed out (or `after`).
+    /// The revision of the last event handed out (or the caller's `after`).
     last: Revision,
     pending: VecDeque<Result<Event>>,
+    /// An error was handed out: the watch is over.
+    done: bool,
 }
 
 impl WatchState {
-    fn fail(&mut self, error: Error) {
-        self.pending.push_back(Err(error));
-        self.watch = None;
+    /// Opens etcd's watch on a member in rotation, moving on while members fail. The first
+    /// opening starts at the caller's `after`; a reopening at the last revision handed out.
+    async fn open(&mut self) -> Result<()> {
+        let create = pb::WatchCreateRequest {
+            key: self.key.clone(),
+            range_end: self.range_end.clone(),
+            // etcd reads a start of 0 as "now", and nothing happens at revision 1 (the empty
+            // store), so start there at least.
+            start_revision: self.after.max(1),
+            prev_kv: true,
+            ..Default::default()
+        };
+        let (result, _) =
+            self.inner
+                .members
+                .call(|member: Arc<Member>| {
+                    let create = create.clone();
+                    async move {
+                        let mut stream = open_watch(&member, create).await?;
+                        // etcd's answer to the create request (`created`), or the failure.
+                        let first =
+                            stream.responses.message().await?.ok_or_else(|| {
+                                Status::unavailable("etcd closed the watch stream")
+                            })?;
+                        Ok((member, stream, first))
+                    }
+                })
+                .await;
+        let (member, stream, first) =
+            result.map_err(|e| Error::backend("starting a watch on etcd", describe(&e)))?;
+        self.stream = Some((member, stream));
+        self.absorb(first).await;
+        Ok(())
     }
 
-    async fn absorb(&mut self, response: WatchResponse) {
-        if response.compact_revision() != 0 {
-            let compacted = response.compact_revision();
+    /// The next item for the caller; `None` once an error has been handed out.
+    async fn next(&mut self) -> Option<Result<Event>> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                self.done = item.is_err();
+                return Some(item);
+            }
+            if self.done {
+                return None;
+            }
+            let Some((member, stream)) = self.stream.as_mut() else {
+                // The member failed: move to another.
+                self.after = self.last;
+                if let Err(error) = self.open().await {
+                    self.fail(error);
+                }
+                continue;
+            };
+            // A member out of the rotation is waited on only while no other is in it.
+            let message = if member.is_healthy() {
+                tokio::select! {
+                    message = stream.responses.message() => message,
+                    () = member.failed() => Err(Status::unavailable("the member failed its probe")),
+                }
+            } else {
+                stream.responses.message().await
+            };
+            match message {
+                Ok(Some(response)) => self.absorb(response).await,
+                Ok(None) => self.lost_member(Status::unavailable("etcd closed the watch stream")),
+                Err(status) => self.lost_member(status),
+            }
+        }
+    }
+
+    /// The stream ended without etcd refusing the watch: its member failed or went away.
+    fn lost_member(&mut self, status: Status) {
+        if let Some((member, _)) = self.stream.take() {
+            tracing::debug!(endpoint = %member.endpoint, error = %describe(&status), "etcd watch lost its member; resuming on another");
+        }
+        if members::classify(&status) == members::Failure::Answer {
+            self.fail(Error::backend("watching etcd", describe(&status)));
+        }
+    }
+
+    fn fail(&mut self, error: Error) {
+        self.pending.push_back(Err(error));
+        self.stream = None;
+    }
+
+    async fn absorb(&mut self, response: pb::WatchResponse) {
+        if response.compact_revision != 0 {
+            let compacted = response.compact_revision;
             self.inner.note_compacted(compacted);
             self.fail(Error::Compacted {
                 requested: self.last,
@@ -659,21 +966,26 @@ impl WatchState {
             });
             return;
         }
-        if response.canceled() {
-            let reason = response.cancel_reason().to_string();
-            self.fail(Error::backend(
-                "watching etcd",
-                format!("etcd canceled the watch: {reason}"),
-            ));
+        if response.canceled {
+            let reason = response.cancel_reason;
+            // A member without a leader cancels the watches that asked for one: move on.
+            if reason.contains("no leader") {
+                self.lost_member(Status::unavailable(reason));
+            } else {
+                self.fail(Error::backend(
+                    "watching etcd",
+                    format!("etcd canceled the watch: {reason}"),
+                ));
+            }
             return;
         }
         // etcd batches the events of several revisions (and of one transaction) in one
         // response, in revision order.
-        for event in response.events() {
-            let Some(kv) = event.kv() else { continue };
+        for event in response.events {
+            let Some(kv) = &event.kv else { continue };
             // Compared with `after`, not with `last`: a transaction by another client can
             // change several keys at one revision.
-            if kv.mod_revision() <= self.after {
+            if kv.mod_revision <= self.after {
                 continue;
             }
             match self.event(event).await {
@@ -689,15 +1001,16 @@ impl WatchState {
         }
     }
 
-    async fn event(&self, event: &etcd_client::Event) -> Result<Event> {
-        let kv = event.kv().expect("checked by the caller").clone();
+    async fn event(&self, event: pb::Event) -> Result<Event> {
+        let is_delete = event.r#type == pb::event::EventType::Delete as i32;
+        let kv = self
+            .inner
+            .key_value(event.kv.expect("checked by the caller"))?;
         let prev = event
-            .prev_kv()
-            .map(|prev| self.inner.key_value(prev.clone()))
+            .prev_kv
+            .map(|prev| self.inner.key_value(prev))
             .transpose()?;
-        let kv = self.inner.key_value(kv)?;
-        let is_create =
-            event.event_type() == EventType::Put && kv.create_revision == kv.mod_revision;
+        let is_create = !is_delete && kv.create_revision == kv.mod_revision;
         // etcd sends the previous value of every change but a create, unless that value has
         // been compacted away under a watch that fell behind: the history is gone.
         if prev.is_none() && !is_create {
@@ -707,25 +1020,23 @@ impl WatchState {
                 compacted,
             });
         }
-        match event.event_type() {
-            EventType::Put => Ok(Event {
+        if !is_delete {
+            return Ok(Event {
                 kind: EventKind::Put,
                 kv,
                 prev,
-            }),
-            // etcd's delete event carries only the key and the revision of the delete; the
-            // contract's carries the deleted value.
-            EventType::Delete => {
-                let prev = prev.expect("checked above");
-                Ok(Event {
-                    kind: EventKind::Delete,
-                    kv: KeyValue {
-                        mod_revision: kv.mod_revision,
-                        ..prev.clone()
-                    },
-                    prev: Some(prev),
-                })
-            }
+            });
         }
+        // etcd's delete event carries only the key and the revision of the delete; the
+        // contract's carries the deleted value.
+        let prev = prev.expect("checked above");
+        Ok(Event {
+            kind: EventKind::Delete,
+            kv: KeyValue {
+                mod_revision: kv.mod_revision,
+                ..prev.clone()
+            },
+            prev: Some(prev),
+        })
     }
 }

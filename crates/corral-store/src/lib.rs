@@ -50,7 +50,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::Stream;
 
-#[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;
 pub mod sqlite;

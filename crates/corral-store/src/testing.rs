@@ -29,7 +29,6 @@ pub async fn memory() -> TestStore {
 
 /// A fresh etcd (its own process and data dir) with an [`crate::etcd::EtcdStore`] on it, or
 /// `None` when there is no etcd binary here (see [`EtcdProcess::start_or_skip`]).
-#[cfg(feature = "etcd")]
 pub async fn etcd() -> Option<TestStore> {
     let process = EtcdProcess::start_or_skip().await?;
     let store = crate::etcd::EtcdStore::connect(&process.endpoints(), "/corral-test/")
@@ -38,11 +37,35 @@ pub async fn etcd() -> Option<TestStore> {
     Some(TestStore::new(std::sync::Arc::new(store), process))
 }
 
-#[cfg(feature = "etcd")]
+/// A fresh three-member etcd cluster with an [`crate::etcd::EtcdStore`] connected to every
+/// member, then one member failed as `failure` says (the first one, so that the store has been
+/// talking to it): the store must behave as on a healthy cluster. `None` when there is no etcd
+/// binary here.
+pub async fn etcd_with_a_failed_member(failure: MemberFailure) -> Option<TestStore> {
+    let mut cluster = EtcdCluster::start_or_skip(3).await?;
+    let store = crate::etcd::EtcdStore::connect(&cluster.endpoints(), "/corral-test/")
+        .await
+        .unwrap_or_else(|e| panic!("connecting to the test etcd cluster: {e}"));
+    cluster.fail(0, failure);
+    Some(TestStore::new(std::sync::Arc::new(store), cluster))
+}
+
+/// [`etcd_with_a_failed_member`] with the member killed.
+pub async fn etcd_with_a_killed_member() -> Option<TestStore> {
+    etcd_with_a_failed_member(MemberFailure::Killed).await
+}
+
+/// [`etcd_with_a_failed_member`] with the member frozen.
+pub async fn etcd_with_a_frozen_member() -> Option<TestStore> {
+    etcd_with_a_failed_member(MemberFailure::Frozen).await
+}
+
+pub use etcd_cluster::{EtcdCluster, MemberFailure};
 pub use etcd_process::{EtcdProcess, EtcdProcessError};
 
-#[cfg(feature = "etcd")]
-mod etcd_process {
+mod etcd_cluster;
+
+pub(crate) mod etcd_process {
     //! A throwaway single-member etcd for tests and benchmarks.
 
     use std::fs::File;
@@ -51,6 +74,9 @@ mod etcd_process {
     use std::path::{Path, PathBuf};
     use std::process::{Child, ChildStdin, Command, Stdio};
     use std::time::{Duration, Instant};
+
+    use crate::etcd::pb;
+    use crate::etcd::pb::kv_client::KvClient;
 
     /// Where the binary is looked for first.
     const BINARY_VARIABLE: &str = "CORRAL_ETCD_BIN";
@@ -72,6 +98,7 @@ mod etcd_process {
     const SUPERVISOR: &str = r#"exec 3<&0
 "$0" "$@" </dev/null &
 etcd=$!
+echo "$etcd" > "$CORRAL_ETCD_PID_FILE"
 { cat <&3 >/dev/null; kill -9 "$etcd" 2>/dev/null; } &
 watcher=$!
 exec 3<&-
@@ -79,6 +106,9 @@ wait "$etcd"
 status=$?
 kill "$watcher" 2>/dev/null
 exit "$status""#;
+
+    /// Where the supervisor writes etcd's pid.
+    const PID_FILE_VARIABLE: &str = "CORRAL_ETCD_PID_FILE";
 
     #[derive(Debug, thiserror::Error)]
     pub enum EtcdProcessError {
@@ -194,86 +224,29 @@ exit "$status""#;
                 .tempdir_in(root)
                 .map_err(EtcdProcessError::DataDir)?;
             let [client_port, peer_port] = free_ports().map_err(EtcdProcessError::Ports)?;
-            let endpoint = format!("http://127.0.0.1:{client_port}");
-            let peer_url = format!("http://127.0.0.1:{peer_port}");
-            let log_path = dir.path().join("etcd.log");
-            let log = File::create(&log_path).map_err(EtcdProcessError::DataDir)?;
-            let log_for_stdout = log.try_clone().map_err(EtcdProcessError::DataDir)?;
-            let mut command = Command::new("/bin/sh");
-            command
-                .arg("-c")
-                .arg(SUPERVISOR)
-                .arg(binary)
-                .arg("--name=corral-test")
-                .arg(format!("--data-dir={}", dir.path().join("data").display()))
-                .arg(format!("--listen-client-urls={endpoint}"))
-                .arg(format!("--advertise-client-urls={endpoint}"))
-                .arg(format!("--listen-peer-urls={peer_url}"))
-                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-                .arg(format!("--initial-cluster=corral-test={peer_url}"))
-                .arg("--initial-cluster-state=new")
-                .arg(format!("--initial-cluster-token=corral-test-{peer_port}"))
-                .arg("--logger=zap")
-                .arg("--log-outputs=stderr")
-                .arg("--log-level=warn")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::from(log_for_stdout))
-                .stderr(Stdio::from(log));
-            // etcd reads its configuration from ETCD_* variables too: keep the developer's out,
-            // except the one that lets it run on less common architectures.
-            for (name, _) in std::env::vars_os() {
-                let name_text = name.to_string_lossy();
-                if name_text.starts_with("ETCD_") && name_text != "ETCD_UNSUPPORTED_ARCH" {
-                    command.env_remove(&name);
-                }
-            }
-            let mut supervisor = command.spawn().map_err(|source| EtcdProcessError::Spawn {
-                binary: binary.to_path_buf(),
-                source,
-            })?;
-            let stdin = supervisor.stdin.take();
+            let spec = MemberSpec {
+                name: "corral-test".into(),
+                dir: dir.path().to_path_buf(),
+                client_port,
+                peer_port,
+                initial_cluster: format!("corral-test=http://127.0.0.1:{peer_port}"),
+                token: format!("corral-test-{peer_port}"),
+                tls: None,
+            };
+            let (supervisor, stdin) = spec.spawn(binary)?;
             let mut process = EtcdProcess {
                 supervisor,
-                stdin,
-                endpoint,
+                stdin: Some(stdin),
+                endpoint: spec.endpoint(),
                 dir,
             };
-            process.wait_until_ready(&log_path).await?;
+            process.wait_until_ready(&spec.log_path()).await?;
             Ok(process)
         }
 
         /// Polls etcd with a read until it answers, it exits, or the deadline passes.
         async fn wait_until_ready(&mut self, log_path: &Path) -> Result<(), EtcdProcessError> {
-            let deadline = Instant::now() + START_DEADLINE;
-            loop {
-                if let Ok(Some(status)) = self.supervisor.try_wait() {
-                    return Err(EtcdProcessError::Exited {
-                        status: status.to_string(),
-                        log: log_tail(log_path),
-                    });
-                }
-                if self.answers().await {
-                    return Ok(());
-                }
-                if Instant::now() >= deadline {
-                    return Err(EtcdProcessError::NotReady {
-                        deadline: START_DEADLINE,
-                        log: log_tail(log_path),
-                    });
-                }
-                tokio::time::sleep(PROBE_INTERVAL).await;
-            }
-        }
-
-        async fn answers(&self) -> bool {
-            let probe = async {
-                let mut client = etcd_client::Client::connect([&self.endpoint], None).await?;
-                client.get("corral-readiness-probe", None).await
-            };
-            matches!(
-                tokio::time::timeout(Duration::from_secs(2), probe).await,
-                Ok(Ok(_))
-            )
+            wait_until_ready(&mut self.supervisor, &self.endpoint, log_path).await
         }
 
         /// The client URL, `http://127.0.0.1:<port>`.
@@ -301,9 +274,157 @@ exit "$status""#;
         }
     }
 
+    /// Polls the etcd at `endpoint` with a read until it answers, its supervisor exits, or the
+    /// deadline passes.
+    pub(super) async fn wait_until_ready(
+        supervisor: &mut Child,
+        endpoint: &str,
+        log_path: &Path,
+    ) -> Result<(), EtcdProcessError> {
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            if let Ok(Some(status)) = supervisor.try_wait() {
+                return Err(EtcdProcessError::Exited {
+                    status: status.to_string(),
+                    log: log_tail(log_path),
+                });
+            }
+            if answers(endpoint).await {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(EtcdProcessError::NotReady {
+                    deadline: START_DEADLINE,
+                    log: log_tail(log_path),
+                });
+            }
+            tokio::time::sleep(PROBE_INTERVAL).await;
+        }
+    }
+
+    /// Whether the etcd at `endpoint` answers a linearizable read (which needs a quorum).
+    pub(super) async fn answers(endpoint: &str) -> bool {
+        let probe = async {
+            let mut client = KvClient::connect(endpoint.to_string()).await.ok()?;
+            let request = pb::RangeRequest {
+                key: bytes::Bytes::from_static(b"corral-readiness-probe"),
+                ..Default::default()
+            };
+            client.range(request).await.ok()
+        };
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), probe).await,
+            Ok(Some(_))
+        )
+    }
+
+    /// TLS of a member's client URL: its serving certificate and key, and the CA its clients'
+    /// certificates must be signed by (etcd's `--client-cert-auth`), all PEM files.
+    pub(crate) struct MemberTls {
+        pub cert: PathBuf,
+        pub key: PathBuf,
+        pub client_ca: PathBuf,
+    }
+
+    /// How to run one etcd member: its name, data dir, ports and the cluster it starts in.
+    pub(crate) struct MemberSpec {
+        pub name: String,
+        /// Holds `data/` and the member's log, `etcd.log`.
+        pub dir: PathBuf,
+        pub client_port: u16,
+        pub peer_port: u16,
+        /// etcd's `--initial-cluster`: `name=peer-url,...` of every first member.
+        pub initial_cluster: String,
+        pub token: String,
+        /// `None`: plain HTTP.
+        pub tls: Option<MemberTls>,
+    }
+
+    impl MemberSpec {
+        pub fn endpoint(&self) -> String {
+            let scheme = if self.tls.is_some() { "https" } else { "http" };
+            format!("{scheme}://127.0.0.1:{}", self.client_port)
+        }
+
+        pub fn log_path(&self) -> PathBuf {
+            self.dir.join("etcd.log")
+        }
+
+        fn pid_path(&self) -> PathBuf {
+            self.dir.join("etcd.pid")
+        }
+
+        /// The pid of the member's etcd process (not its supervisor), as the supervisor wrote
+        /// it when it started etcd.
+        pub fn pid(&self) -> Option<i32> {
+            std::fs::read_to_string(self.pid_path())
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        }
+
+        /// Starts etcd under its supervisor (see `SUPERVISOR`); on a data dir that already
+        /// holds a member, etcd restarts that member and ignores the initial cluster.
+        pub fn spawn(&self, binary: &Path) -> Result<(Child, ChildStdin), EtcdProcessError> {
+            let endpoint = self.endpoint();
+            let peer_url = format!("http://127.0.0.1:{}", self.peer_port);
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(self.log_path())
+                .map_err(EtcdProcessError::DataDir)?;
+            let log_for_stdout = log.try_clone().map_err(EtcdProcessError::DataDir)?;
+            let _ = std::fs::remove_file(self.pid_path());
+            let mut command = Command::new("/bin/sh");
+            command
+                .arg("-c")
+                .arg(SUPERVISOR)
+                .arg(binary)
+                .arg(format!("--name={}", self.name))
+                .arg(format!("--data-dir={}", self.dir.join("data").display()))
+                .arg(format!("--listen-client-urls={endpoint}"))
+                .arg(format!("--advertise-client-urls={endpoint}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster={}", self.initial_cluster))
+                .arg("--initial-cluster-state=new")
+                .arg(format!("--initial-cluster-token={}", self.token))
+                .arg("--logger=zap")
+                .arg("--log-outputs=stderr")
+                .arg("--log-level=warn")
+                .args(self.tls.iter().flat_map(|tls| {
+                    [
+                        format!("--cert-file={}", tls.cert.display()),
+                        format!("--key-file={}", tls.key.display()),
+                        format!("--trusted-ca-file={}", tls.client_ca.display()),
+                        "--client-cert-auth".to_string(),
+                    ]
+                }))
+                .env(PID_FILE_VARIABLE, self.pid_path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::from(log_for_stdout))
+                .stderr(Stdio::from(log));
+            // etcd reads its configuration from ETCD_* variables too: keep the developer's out,
+            // except the one that lets it run on less common architectures.
+            for (name, _) in std::env::vars_os() {
+                let name_text = name.to_string_lossy();
+                if name_text.starts_with("ETCD_") && name_text != "ETCD_UNSUPPORTED_ARCH" {
+                    command.env_remove(&name);
+                }
+            }
+            let mut supervisor = command.spawn().map_err(|source| EtcdProcessError::Spawn {
+                binary: binary.to_path_buf(),
+                source,
+            })?;
+            let stdin = supervisor.stdin.take().expect("stdin is piped");
+            Ok((supervisor, stdin))
+        }
+    }
+
     /// Where data dirs go: tmpfs when there is one. etcd 3.4 has no switch to skip fsync, and
     /// on tmpfs an fsync costs nothing; a test etcd's data need not outlive the test.
-    fn data_root() -> PathBuf {
+    pub(super) fn data_root() -> PathBuf {
         let shm = Path::new("/dev/shm");
         if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
             return shm.to_path_buf();
@@ -312,14 +433,14 @@ exit "$status""#;
     }
 
     /// Two ports that were free a moment ago: bound with port 0, then released for etcd.
-    fn free_ports() -> std::io::Result<[u16; 2]> {
+    pub(crate) fn free_ports() -> std::io::Result<[u16; 2]> {
         let first = TcpListener::bind("127.0.0.1:0")?;
         let second = TcpListener::bind("127.0.0.1:0")?;
         Ok([first.local_addr()?.port(), second.local_addr()?.port()])
     }
 
     /// An error and its sources, for a panic message (which shows only what it is given).
-    fn with_sources(error: &dyn std::error::Error) -> String {
+    pub(super) fn with_sources(error: &dyn std::error::Error) -> String {
         let mut text = error.to_string();
         let mut source = error.source();
         while let Some(cause) = source {

@@ -197,8 +197,12 @@ struct DescribeClusterArgs {
     #[arg(short, long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     color: Option<bool>,
     /// Print the tree as data instead of a table.
-    #[arg(short, long, value_enum)]
+    #[arg(short, long, value_enum, conflicts_with = "watch")]
     output: Option<OutputFormat>,
+    /// Keep showing the cluster as it changes, until Ctrl-C: on a terminal the tree redrawn in
+    /// place, elsewhere one line per change of its state.
+    #[arg(short, long)]
+    watch: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -229,6 +233,9 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
         show_templates: args.show_templates,
         show_resource_sets: args.show_resourcesets,
     };
+    if args.watch {
+        return watch_cluster(&connection, &options, args.color).await;
+    }
     let tree = describe::describe_cluster(&connection, &options).await?;
     match args.output {
         Some(OutputFormat::Json) => println!("{}", serde_json::to_string_pretty(&tree)?),
@@ -241,6 +248,29 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
                 args.color.unwrap_or_else(colour_on_stdout)
             )
         ),
+    }
+    Ok(())
+}
+
+/// `describe cluster --watch`: the live view until Ctrl-C (or SIGTERM), which leaves the
+/// terminal as it was.
+async fn watch_cluster(
+    connection: &Connection,
+    options: &corral_cli::describe::DescribeOptions,
+    colour: Option<bool>,
+) -> anyhow::Result<()> {
+    use corral_cli::describe::watch::{self, View};
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let mut view = if stdout.is_terminal() {
+        View::terminal(stdout, colour.unwrap_or_else(colour_on_stdout))
+    } else {
+        View::lines(stdout)
+    };
+    let follow = watch::follow(connection, options, &mut view, &|| None, false);
+    tokio::select! {
+        result = follow => result?,
+        _ = crate::shutdown_signal() => {}
     }
     Ok(())
 }

@@ -15,6 +15,8 @@ use corral_store::DynStore;
 
 mod cloud;
 mod commands;
+mod datadir_lock;
+mod logging;
 mod move_command;
 mod up;
 
@@ -82,6 +84,10 @@ struct UpArgs {
     demo: bool,
     #[command(flatten)]
     cloud: cloud::CloudFlag,
+    /// Log to standard error instead of `<data-dir>/corral.log` (on a terminal, the demo
+    /// cluster is then shown one line per change instead of as a tree redrawn in place).
+    #[arg(long)]
+    log_to_stderr: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -96,7 +102,8 @@ enum StoreKind {
 
 #[derive(clap::Args)]
 struct ApiserverArgs {
-    /// Where the store and the admin kubeconfig live.
+    /// Where the store and the admin kubeconfig live (and `corral up`'s log). One process at
+    /// a time uses it: a second one fails, naming the first.
     #[arg(long, default_value = ".corral")]
     data_dir: PathBuf,
     /// Address to listen on. Only loopback addresses are allowed until TLS and authentication
@@ -112,6 +119,16 @@ struct ApiserverArgs {
     /// Key prefix under which Corral keeps its data in etcd.
     #[arg(long, default_value = "/corral")]
     etcd_prefix: String,
+    /// CA certificate (PEM) that signed the etcd members' serving certificates; with it,
+    /// endpoints without a scheme are https://.
+    #[arg(long, value_name = "FILE")]
+    etcd_cafile: Option<PathBuf>,
+    /// Client certificate (PEM) for etcd members that require one (`--client-cert-auth`).
+    #[arg(long, value_name = "FILE", requires = "etcd_keyfile")]
+    etcd_certfile: Option<PathBuf>,
+    /// Private key (PEM) of `--etcd-certfile`.
+    #[arg(long, value_name = "FILE", requires = "etcd_certfile")]
+    etcd_keyfile: Option<PathBuf>,
 }
 
 impl Command {
@@ -122,6 +139,26 @@ impl Command {
             self,
             Command::Up(_) | Command::Apiserver(_) | Command::Controllers(_) | Command::Cloud(_)
         )
+    }
+
+    /// The data directory the command serves, which it locks for its whole life.
+    fn served_data_dir(&self) -> Option<&Path> {
+        match self {
+            Command::Up(args) => Some(&args.server.data_dir),
+            Command::Apiserver(args) => Some(&args.data_dir),
+            _ => None,
+        }
+    }
+
+    /// Where the command logs: `corral up` into its data directory, unless told otherwise
+    /// (its screen is the progress view); everything else to standard error.
+    fn log_destination(&self) -> logging::Destination {
+        match self {
+            Command::Up(args) if !args.log_to_stderr => {
+                logging::Destination::File(args.server.data_dir.join(logging::LOG_FILE))
+            }
+            _ => logging::Destination::Stderr,
+        }
     }
 
     /// The name of a command that does not talk to a management plane through a kubeconfig,
@@ -148,8 +185,6 @@ fn default_log_filter(command: &Command, verbosity: u8) -> &'static str {
         // connection to a workload cluster whose machines are being deleted; the controllers
         // report what matters themselves (a reconcile that failed, a condition), and a client
         // command reports its failure in one line. `-v` shows them.
-        // The progress view says what the logs would; warnings still show.
-        0 if matches!(command, Command::Up(_)) && up::shows_progress() => "warn,kube_client=off",
         0 if command.is_long_running() => "info,kube_client=off",
         0 => "warn,kube_client=off",
     }
@@ -166,18 +201,21 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     commands::set_global_kubeconfig(&cli.global);
+    // The lock first: a second process on a data directory in use writes nothing into it,
+    // not even a log line.
+    if let Some(data_dir) = cli.command.served_data_dir()
+        && let Err(error) = datadir_lock::hold(data_dir)
+    {
+        eprintln!("error: {error:#}");
+        return ExitCode::FAILURE;
+    }
     let default_level = default_log_filter(&cli.command, cli.global.verbosity.unwrap_or(0));
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(
-            std::io::IsTerminal::is_terminal(&std::io::stderr())
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        )
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    if let Err(error) = logging::init(cli.command.log_destination(), filter) {
+        eprintln!("error: {error:#}");
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -203,6 +241,12 @@ fn main() -> ExitCode {
             Command::Completion(args) => commands::completion::<Cli>(args),
         }
     });
+    // Whatever the servers left running ends with the runtime, so that the line saying that
+    // everything stopped comes last.
+    drop(runtime);
+    if let Some(line) = STOPPED.get() {
+        println!("{line}");
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -226,22 +270,26 @@ fn open_sqlite(path: &Path) -> anyhow::Result<DynStore> {
     Ok(Arc::new(store))
 }
 
-#[cfg(feature = "etcd")]
 async fn open_etcd(args: &ApiserverArgs) -> anyhow::Result<DynStore> {
-    let store = corral_store::etcd::EtcdStore::connect(&args.etcd_endpoints, &args.etcd_prefix)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot connect to etcd at {}",
-                args.etcd_endpoints.join(",")
-            )
-        })?;
-    Ok(Arc::new(store))
-}
-
-#[cfg(not(feature = "etcd"))]
-async fn open_etcd(_args: &ApiserverArgs) -> anyhow::Result<DynStore> {
-    bail!("this corral was built without etcd support; rebuild with `--features etcd`")
+    use corral_store::etcd::{EtcdStore, EtcdTls};
+    let tls = EtcdTls::from_files(
+        args.etcd_cafile.as_deref(),
+        args.etcd_certfile.as_deref(),
+        args.etcd_keyfile.as_deref(),
+    )?;
+    // One line that names the endpoints and what each said; the store waits a bounded time.
+    match EtcdStore::connect_with(&args.etcd_endpoints, &args.etcd_prefix, &tls).await {
+        Ok(store) => Ok(Arc::new(store)),
+        Err(corral_store::Error::Backend { source, .. }) => bail!(
+            "cannot reach etcd ({source}); check --etcd-endpoints{}",
+            if args.etcd_cafile.is_some() || args.etcd_certfile.is_some() {
+                " and the --etcd-cafile/--etcd-certfile/--etcd-keyfile files"
+            } else {
+                " (https:// members need --etcd-cafile)"
+            }
+        ),
+        Err(e) => bail!("cannot use etcd: {e}"),
+    }
 }
 
 fn write_kubeconfig(data_dir: &Path, server_url: &str) -> anyhow::Result<PathBuf> {
@@ -261,7 +309,37 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     shutdown_signal().await;
     tracing::info!("Shutting down");
     server.shutdown().await;
+    say_when_stopped(stopped_line(&args, "apiserver"));
     Ok(())
+}
+
+/// The line `main` prints once everything has stopped, set by a server stopped by a signal.
+static STOPPED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Has `main` print `line` once the process has stopped everything it ran.
+pub(crate) fn say_when_stopped(line: String) {
+    let _ = STOPPED.set(line);
+}
+
+/// The one line a server prints once it stopped on a signal: where its data is and how to
+/// resume it.
+pub(crate) fn stopped_line(args: &ApiserverArgs, command: &str) -> String {
+    let data_dir_flag = if args.data_dir == Path::new(".corral") {
+        String::new()
+    } else {
+        format!(" --data-dir {}", args.data_dir.display())
+    };
+    match args.store {
+        StoreKind::Sqlite => format!(
+            "Stopped; everything is kept in {} — `corral {command}{data_dir_flag}` resumes",
+            args.data_dir.display()
+        ),
+        StoreKind::Etcd => format!(
+            "Stopped; everything is kept in etcd at {} — the same `corral {command}` resumes",
+            args.etcd_endpoints.join(",")
+        ),
+        StoreKind::Memory => "Stopped; the store was in memory, so nothing is kept".into(),
+    }
 }
 
 /// Starts the API server of `args` and writes its kubeconfig; tells `progress` each step done
@@ -298,6 +376,7 @@ pub(crate) async fn start_apiserver(
         .await
         .map_err(|e| anyhow::anyhow!("cannot start the API server: {e}"))?;
     let kubeconfig = write_kubeconfig(&args.data_dir, &server.url())?;
+    datadir_lock::record_url(&server.url())?;
     progress("API server listening", server.url());
     tracing::info!(
         url = server.url(),
@@ -309,11 +388,17 @@ pub(crate) async fn start_apiserver(
     Ok(server)
 }
 
-pub(crate) async fn shutdown_signal() {
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is called,
+/// not when the future is first polled: from then on a signal no longer kills the process
+/// but is kept for the future, so a Ctrl-C during start-up stops it cleanly too.
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
     let mut terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
+    async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
     }
 }

@@ -3,15 +3,17 @@
 //! progress view while it starts and, with `--demo`, a demo cluster whose tree is shown until
 //! it is available.
 //!
-//! Everything lives in the data directory (the store and the admin kubeconfig), so a restart
-//! on the same directory resumes: the objects are there and the controllers pick them up.
+//! Everything lives in the data directory (the store, the admin kubeconfig and the log), so a
+//! restart on the same directory resumes: the objects are there and the controllers pick them
+//! up. The screen is for people: the log goes to the data directory unless `--log-to-stderr`.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use corral_cli::describe::{DescribeOptions, describe_cluster, tree};
+use corral_cli::describe::DescribeOptions;
+use corral_cli::describe::watch::{self, View};
 use corral_cli::generate::{self, GenerateCluster, Source};
 
 /// The demo cluster's template flavor: `None`, the default, has a KubeadmControlPlane (and
@@ -22,8 +24,11 @@ const DEMO_FLAVOR: Option<&str> = None;
 /// The demo cluster's Kubernetes version.
 const DEMO_KUBERNETES_VERSION: &str = "v1.32.0";
 
+/// How long the demo view waits for the demo cluster to become available.
+const DEMO_DEADLINE: Duration = Duration::from_secs(300);
+
 /// Whether standard output is a terminal that takes the live view (and colours).
-pub fn shows_progress() -> bool {
+fn shows_progress() -> bool {
     std::io::stdout().is_terminal()
 }
 
@@ -50,8 +55,59 @@ impl Progress {
 
 /// `corral up`: starts the API server on the data dir, installs the providers (CRDs and
 /// inventory, as `corral init`), runs the controllers (as `corral controllers`, without an
-/// election: this process owns its store) until SIGINT or SIGTERM.
+/// election: this process owns its store, whose lock `main` holds) until SIGINT or SIGTERM,
+/// then stops them and the server and says where everything is kept.
 pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
+    // From here on Ctrl-C and SIGTERM stop the process with its one line, also while it is
+    // starting.
+    let mut stop_signal = std::pin::pin!(crate::shutdown_signal());
+    let plane = tokio::select! {
+        plane = start(&args) => plane?,
+        _ = &mut stop_signal => {
+            say_stopped(&args);
+            return Ok(());
+        }
+    };
+    if args.demo {
+        // The demo is a view: when it cannot go on (the cluster was deleted or moved away, or
+        // it does not become available), the management plane keeps running.
+        let demo = show_demo(&plane.connection, "demo", plane.log.as_deref());
+        let signalled = tokio::select! {
+            result = demo => {
+                if let Err(error) = result {
+                    eprintln!("warning: the demo view stopped: {error:#}; the management plane keeps running (Ctrl-C stops it)");
+                }
+                false
+            }
+            _ = &mut stop_signal => true,
+        };
+        if !signalled {
+            stop_signal.await;
+        }
+    } else {
+        stop_signal.await;
+    }
+    tracing::info!("Shutting down");
+    let _ = plane.stop.send(true);
+    let _ = plane.controllers.await;
+    plane.server.shutdown().await;
+    say_stopped(&args);
+    Ok(())
+}
+
+/// The running management plane of `corral up`.
+struct Plane {
+    server: corral_apiserver::Server,
+    connection: corral_cli::Connection,
+    /// Tells the controllers to stop.
+    stop: tokio::sync::watch::Sender<bool>,
+    controllers: tokio::task::JoinHandle<()>,
+    /// The log file, unless the log goes to standard error.
+    log: Option<std::path::PathBuf>,
+}
+
+/// Starts the management plane, one checklist line per step.
+async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
     let progress = Progress { colour: colour() };
     let server = crate::start_apiserver(&args.server, &mut |step, detail| {
         progress.done(step, detail)
@@ -87,39 +143,82 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
         "Controllers started",
         "core, kubeadm bootstrap and control plane, in-memory infrastructure",
     );
+    let log = (!args.log_to_stderr).then(|| args.server.data_dir.join(crate::logging::LOG_FILE));
+    if let Some(log) = &log {
+        progress.done("Logging to", log.display());
+    }
     let kubeconfig = absolute(&args.server.data_dir.join("kubeconfig"));
     println!(
         "\nCorral is up. To use it:\n  export KUBECONFIG={}",
         kubeconfig.display()
     );
     let _ = std::io::stdout().flush();
-    if args.demo {
-        let demo = async {
-            create_demo(&connection, "demo").await?;
-            show_until_available(&connection, "demo").await
-        };
-        // The demo is a view: when it cannot go on (the cluster was deleted or moved away, or
-        // it does not become available), the management plane keeps running.
-        tokio::select! {
-            result = demo => if let Err(error) = result {
-                eprintln!("warning: the demo view stopped: {error:#}; the management plane keeps running (Ctrl-C stops it)");
-            },
-            _ = crate::shutdown_signal() => {
-                let _ = stop.send(true);
-                let _ = controllers.await;
-                server.shutdown().await;
-                return Ok(());
-            }
-        }
-        println!(
-            "Try: corral describe cluster demo, corral get kubeconfig demo, corral scale md/demo-md-0 --replicas 5"
-        );
+    Ok(Plane {
+        server,
+        connection,
+        stop,
+        controllers,
+        log,
+    })
+}
+
+/// The one line at the end: where everything is kept and how to resume. On a terminal it
+/// starts over the `^C` the terminal echoed.
+fn say_stopped(args: &crate::UpArgs) {
+    let clear = if shows_progress() { "\r\x1b[K" } else { "" };
+    crate::say_when_stopped(format!(
+        "{clear}{}",
+        crate::stopped_line(&args.server, "up")
+    ));
+}
+
+/// Creates the demo cluster (or resumes it) and shows it until it is available, then what to
+/// try next. Warnings and errors logged meanwhile are counted under the tree, with the log
+/// file to read (`log`, when the log goes to a file).
+async fn show_demo(
+    connection: &corral_cli::Connection,
+    name: &str,
+    log: Option<&Path>,
+) -> anyhow::Result<()> {
+    create_demo(connection, name).await?;
+    let options = DescribeOptions {
+        namespace: "default".into(),
+        name: name.into(),
+        grouping: true,
+        ..DescribeOptions::default()
+    };
+    let problems = || log.and_then(crate::logging::problems_seen);
+    // Dropped however this ends (done, failed, or Ctrl-C), which restores the terminal. With
+    // the log streamed to the terminal too (`--log-to-stderr`), its lines would break a
+    // drawing redrawn in place: the view is then one line per change as well.
+    let log_on_terminal = log.is_none() && std::io::stderr().is_terminal();
+    let mut view = if shows_progress() && !log_on_terminal {
+        View::terminal(std::io::stdout(), colour())
+    } else {
+        View::lines(std::io::stdout())
+    };
+    tokio::time::timeout(
+        DEMO_DEADLINE,
+        watch::follow(connection, &options, &mut view, &problems, true),
+    )
+    .await
+    .map_err(|_| {
+        anyhow::anyhow!(
+            "the demo cluster is not available after {} minutes; see `corral describe cluster {name} --show-conditions all`",
+            DEMO_DEADLINE.as_secs() / 60
+        )
+    })??;
+    if view.is_terminal() {
+        let _ = view.say(&format!("Cluster {name} is available."));
+    } else if let Some(problems) = problems() {
+        // On a terminal the last drawing showed them.
+        let _ = view.say(&problems);
     }
-    crate::shutdown_signal().await;
-    tracing::info!("Shutting down");
-    let _ = stop.send(true);
-    let _ = controllers.await;
-    server.shutdown().await;
+    drop(view);
+    println!(
+        "Try:\n  corral describe cluster {name} --watch\n  corral get kubeconfig {name}\n  corral scale md/{name}-md-0 --replicas 5"
+    );
+    let _ = std::io::stdout().flush();
     Ok(())
 }
 
@@ -163,126 +262,4 @@ pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> any
         "\nCreated the demo cluster {name} (a KubeadmControlPlane of 3 machines, 3 workers, in-memory):"
     );
     Ok(())
-}
-
-/// Shows the cluster's tree as it changes (redrawn in place on a terminal), until the Cluster
-/// is Available and every machine is ready.
-pub async fn show_until_available(
-    connection: &corral_cli::Connection,
-    name: &str,
-) -> anyhow::Result<()> {
-    let options = DescribeOptions {
-        namespace: "default".into(),
-        name: name.into(),
-        grouping: true,
-        ..DescribeOptions::default()
-    };
-    let live = shows_progress();
-    let colour = colour();
-    // The rows are wider than most terminals; wrapped, they would take more screen lines than
-    // the redraw moves up over. Cut at the edge instead while the view is live, and restore
-    // wrapping however the view ends (done, failed, or dropped by Ctrl-C).
-    let _no_wrap = live.then(NoWrap::start);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
-    let mut shown_lines = 0;
-    let mut last = String::new();
-    loop {
-        let root = describe_cluster(connection, &options).await?;
-        let available = root
-            .condition("Available")
-            .is_some_and(|c| c.status == "True");
-        let all_ready = root
-            .replicas
-            .as_deref()
-            .and_then(|r| r.split_once('/'))
-            .is_some_and(|(_, desired)| root.ready.as_deref() == Some(desired));
-        let now = k8s_openapi::jiff::Timestamp::now();
-        // Compare without ages, which change every second.
-        let text = tree::render(&root, now, false);
-        let state: String = text.lines().map(strip_since).collect();
-        if live {
-            let rendered = tree::render(&root, now, colour);
-            print!("{}", redraw(shown_lines, &rendered));
-            shown_lines = rendered.lines().count();
-        } else if state != last {
-            println!("{text}");
-        }
-        let _ = std::io::stdout().flush();
-        last = state;
-        if available && all_ready {
-            println!("Cluster {name} is available.");
-            return Ok(());
-        }
-        if tokio::time::Instant::now() > deadline {
-            anyhow::bail!(
-                "the demo cluster is not available after 5 minutes; see `corral describe cluster {name} --show-conditions all`"
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-/// What replaces a live view of `shown_lines` lines (none the first time) with `rendered`:
-/// cursor up over the old view, clear to the end of the screen, the new view.
-fn redraw(shown_lines: usize, rendered: &str) -> String {
-    if shown_lines == 0 {
-        rendered.to_string()
-    } else {
-        format!("\x1b[{shown_lines}A\x1b[J{rendered}")
-    }
-}
-
-/// Turns the terminal's line wrapping off (DECAWM) until dropped.
-struct NoWrap;
-
-impl NoWrap {
-    fn start() -> NoWrap {
-        print!("\x1b[?7l");
-        NoWrap
-    }
-}
-
-impl Drop for NoWrap {
-    fn drop(&mut self) {
-        print!("\x1b[?7h");
-        let _ = std::io::stdout().flush();
-    }
-}
-
-/// A row without its SINCE column's value, for telling whether anything but time changed.
-fn strip_since(line: &str) -> String {
-    line.split_whitespace()
-        .filter(|word| !is_age(word))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn is_age(word: &str) -> bool {
-    !word.is_empty()
-        && word.chars().next().is_some_and(|c| c.is_ascii_digit())
-        && word
-            .chars()
-            .all(|c| c.is_ascii_digit() || "smhdy".contains(c))
-        && word.chars().any(|c| "smhdy".contains(c))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{is_age, redraw, strip_since};
-
-    #[test]
-    fn a_redraw_moves_up_over_the_lines_shown_and_clears_them() {
-        assert_eq!(redraw(0, "a\nb\n"), "a\nb\n");
-        assert_eq!(redraw(2, "c\n"), "\x1b[2A\x1b[Jc\n");
-    }
-
-    #[test]
-    fn the_since_column_does_not_count_as_a_change() {
-        assert!(is_age("5s") && is_age("4m38s") && is_age("2d"));
-        assert!(!is_age("3/3") && !is_age("v1.32.0") && !is_age("s"));
-        assert_eq!(
-            strip_since("Machine/m 1 Ready: True Ready 4m38s"),
-            strip_since("Machine/m 1 Ready: True Ready 5m")
-        );
-    }
 }

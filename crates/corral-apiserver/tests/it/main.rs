@@ -23,7 +23,6 @@ macro_rules! backend_tests {
                 }
             )*
         }
-        #[cfg(feature = "etcd")]
         mod etcd {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,6 +40,7 @@ mod apply;
 mod crud;
 mod custom_resources;
 mod errors;
+mod etcd_member_loss;
 mod gc;
 mod machinery;
 mod runtime;

@@ -10,7 +10,6 @@ use serde_json::Value;
 pub enum Backend {
     Memory,
     Sqlite,
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     Etcd,
 }
 
@@ -28,13 +27,10 @@ where
     let store = match backend {
         Backend::Memory => testing::memory().await,
         Backend::Sqlite => testing::sqlite().await,
-        #[cfg(feature = "etcd")]
         Backend::Etcd => match testing::etcd().await {
             Some(store) => store,
             None => return,
         },
-        #[cfg(not(feature = "etcd"))]
-        Backend::Etcd => unreachable!("etcd tests exist only with the etcd feature"),
     };
     let server = start(store, ServerConfig::default()).await;
     test(server).await;

@@ -98,8 +98,6 @@ async fn quick_run_on_sqlite_measures_every_phase() {
     // Everything the run created is gone with it.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
-
-#[cfg(feature = "etcd")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_run_on_etcd_measures_raw_puts_and_the_etcd_store() {
     if corral_bench::etcd_process::EtcdServer::find_binary().is_none() {

@@ -13,6 +13,7 @@
 //! controller of its own, so the binding exists only where another one runs).
 
 pub mod tree;
+pub mod watch;
 
 use std::collections::BTreeMap;
 

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{EtcdStore, range_end};
+use super::pb::kv_client::KvClient;
+use super::{EtcdStore, pb, range_end};
 use crate::testing::EtcdProcess;
 use crate::{Error, Event, EventKind, KeyValue, RangeRequest, Store, WatchStream};
 
@@ -24,10 +25,22 @@ async fn start(prefix: &str) -> Option<(EtcdProcess, EtcdStore)> {
     Some((process, store))
 }
 
-async fn raw_client(process: &EtcdProcess) -> etcd_client::Client {
-    etcd_client::Client::connect(process.endpoints(), None)
+/// etcd's KV service itself, without the store around it.
+async fn raw_client(process: &EtcdProcess) -> KvClient<tonic::transport::Channel> {
+    KvClient::connect(process.endpoint().to_string())
         .await
         .expect("connecting a raw etcd client")
+}
+
+async fn raw_compact(process: &EtcdProcess, revision: i64) {
+    raw_client(process)
+        .await
+        .compact(pb::CompactionRequest {
+            revision,
+            physical: false,
+        })
+        .await
+        .expect("compacting through a raw client");
 }
 
 fn bytes(value: &str) -> Bytes {
@@ -149,11 +162,15 @@ async fn stores_on_one_etcd_keep_to_their_prefixes() {
 
     let raw = raw_client(&etcd)
         .await
-        .get("/one/x", None)
+        .range(pb::RangeRequest {
+            key: bytes("/one/x"),
+            ..Default::default()
+        })
         .await
         .unwrap()
-        .kvs()[0]
-        .value()
+        .into_inner()
+        .kvs[0]
+        .value
         .to_vec();
     assert_eq!(raw, b"from one");
     let listed = one.range(RangeRequest::default()).await.unwrap();
@@ -315,8 +332,7 @@ async fn compaction_by_another_client_is_found() {
     for n in 0..20 {
         store.create(&format!("/k{n}"), bytes("v")).await.unwrap();
     }
-    let mut raw = raw_client(&etcd).await;
-    raw.compact(13, None).await.unwrap();
+    raw_compact(&etcd, 13).await;
     assert_eq!(store.compacted_revision().await.unwrap(), 13);
     assert!(matches!(
         store.get("/k0", Some(12)).await,
@@ -325,7 +341,7 @@ async fn compaction_by_another_client_is_found() {
             compacted: 13
         })
     ));
-    raw.compact(17, None).await.unwrap();
+    raw_compact(&etcd, 17).await;
     assert!(matches!(
         store.watch("", 15).await.unwrap().next().await,
         Some(Err(Error::Compacted {
@@ -508,7 +524,7 @@ async fn a_dropped_etcd_is_stopped_and_its_data_removed() {
 /// Not a check: measures writes per second of 1 KiB values at 1 and 64 concurrent writers,
 /// through the backend's create and through etcd-client directly (the same conditional
 /// transaction, and a plain put), on a fresh etcd whose data is on tmpfs. Run it in release
-/// mode: `cargo test --release -p corral-store --features etcd --lib -- --ignored --nocapture
+/// mode: `cargo test --release -p corral-store --lib -- --ignored --nocapture
 /// put_throughput`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check"]
@@ -531,7 +547,7 @@ async fn put_throughput() {
             let tasks: Vec<_> = (0..writers)
                 .map(|writer| {
                     let store = store.clone();
-                    let mut raw = raw.kv_client();
+                    let mut raw = raw.clone();
                     let value = value.clone();
                     tokio::spawn(async move {
                         for n in 0..WRITES / writers {
@@ -542,23 +558,21 @@ async fn put_throughput() {
                                 }
                                 Way::RawCreateTxn => {
                                     let key = format!("/raw{key}");
-                                    let txn = etcd_client::Txn::new()
-                                        .when([etcd_client::Compare::mod_revision(
-                                            key.clone(),
-                                            etcd_client::CompareOp::Equal,
-                                            0,
-                                        )])
-                                        .and_then([etcd_client::TxnOp::put(
-                                            key,
-                                            value.to_vec(),
-                                            None,
-                                        )]);
-                                    assert!(raw.txn(txn).await.unwrap().succeeded());
+                                    let key = bytes(&key);
+                                    let txn = pb::TxnRequest {
+                                        compare: vec![super::compare_mod(&key, 0)],
+                                        success: vec![super::put(&key, value.clone())],
+                                        failure: vec![],
+                                    };
+                                    assert!(raw.txn(txn).await.unwrap().into_inner().succeeded);
                                 }
                                 Way::RawPut => {
-                                    raw.put(format!("/raw{key}"), value.to_vec(), None)
-                                        .await
-                                        .unwrap();
+                                    let put = pb::PutRequest {
+                                        key: bytes(&format!("/raw{key}")),
+                                        value: value.clone(),
+                                        ..Default::default()
+                                    };
+                                    raw.put(put).await.unwrap();
                                 }
                             }
                         }
@@ -572,4 +586,139 @@ async fn put_throughput() {
             eprintln!("{way:?} with {writers} writers: {rate:.0} writes/s");
         }
     }
+}
+
+/// PEM files of a test CA and what it signed: an etcd serving certificate for 127.0.0.1 and a
+/// client certificate.
+struct TlsFiles {
+    dir: tempfile::TempDir,
+}
+
+impl TlsFiles {
+    fn generate() -> TlsFiles {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = |name: &str| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, name);
+            let certificate = params.self_signed(&key).unwrap();
+            (certificate.pem(), rcgen::Issuer::new(params, key))
+        };
+        let (ca_pem, issuer) = ca("corral etcd test CA");
+        let (other_ca_pem, _) = ca("some other CA");
+        let write = |name: &str, contents: &str| {
+            std::fs::write(dir.path().join(name), contents).unwrap();
+        };
+        write("ca.pem", &ca_pem);
+        write("other-ca.pem", &other_ca_pem);
+        for (name, sans) in [
+            ("server", vec!["127.0.0.1".to_string()]),
+            ("client", vec![]),
+        ] {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(sans).unwrap();
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, name);
+            params.extended_key_usages = vec![
+                rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+                rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            ];
+            let certificate = params.signed_by(&key, &issuer).unwrap();
+            write(&format!("{name}.pem"), &certificate.pem());
+            write(&format!("{name}-key.pem"), &key.serialize_pem());
+        }
+        TlsFiles { dir }
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn tls(&self, ca: &str, client: bool) -> super::EtcdTls {
+        super::EtcdTls::from_files(
+            Some(&self.path(ca)),
+            client.then(|| self.path("client.pem")).as_deref(),
+            client.then(|| self.path("client-key.pem")).as_deref(),
+        )
+        .unwrap()
+    }
+}
+
+/// kube-apiserver's `--etcd-cafile`, `--etcd-certfile` and `--etcd-keyfile`: a member that
+/// serves TLS and asks for client certificates is used with them, and refused without the
+/// client certificate or with another CA.
+#[tokio::test]
+async fn tls_members_with_client_certificates() {
+    let Some(binary) = EtcdProcess::find_binary() else {
+        // Says why, or panics when etcd is required.
+        EtcdProcess::start_or_skip().await;
+        return;
+    };
+    let files = TlsFiles::generate();
+    let data = tempfile::tempdir().unwrap();
+    let [client_port, peer_port] = crate::testing::etcd_process::free_ports().unwrap();
+    let spec = crate::testing::etcd_process::MemberSpec {
+        name: "tls".into(),
+        dir: data.path().to_path_buf(),
+        client_port,
+        peer_port,
+        initial_cluster: format!("tls=http://127.0.0.1:{peer_port}"),
+        token: format!("tls-{peer_port}"),
+        tls: Some(crate::testing::etcd_process::MemberTls {
+            cert: files.path("server.pem"),
+            key: files.path("server-key.pem"),
+            client_ca: files.path("ca.pem"),
+        }),
+    };
+    // Closing stdin (at the end of the test) makes the supervisor kill etcd.
+    let (_supervisor, _stdin) = spec.spawn(&binary).unwrap();
+    let endpoints = vec![spec.endpoint()];
+    assert!(endpoints[0].starts_with("https://"));
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let store = loop {
+        match EtcdStore::connect_with(&endpoints, "/tls/", &files.tls("ca.pem", true)).await {
+            Ok(store) => break store,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                eprintln!("waiting for the TLS etcd: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("the TLS etcd never answered: {e}"),
+        }
+    };
+    assert_eq!(store.create("/a", bytes("over TLS")).await.unwrap(), 2);
+    assert_eq!(
+        store.get("/a", None).await.unwrap().unwrap().value,
+        bytes("over TLS")
+    );
+    // Endpoints without a scheme are https:// once TLS files are given.
+    let bare = vec![format!("127.0.0.1:{client_port}")];
+    let same = EtcdStore::connect_with(&bare, "/tls/", &files.tls("ca.pem", true))
+        .await
+        .unwrap();
+    assert_eq!(same.current_revision().await.unwrap(), 2);
+
+    let without_certificate =
+        EtcdStore::connect_with(&endpoints, "/tls/", &files.tls("ca.pem", false)).await;
+    assert!(
+        matches!(without_certificate, Err(Error::Backend { .. })),
+        "no client certificate: {:?}",
+        without_certificate.err()
+    );
+    let other_ca =
+        EtcdStore::connect_with(&endpoints, "/tls/", &files.tls("other-ca.pem", true)).await;
+    assert!(
+        matches!(other_ca, Err(Error::Backend { .. })),
+        "a CA that did not sign the member's certificate: {:?}",
+        other_ca.err()
+    );
+    // TLS files with an http:// endpoint are a mistake, said before anything is tried.
+    let plain = vec![format!("http://127.0.0.1:{client_port}")];
+    assert!(matches!(
+        EtcdStore::connect_with(&plain, "/tls/", &files.tls("ca.pem", true)).await,
+        Err(Error::InvalidRequest(_))
+    ));
 }

@@ -72,13 +72,27 @@ macro_rules! conformance_tests {
 }
 
 mod conformance;
+mod generated_code;
 mod sqlite;
 
 mod memory {
     conformance_tests!(corral_store::testing::memory);
 }
 
-#[cfg(feature = "etcd")]
 mod etcd {
     conformance_tests!(corral_store::testing::etcd);
 }
+
+/// The whole contract on a three-member etcd cluster one of whose members was killed after the
+/// store connected to it: a minority lost is invisible to the store's users.
+mod etcd_with_a_killed_member {
+    conformance_tests!(corral_store::testing::etcd_with_a_killed_member);
+}
+
+/// The same with the member frozen (`SIGSTOP`): its connections stay open and nothing
+/// answers, as when its links are cut.
+mod etcd_with_a_frozen_member {
+    conformance_tests!(corral_store::testing::etcd_with_a_frozen_member);
+}
+
+mod etcd_failover;

@@ -16,13 +16,13 @@ use crate::support::tool_available;
 const DEADLINE: Duration = Duration::from_secs(180);
 
 /// A `corral` process of the test, killed when dropped; its output goes to `log`.
-struct Process {
+pub(crate) struct Process {
     child: Child,
     log: PathBuf,
 }
 
 impl Process {
-    fn spawn(args: &[&str], log: PathBuf) -> Process {
+    pub(crate) fn spawn(args: &[&str], log: PathBuf) -> Process {
         let file = std::fs::File::create(&log).expect("creating a log file");
         let child = Command::new(env!("CARGO_BIN_EXE_corral"))
             .args(args)
@@ -36,24 +36,24 @@ impl Process {
         Process { child, log }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// SIGTERM, then waits for the process to exit.
-    fn terminate(mut self) {
+    /// SIGTERM, then waits for the process to exit; how it exited.
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let _ = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status();
-        let _ = self.child.wait();
+        self.child.wait().expect("waiting for corral to exit")
     }
 
     /// SIGKILL: no chance to release anything.
-    fn kill_9(mut self) {
+    pub(crate) fn kill_9(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -70,7 +70,7 @@ impl Drop for Process {
 }
 
 /// `corral up` on `data_dir`, port 0; waits until it printed the export line.
-async fn start_up(data_dir: &Path, log: PathBuf) -> (Process, PathBuf) {
+pub(crate) async fn start_up(data_dir: &Path, log: PathBuf) -> (Process, PathBuf) {
     let kubeconfig = data_dir.join("kubeconfig");
     let _ = std::fs::remove_file(&kubeconfig);
     let process = Process::spawn(
@@ -102,7 +102,7 @@ async fn start_up(data_dir: &Path, log: PathBuf) -> (Process, PathBuf) {
 }
 
 /// Runs `corral ARGS` to completion with the kubeconfig in `KUBECONFIG`.
-fn corral(kubeconfig: &Path, args: &[&str]) -> Output {
+pub(crate) fn corral(kubeconfig: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(args)
         .env("KUBECONFIG", kubeconfig)
@@ -113,7 +113,7 @@ fn corral(kubeconfig: &Path, args: &[&str]) -> Output {
 }
 
 /// `corral ARGS`, which must succeed; its standard output.
-fn corral_ok(kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) fn corral_ok(kubeconfig: &Path, args: &[&str]) -> String {
     let output = corral(kubeconfig, args);
     assert!(
         output.status.success(),
@@ -152,11 +152,11 @@ fn corral_fails(kubeconfig: &Path, args: &[&str], code: i32, needle: &str) -> St
     stderr
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -864,7 +864,7 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
     );
     eventually("the demo cluster to be available", || async {
         up.log()
-            .contains("Cluster demo is available.")
+            .contains("demo: 6/6 machines ready, available")
             .then_some(())
     })
     .await;
@@ -875,12 +875,11 @@ async fn corral_up_demo_shows_the_tree_until_the_cluster_is_available() {
         ),
         "{log}"
     );
-    // The last tree shown has every machine ready, grouped.
-    let tree_start = log.rfind("NAME ").unwrap();
-    let last_tree = &log[tree_start..];
-    assert!(last_tree.contains("Available: True"), "{last_tree}");
-    assert!(last_tree.contains("└─3 Machines..."), "{last_tree}");
     let kubeconfig = data.join("kubeconfig");
+    // The tree has every machine ready, grouped.
+    let tree = corral_ok(&kubeconfig, &["describe", "cluster", "demo"]);
+    assert!(tree.contains("Available: True"), "{tree}");
+    assert!(tree.contains("└─3 Machines..."), "{tree}");
     let tree = describe_json(&kubeconfig, "demo");
     assert_eq!(tree["replicas"], "6/6");
     assert_eq!(tree["ready"], "6");
@@ -1159,4 +1158,65 @@ fn version_and_completions() {
         assert!(stdout.contains("-F _corral corral"), "{stdout}");
         assert_eq!(stdout.lines().last(), Some("describe"), "{stdout}");
     }
+}
+
+/// `--store etcd` is in the binary users build: an etcd that cannot be used is one line naming
+/// the endpoint and what it said, and exit 1, for `apiserver` and `up` alike. (A hang would be
+/// ended by nextest's timeout, `.config/nextest.toml`, and fail the test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_etcd_is_one_line_and_exit_1() {
+    let dir = scratch();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    // Something that answers, but not etcd: an HTTP server that closes every connection.
+    let not_etcd = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let not_etcd_address = not_etcd.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in not_etcd.incoming() {
+            drop(stream);
+        }
+    });
+    let data_dir = dir.path().join("d");
+    let data_dir = data_dir.to_str().unwrap();
+    for (endpoint, said) in [
+        (format!("http://{closed}"), "Connection refused"),
+        (
+            format!("http://{not_etcd_address}"),
+            &format!("http://{not_etcd_address}")[..],
+        ),
+        (
+            "ftp://127.0.0.1:2379".to_string(),
+            "must be http:// or https://",
+        ),
+    ] {
+        for command in ["apiserver", "up"] {
+            let stderr = corral_fails(
+                dir.path(),
+                &[
+                    command,
+                    "--data-dir",
+                    data_dir,
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--store",
+                    "etcd",
+                    "--etcd-endpoints",
+                    &endpoint,
+                ],
+                1,
+                said,
+            );
+            assert!(stderr.contains("etcd"), "{stderr}");
+        }
+    }
+    // Half a client certificate is a usage mistake.
+    let stderr = corral_fails(
+        dir.path(),
+        &["apiserver", "--store", "etcd", "--etcd-certfile", "c.pem"],
+        2,
+        "--etcd-keyfile",
+    );
+    assert!(stderr.contains("required"), "{stderr}");
 }

@@ -19,7 +19,6 @@ macro_rules! backend_tests {
                 }
             )*
         }
-        #[cfg(feature = "etcd")]
         mod etcd {
             $(
                 $(#[$attribute])*
@@ -36,6 +35,7 @@ mod support;
 
 mod cli;
 mod durability;
+mod first_run;
 mod kubectl;
 mod kubectl_machinery;
 mod layering;

@@ -1,5 +1,6 @@
 //! A `corral apiserver` child process per test, on its own data dir and a free port.
 
+use corral_store::testing::EtcdProcess;
 use std::fs::{File, OpenOptions};
 use std::future::Future;
 use std::io::Read;
@@ -7,15 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-#[cfg(feature = "etcd")]
-use corral_store::testing::EtcdProcess;
-
 /// How long a server may take to start. Generous: CI machines are busy compiling.
 const START_DEADLINE: Duration = Duration::from_secs(60);
 
 pub enum Backend {
     Sqlite,
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     Etcd,
 }
 
@@ -23,7 +20,6 @@ pub enum Backend {
 /// one after the other share both, which is how a restart is tested.
 pub struct TestEnv {
     // Dropped last (fields drop in order), after etcd is gone.
-    #[cfg(feature = "etcd")]
     etcd: Option<EtcdProcess>,
     dir: tempfile::TempDir,
 }
@@ -40,12 +36,7 @@ where
         .tempdir()
         .expect("creating a temporary directory for a test");
     let env = match backend {
-        Backend::Sqlite => TestEnv {
-            #[cfg(feature = "etcd")]
-            etcd: None,
-            dir,
-        },
-        #[cfg(feature = "etcd")]
+        Backend::Sqlite => TestEnv { etcd: None, dir },
         Backend::Etcd => match EtcdProcess::start_or_skip().await {
             Some(etcd) => TestEnv {
                 etcd: Some(etcd),
@@ -53,8 +44,6 @@ where
             },
             None => return,
         },
-        #[cfg(not(feature = "etcd"))]
-        Backend::Etcd => unreachable!("etcd tests exist only with the etcd feature"),
     };
     test(env).await;
 }
@@ -140,8 +129,6 @@ impl TestEnv {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-
-    #[cfg(feature = "etcd")]
     fn store_arguments(&self, command: &mut Command) {
         match &self.etcd {
             Some(etcd) => command
@@ -149,11 +136,6 @@ impl TestEnv {
                 .arg(etcd.endpoint()),
             None => command.args(["--store", "sqlite"]),
         };
-    }
-
-    #[cfg(not(feature = "etcd"))]
-    fn store_arguments(&self, command: &mut Command) {
-        command.args(["--store", "sqlite"]);
     }
 }
 
