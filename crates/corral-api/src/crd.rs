@@ -5,6 +5,9 @@
 //! the root lists `apiVersion`, `kind` and `metadata`, and `listKind` is explicit. The few
 //! rules that belong to one kind's root and cannot be written on a Rust type are added here too.
 //!
+//! Providers finish their own CRDs the same way, with the labels a provider's CRDs carry
+//! ([`finish_provider`]).
+//!
 //! The checked-in copies under `crates/corral-api/crds/` are regenerated with
 //! `CORRAL_UPDATE_CRDS=1 cargo test -p corral-api`; a test fails while they are stale.
 
@@ -28,10 +31,38 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     ]
 }
 
-/// Applies the changes every CRD needs, then the kind's own, to the version's
-/// `openAPIV3Schema`.
-fn finish(crd: CustomResourceDefinition, kind_rules: fn(&mut Value)) -> CustomResourceDefinition {
+/// Turns the derive's CRD into what upstream serves: `listKind` explicit, every schema fixed by
+/// [`walk_schemas`], the root without a title and with `apiVersion`, `kind` and `metadata`, and
+/// an empty `subresources` for a kind without a status (as upstream writes); then
+/// `kind_rules` applies the kind's own changes to each version's `openAPIV3Schema`.
+pub fn finish(
+    crd: CustomResourceDefinition,
+    kind_rules: impl Fn(&mut Value),
+) -> CustomResourceDefinition {
+    let crd = serde_json::to_value(crd).expect("a CRD serializes");
+    finish_value(crd, &kind_rules)
+}
+
+/// [`finish`] for a provider's CRD: also labelled with the contract label
+/// (`cluster.x-k8s.io/v1beta2: <version>`, by which core finds the API version of a referenced
+/// kind) and the labels clusterctl puts on what it installs (`clusterctl.cluster.x-k8s.io` and
+/// `cluster.x-k8s.io/provider: <provider>`).
+pub fn finish_provider(
+    crd: CustomResourceDefinition,
+    version: &str,
+    provider: &str,
+    kind_rules: impl Fn(&mut Value),
+) -> CustomResourceDefinition {
     let mut crd = serde_json::to_value(crd).expect("a CRD serializes");
+    crd["metadata"]["labels"] = json!({
+        crate::contract::ContractVersion::V1Beta2.crd_label(): version,
+        crate::labels::CLUSTERCTL: "",
+        crate::labels::PROVIDER_NAME: provider,
+    });
+    finish_value(crd, &kind_rules)
+}
+
+fn finish_value(mut crd: Value, kind_rules: &dyn Fn(&mut Value)) -> CustomResourceDefinition {
     crd["spec"]["names"]["listKind"] = json!(format!(
         "{}List",
         crd["spec"]["names"]["kind"]
@@ -58,6 +89,10 @@ fn finish(crd: CustomResourceDefinition, kind_rules: fn(&mut Value)) -> CustomRe
             "type": "string",
         }));
         properties.insert("metadata".into(), json!({ "type": "object" }));
+        // Upstream writes an empty subresources object for kinds without a status.
+        if version.get("subresources").is_none_or(Value::is_null) {
+            version["subresources"] = json!({});
+        }
         kind_rules(&mut version["schema"]["openAPIV3Schema"]);
     }
     serde_json::from_value(crd).expect("the finished CRD is still a CRD")
@@ -70,7 +105,7 @@ fn finish(crd: CustomResourceDefinition, kind_rules: fn(&mut Value)) -> CustomRe
 ///   as with upstream.
 /// - Its structural rewrite empties the `anyOf` of an int-or-string to `[{}, {}]`; upstream
 ///   writes the two alternatives, which is what a reader of the schema wants to see.
-fn walk_schemas(schema: &mut Value) {
+pub fn walk_schemas(schema: &mut Value) {
     match schema {
         Value::Object(object) => {
             object.remove("nullable");
@@ -125,7 +160,9 @@ fn machine_rules(root: &mut Value) {
     );
 }
 
-fn add_rule(schema: &mut Value, rule: &str, message: &str) {
+/// Adds an `x-kubernetes-validations` rule to a JSON schema (for a CRD's schema after the
+/// derive; [`crate::schema::add_rule`] is the same on a `schemars::Schema`).
+pub fn add_rule(schema: &mut Value, rule: &str, message: &str) {
     let rules = schema
         .as_object_mut()
         .expect("rules go on object schemas")

@@ -23,14 +23,15 @@ pub mod clusterctl;
 pub mod common;
 pub mod conditions;
 pub mod contract;
-mod crd;
+pub mod crd;
+pub mod field_managers;
 pub mod finalizers;
 pub mod labels;
 pub mod machine;
 pub mod machine_deployment;
 pub mod machine_health_check;
 pub mod machine_set;
-mod schema;
+pub mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
 

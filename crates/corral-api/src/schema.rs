@@ -3,38 +3,40 @@
 //! carry), and the `skip_serializing_if` helpers.
 //!
 //! The functions here are `schema_with` targets; the doc comment of the field that uses one still
-//! becomes the description.
+//! becomes the description. They are public for the providers' API types (`corral-kubeadm`,
+//! `corral-infra-inmemory`), which embed the same Kubernetes types and follow the same
+//! conventions.
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 use serde_json::{Value, json};
 
 /// A DNS-1123 subdomain: object names and API groups.
-pub(crate) const DNS1123_SUBDOMAIN: &str =
+pub const DNS1123_SUBDOMAIN: &str =
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
 /// A DNS-1123 label: namespaces.
-pub(crate) const DNS1123_LABEL: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+pub const DNS1123_LABEL: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
 /// A Kind, in CamelCase.
-pub(crate) const KIND: &str = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$";
+pub const KIND: &str = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$";
 
 /// `group/version` of an API.
-pub(crate) const API_VERSION: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[a-z]([-a-z0-9]*[a-z0-9])?$";
+pub const API_VERSION: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[a-z]([-a-z0-9]*[a-z0-9])?$";
 
 /// A qualified name such as a condition type: an optional DNS-subdomain prefix and a name.
-pub(crate) const QUALIFIED_NAME: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
+pub const QUALIFIED_NAME: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
 
 /// A taint key: a qualified name.
-pub(crate) const TAINT_KEY: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$";
+pub const TAINT_KEY: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$";
 
 /// A taint value: a label value.
-pub(crate) const TAINT_VALUE: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
+pub const TAINT_VALUE: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
 
 /// A CamelCase condition reason.
-pub(crate) const CONDITION_REASON: &str = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
+pub const CONDITION_REASON: &str = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
 /// `[min-max]`, the range of unhealthy machines in which a health check may remediate.
-pub(crate) const UNHEALTHY_RANGE: &str = r"^\[[0-9]+-[0-9]+\]$";
+pub const UNHEALTHY_RANGE: &str = r"^\[[0-9]+-[0-9]+\]$";
 
 /// CEL: an int-or-string value that is an integer or a percentage, the values upstream's webhooks
 /// accept for maxSurge, maxUnavailable, maxInFlight and unhealthyLessThanOrEqualTo
@@ -43,25 +45,24 @@ pub(crate) const UNHEALTHY_RANGE: &str = r"^\[[0-9]+-[0-9]+\]$";
 /// An integer never equals its string form (CEL equality across types is false), so integers
 /// pass the first test and strings must match. `type(self) == int` would say the same, but
 /// client-side CEL evaluators (kube-cel, which the tests use) lack `type()`.
-pub(crate) const INT_OR_PERCENT_RULE: &str =
-    "self != string(self) || self.matches('^[-+]?[0-9]+%$')";
+pub const INT_OR_PERCENT_RULE: &str = "self != string(self) || self.matches('^[-+]?[0-9]+%$')";
 
 /// The message for [`INT_OR_PERCENT_RULE`].
-pub(crate) const INT_OR_PERCENT_MESSAGE: &str = "must be either an int or a percentage";
+pub const INT_OR_PERCENT_MESSAGE: &str = "must be either an int or a percentage";
 
 /// For `skip_serializing_if`: structs whose fields are all optional are embedded by value, as
 /// upstream does with `omitzero`, and left out when empty (their schemas have `minProperties: 1`).
-pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+pub fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }
 
 /// `metav1.Time`.
-pub(crate) fn time(_: &mut SchemaGenerator) -> Schema {
+pub fn time(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "string", "format": "date-time" })
 }
 
 /// `intstr.IntOrString`, in the form controller-gen writes it.
-pub(crate) fn int_or_string(_: &mut SchemaGenerator) -> Schema {
+pub fn int_or_string(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "anyOf": [{ "type": "integer" }, { "type": "string" }],
         "x-kubernetes-int-or-string": true,
@@ -71,19 +72,19 @@ pub(crate) fn int_or_string(_: &mut SchemaGenerator) -> Schema {
 /// An int-or-string that must be an integer or a percentage. Only for fields that are not in
 /// lists: the regular expression over an unbounded value is costly in the API server's CEL
 /// budget, which multiplies a rule's cost by the number of times it can run.
-pub(crate) fn int_or_percent(generator: &mut SchemaGenerator) -> Schema {
+pub fn int_or_percent(generator: &mut SchemaGenerator) -> Schema {
     let mut schema = int_or_string(generator);
     add_rule(&mut schema, INT_OR_PERCENT_RULE, INT_OR_PERCENT_MESSAGE);
     schema
 }
 
 /// Any JSON value, kept as given (ClusterClass variable values).
-pub(crate) fn any_json(_: &mut SchemaGenerator) -> Schema {
+pub fn any_json(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "x-kubernetes-preserve-unknown-fields": true })
 }
 
 /// `metav1.LabelSelector`: atomic, as upstream marks it.
-pub(crate) fn label_selector(_: &mut SchemaGenerator) -> Schema {
+pub fn label_selector(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "properties": {
@@ -124,7 +125,7 @@ pub(crate) fn label_selector(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// The v1beta2 `status.conditions`: `metav1.Condition`s keyed by type.
-pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
+pub fn conditions(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
         "items": {
@@ -178,7 +179,7 @@ pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
 ///
 /// Newer Kubernetes versions add fields (`runningInUserNamespace`); upstream's schema predates
 /// them, so the API server prunes them, and so does Corral's.
-pub(crate) fn node_system_info(_: &mut SchemaGenerator) -> Schema {
+pub fn node_system_info(_: &mut SchemaGenerator) -> Schema {
     let string = |description: &str| json!({ "description": description, "type": "string" });
     json_schema!({
         "type": "object",
@@ -213,7 +214,7 @@ pub(crate) fn node_system_info(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// Adds an `x-kubernetes-validations` rule to a schema.
-pub(crate) fn add_rule(schema: &mut Schema, rule: &str, message: &str) {
+pub fn add_rule(schema: &mut Schema, rule: &str, message: &str) {
     let entry = json!({ "rule": rule, "message": message });
     match schema.get_mut("x-kubernetes-validations") {
         Some(Value::Array(rules)) => rules.push(entry),
@@ -224,7 +225,7 @@ pub(crate) fn add_rule(schema: &mut Schema, rule: &str, message: &str) {
 }
 
 /// The schema of a property of an object schema, for transforms that adjust nested fields.
-pub(crate) fn property<'a>(schema: &'a mut Schema, name: &str) -> &'a mut Schema {
+pub fn property<'a>(schema: &'a mut Schema, name: &str) -> &'a mut Schema {
     schema
         .get_mut("properties")
         .and_then(|properties| properties.get_mut(name))
@@ -235,6 +236,6 @@ pub(crate) fn property<'a>(schema: &'a mut Schema, name: &str) -> &'a mut Schema
 /// Container transform for enums. Their doc comments document the Rust type; in a CRD the
 /// field's description should win, and kube's rewrite of `Option<enum>` would let the type's
 /// description replace it.
-pub(crate) fn drop_description(schema: &mut Schema) {
+pub fn drop_description(schema: &mut Schema) {
     schema.remove("description");
 }

@@ -243,11 +243,7 @@ pub async fn raw_etcd_puts(
                 ..Default::default()
             };
             async move {
-                let outcome = kv
-                    .put(put)
-                    .await
-                    .map(drop)
-                    .map_err(anyhow::Error::from);
+                let outcome = kv.put(put).await.map(drop).map_err(anyhow::Error::from);
                 ((kv, prefix, n + 1), outcome)
             }
         },

@@ -236,7 +236,7 @@ pub async fn run_controllers(
     shutdown: impl Future<Output = ()> + Send + Clone + 'static,
 ) -> Result<(), Error> {
     // The providers and the core controllers share one watch per kind.
-    let caches = corral_infra_inmemory::Caches::new(client.clone());
+    let caches = corral_runtime::Caches::new(client.clone());
     let provider = corral_infra_inmemory::run_with_caches(
         client.clone(),
         cloud,

@@ -52,4 +52,4 @@ pub mod cloud;
 mod controllers;
 
 pub use api::crds;
-pub use controllers::{Caches, reconcile_counts, run, run_with_caches};
+pub use controllers::{reconcile_counts, run, run_with_caches};

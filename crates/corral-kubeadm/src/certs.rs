@@ -35,7 +35,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use corral_controllers::cluster_cache::ClusterCache;
+use corral_runtime::cluster_cache::ClusterCache;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;

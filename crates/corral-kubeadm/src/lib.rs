@@ -17,8 +17,8 @@ pub mod controlplane;
 pub mod kubeconfig;
 
 pub use api::crds;
-pub use corral_controllers::runtime::shared::Caches;
-use corral_controllers::runtime::shared::SharedCache;
+use corral_runtime::shared::Caches;
+use corral_runtime::shared::SharedCache;
 
 /// Runs the providers' controllers until `shutdown` completes: the KubeadmConfig controller
 /// ([`bootstrap::run`]) and the KubeadmControlPlane controller ([`controlplane::run`], with its
@@ -73,10 +73,10 @@ fn kubeadm_configs(caches: &Caches) -> SharedCache<api::bootstrap::KubeadmConfig
 }
 
 // The parts of the providers' objects a write compares (see
-// `corral_controllers::runtime::patch::write`): metadata and spec compared as typed values,
+// `corral_runtime::patch::write`): metadata and spec compared as typed values,
 // and only the part that changed serialized. A KubeadmControlPlane's spec holds the whole
 // kubeadm configuration, which serializing twice per status write cost more than comparing.
-corral_controllers::spec_and_status_parts!(
+corral_runtime::spec_and_status_parts!(
     api::controlplane::KubeadmControlPlane =>
         api::controlplane::KubeadmControlPlaneSpec, api::controlplane::KubeadmControlPlaneStatus;
     api::bootstrap::KubeadmConfig => api::bootstrap::KubeadmConfigSpec, api::bootstrap::KubeadmConfigStatus;

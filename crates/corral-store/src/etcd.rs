@@ -134,6 +134,7 @@ impl EtcdStore {
         // Channels connect lazily and calls would keep trying unreachable members: ask each
         // member once, here, where the caller can tell what is wrong.
         store.check_reachable().await?;
+        store.inner.members.start_probing();
         Ok(store)
     }
 
@@ -223,12 +224,21 @@ impl EtcdStore {
     }
 
     /// Runs a transaction on the members in rotation (see [`members`]).
-    async fn txn(&self, request: pb::TxnRequest) -> (std::result::Result<pb::TxnResponse, Status>, Attempts) {
+    async fn txn(
+        &self,
+        request: pb::TxnRequest,
+    ) -> (std::result::Result<pb::TxnResponse, Status>, Attempts) {
         self.inner
             .members
             .call(|member: Arc<Member>| {
                 let request = request.clone();
-                async move { member.kv().txn(request).await.map(tonic::Response::into_inner) }
+                async move {
+                    member
+                        .kv()
+                        .txn(request)
+                        .await
+                        .map(tonic::Response::into_inner)
+                }
             })
             .await
     }
@@ -273,11 +283,20 @@ impl Inner {
     }
 
     /// A range read on the members in rotation; failures as they came.
-    async fn range(&self, request: pb::RangeRequest) -> std::result::Result<pb::RangeResponse, Status> {
+    async fn range(
+        &self,
+        request: pb::RangeRequest,
+    ) -> std::result::Result<pb::RangeResponse, Status> {
         self.members
             .call(|member: Arc<Member>| {
                 let request = request.clone();
-                async move { member.kv().range(request).await.map(tonic::Response::into_inner) }
+                async move {
+                    member
+                        .kv()
+                        .range(request)
+                        .await
+                        .map(tonic::Response::into_inner)
+                }
             })
             .await
             .0
@@ -390,10 +409,13 @@ impl Inner {
 
     /// The key's current value from the `failure` branch of a failed conditional write.
     fn current_from_else(&self, response: pb::TxnResponse) -> Result<Option<KeyValue>> {
-        let current = response.responses.into_iter().find_map(|op| match op.response {
-            Some(pb::response_op::Response::ResponseRange(range)) => Some(range.kvs),
-            _ => None,
-        });
+        let current = response
+            .responses
+            .into_iter()
+            .find_map(|op| match op.response {
+                Some(pb::response_op::Response::ResponseRange(range)) => Some(range.kvs),
+                _ => None,
+            });
         let Some(kvs) = current else {
             return Err(Error::backend(
                 "writing to etcd",
@@ -434,7 +456,9 @@ impl Inner {
         // The key is gone now; if it had the version `expected`, a change after `expected`
         // exists. The timeout ends the wait when it had not (no change may come) and when
         // members fail meanwhile.
-        let event = tokio::time::timeout(Duration::from_secs(5), first_change).await.ok()??;
+        let event = tokio::time::timeout(Duration::from_secs(5), first_change)
+            .await
+            .ok()??;
         let prev = event.prev_kv?;
         if event.r#type != pb::event::EventType::Delete as i32 || prev.mod_revision != expected {
             return None;
@@ -471,9 +495,10 @@ async fn open_watch(
     let mut request = tonic::Request::new(requests);
     // clientv3's `WithRequireLeader`: a member that loses its leader ends the watch rather than
     // keep it open with nothing to send.
-    request
-        .metadata_mut()
-        .insert("hasleader", tonic::metadata::MetadataValue::from_static("true"));
+    request.metadata_mut().insert(
+        "hasleader",
+        tonic::metadata::MetadataValue::from_static("true"),
+    );
     Ok(EtcdWatch {
         responses: member.watch().watch(request).await?.into_inner(),
         _requests_open: requests_open,
@@ -713,9 +738,8 @@ impl Store for EtcdStore {
             failure: vec![get(&full)],
         };
         let (response, attempts) = self.txn(request).await;
-        let response = response.map_err(|e| {
-            Error::backend(format!("deleting key {key:?} from etcd"), describe(&e))
-        })?;
+        let response = response
+            .map_err(|e| Error::backend(format!("deleting key {key:?} from etcd"), describe(&e)))?;
         if !response.succeeded {
             let current = self.inner.current_from_else(response)?;
             if attempts.uncertain
@@ -727,12 +751,15 @@ impl Store for EtcdStore {
             return Err(refused_write(key, expected, current));
         }
         let revision = header_revision(response.header.as_ref())?;
-        let deleted = response.responses.into_iter().find_map(|op| match op.response {
-            Some(pb::response_op::Response::ResponseDeleteRange(delete)) => {
-                delete.prev_kvs.into_iter().next()
-            }
-            _ => None,
-        });
+        let deleted = response
+            .responses
+            .into_iter()
+            .find_map(|op| match op.response {
+                Some(pb::response_op::Response::ResponseDeleteRange(delete)) => {
+                    delete.prev_kvs.into_iter().next()
+                }
+                _ => None,
+            });
         let Some(deleted) = deleted else {
             return Err(Error::backend(
                 format!("deleting key {key:?} from etcd"),
@@ -856,23 +883,22 @@ impl WatchState {
             prev_kv: true,
             ..Default::default()
         };
-        let (result, _) = self
-            .inner
-            .members
-            .call(|member: Arc<Member>| {
-                let create = create.clone();
-                async move {
-                    let mut stream = open_watch(&member, create).await?;
-                    // etcd's answer to the create request (`created`), or the failure.
-                    let first = stream
-                        .responses
-                        .message()
-                        .await?
-                        .ok_or_else(|| Status::unavailable("etcd closed the watch stream"))?;
-                    Ok((member, stream, first))
-                }
-            })
-            .await;
+        let (result, _) =
+            self.inner
+                .members
+                .call(|member: Arc<Member>| {
+                    let create = create.clone();
+                    async move {
+                        let mut stream = open_watch(&member, create).await?;
+                        // etcd's answer to the create request (`created`), or the failure.
+                        let first =
+                            stream.responses.message().await?.ok_or_else(|| {
+                                Status::unavailable("etcd closed the watch stream")
+                            })?;
+                        Ok((member, stream, first))
+                    }
+                })
+                .await;
         let (member, stream, first) =
             result.map_err(|e| Error::backend("starting a watch on etcd", describe(&e)))?;
         self.stream = Some((member, stream));

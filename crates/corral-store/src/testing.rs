@@ -65,7 +65,7 @@ pub use etcd_process::{EtcdProcess, EtcdProcessError};
 
 mod etcd_cluster;
 
-mod etcd_process {
+pub(crate) mod etcd_process {
     //! A throwaway single-member etcd for tests and benchmarks.
 
     use std::fs::File;
@@ -231,6 +231,7 @@ exit "$status""#;
                 peer_port,
                 initial_cluster: format!("corral-test=http://127.0.0.1:{peer_port}"),
                 token: format!("corral-test-{peer_port}"),
+                tls: None,
             };
             let (supervisor, stdin) = spec.spawn(binary)?;
             let mut process = EtcdProcess {
@@ -317,8 +318,16 @@ exit "$status""#;
         )
     }
 
+    /// TLS of a member's client URL: its serving certificate and key, and the CA its clients'
+    /// certificates must be signed by (etcd's `--client-cert-auth`), all PEM files.
+    pub(crate) struct MemberTls {
+        pub cert: PathBuf,
+        pub key: PathBuf,
+        pub client_ca: PathBuf,
+    }
+
     /// How to run one etcd member: its name, data dir, ports and the cluster it starts in.
-    pub(super) struct MemberSpec {
+    pub(crate) struct MemberSpec {
         pub name: String,
         /// Holds `data/` and the member's log, `etcd.log`.
         pub dir: PathBuf,
@@ -327,11 +336,14 @@ exit "$status""#;
         /// etcd's `--initial-cluster`: `name=peer-url,...` of every first member.
         pub initial_cluster: String,
         pub token: String,
+        /// `None`: plain HTTP.
+        pub tls: Option<MemberTls>,
     }
 
     impl MemberSpec {
         pub fn endpoint(&self) -> String {
-            format!("http://127.0.0.1:{}", self.client_port)
+            let scheme = if self.tls.is_some() { "https" } else { "http" };
+            format!("{scheme}://127.0.0.1:{}", self.client_port)
         }
 
         pub fn log_path(&self) -> PathBuf {
@@ -381,6 +393,14 @@ exit "$status""#;
                 .arg("--logger=zap")
                 .arg("--log-outputs=stderr")
                 .arg("--log-level=warn")
+                .args(self.tls.iter().flat_map(|tls| {
+                    [
+                        format!("--cert-file={}", tls.cert.display()),
+                        format!("--key-file={}", tls.key.display()),
+                        format!("--trusted-ca-file={}", tls.client_ca.display()),
+                        "--client-cert-auth".to_string(),
+                    ]
+                }))
                 .env(PID_FILE_VARIABLE, self.pid_path())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::from(log_for_stdout))
@@ -413,7 +433,7 @@ exit "$status""#;
     }
 
     /// Two ports that were free a moment ago: bound with port 0, then released for etcd.
-    pub(super) fn free_ports() -> std::io::Result<[u16; 2]> {
+    pub(crate) fn free_ports() -> std::io::Result<[u16; 2]> {
         let first = TcpListener::bind("127.0.0.1:0")?;
         let second = TcpListener::bind("127.0.0.1:0")?;
         Ok([first.local_addr()?.port(), second.local_addr()?.port()])

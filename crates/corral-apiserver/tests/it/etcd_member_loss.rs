@@ -58,12 +58,14 @@ async fn two_servers_answer_as_one_through_member_loss() {
     .await;
     a.namespace("ha").await;
     support::eventually(30, "the namespace on the second server", || async {
-        (b.raw("GET", "/api/v1/namespaces/ha", None, Vec::new()).await.status == 200)
+        (b.raw("GET", "/api/v1/namespaces/ha", None, Vec::new())
+            .await
+            .status
+            == 200)
             .then_some(())
     })
     .await;
-    let start = b.get_json("/api/v1/namespaces/ha/configmaps").await["metadata"]
-        ["resourceVersion"]
+    let start = b.get_json("/api/v1/namespaces/ha/configmaps").await["metadata"]["resourceVersion"]
         .as_str()
         .unwrap()
         .to_string();
@@ -128,12 +130,20 @@ async fn two_servers_answer_as_one_through_member_loss() {
         .map(|item| {
             (
                 item["metadata"]["name"].as_str().unwrap().to_string(),
-                item["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap(),
+                item["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap(),
             )
         })
         .collect();
     for (name, version) in &outcomes.acknowledged {
-        assert_eq!(listed.get(name), Some(version), "acknowledged ConfigMap {name}");
+        assert_eq!(
+            listed.get(name),
+            Some(version),
+            "acknowledged ConfigMap {name}"
+        );
     }
 
     // The watch on the second server saw each of them, in resourceVersion order.
@@ -148,7 +158,12 @@ async fn two_servers_answer_as_one_through_member_loss() {
         match event {
             WatchEvent::Added(configmap) => seen.push((
                 configmap.metadata.name.unwrap(),
-                configmap.metadata.resource_version.unwrap().parse::<u64>().unwrap(),
+                configmap
+                    .metadata
+                    .resource_version
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap(),
             )),
             WatchEvent::Bookmark(_) => {}
             other => panic!("unexpected watch event {other:?}"),
@@ -187,7 +202,10 @@ async fn write_alternately(
             .await;
         if created.status != 201 {
             let text = String::from_utf8_lossy(&created.body).to_string();
-            failed(&mut outcomes, format!("POST {name}: {} {text}", created.status));
+            failed(
+                &mut outcomes,
+                format!("POST {name}: {} {text}", created.status),
+            );
             continue;
         }
         let version: u64 = created.json()["metadata"]["resourceVersion"]

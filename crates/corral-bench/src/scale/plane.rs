@@ -57,7 +57,7 @@ impl ManagementPlane {
         let shutdown: Shared<BoxFuture<'static, ()>> = stopped.map(|_| ()).boxed().shared();
         let cloud = Arc::new(InProcessCloud::new());
         // The provider and the core controllers share one watch per kind, as in `corral`.
-        let caches = corral_infra_inmemory::Caches::new(client.clone());
+        let caches = corral_runtime::Caches::new(client.clone());
         let provider = corral_infra_inmemory::run_with_caches(
             client.clone(),
             cloud.clone(),
@@ -134,7 +134,7 @@ async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
 /// Reconciles so far per controller, core and provider: `(controller, reconciles, failures)`.
 pub fn reconcile_counts() -> BTreeMap<String, (u64, u64)> {
     let mut counts = BTreeMap::new();
-    for count in corral_controllers::runtime::metrics::reconcile_counts() {
+    for count in corral_runtime::metrics::reconcile_counts() {
         counts.insert(
             count.controller.to_string(),
             (count.reconciles, count.failures),

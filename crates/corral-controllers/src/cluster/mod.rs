@@ -30,15 +30,15 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
-use crate::cluster_cache::ClusterKey;
-use crate::conditions;
-use crate::external::ExternalObject;
-use crate::runtime::coalesce::Window;
-use crate::runtime::index;
-use crate::runtime::patch;
-use crate::runtime::shared::{SharedCache, trigger_own_coalesced_with};
-use crate::runtime::triggers::{ExternalWatches, Triggers};
-use crate::runtime::{self, Context, Queue, Shutdown};
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::coalesce::Window;
+use corral_runtime::conditions;
+use corral_runtime::external::ExternalObject;
+use corral_runtime::index;
+use corral_runtime::patch;
+use corral_runtime::shared::{SharedCache, trigger_own_coalesced_with};
+use corral_runtime::triggers::{ExternalWatches, Triggers};
+use corral_runtime::{self as runtime, Context, Queue, Shutdown};
 
 use status::{Descendants, Observed};
 
@@ -63,7 +63,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// The infrastructure cluster does not follow the contract.
     #[error("cannot read the infrastructure {kind} {name}")]
@@ -93,7 +93,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// The control plane does not follow the contract.
     #[error("cannot read the control plane {kind} {name}")]
@@ -134,7 +134,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// Deleting the infrastructure cluster failed.
     #[error("cannot delete the infrastructure {kind} {name}")]
@@ -145,7 +145,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
 }
 

@@ -8,9 +8,9 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::status::Observed;
 use super::{ClusterController, Error, Scope};
-use crate::external::{self, ExternalObject};
-use crate::runtime::error_chain;
-use crate::runtime::triggers::ReferencedObject;
+use corral_runtime::error_chain;
+use corral_runtime::external::{self, ExternalObject};
+use corral_runtime::triggers::ReferencedObject;
 
 /// Reads a referenced provider object, watching its kind and making the Cluster its owner
 /// (upstream `reconcileExternal` and `ensureOwnerRefAndLabel`: a controller reference only for

@@ -13,11 +13,11 @@ use corral_api::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
-use crate::cluster_cache::HealthCheckingState;
-use crate::conditions::{
+use corral_runtime::cluster_cache::HealthCheckingState;
+use corral_runtime::conditions::{
     self, AggregateSource, MergeStrategy, NewCondition, Priority, Reasons, SummaryOptions,
 };
-pub use crate::external::Observed;
+pub use corral_runtime::external::Observed;
 
 /// The Cluster's descendants, by label `cluster.x-k8s.io/cluster-name`.
 #[derive(Clone, Debug, Default)]
@@ -462,7 +462,7 @@ pub fn set_machines_conditions(
                 if age > settle {
                     true
                 } else {
-                    requeue = crate::runtime::sooner(
+                    requeue = corral_runtime::sooner(
                         requeue,
                         Some(settle - age + Duration::from_secs(1)),
                     );
@@ -611,7 +611,7 @@ pub fn is_owned_by_cluster(
     metadata.owner_references.iter().flatten().any(|owner| {
         owner.kind == "Cluster"
             && owner.name == cluster
-            && crate::external::api_group_of(&owner.api_version) == corral_api::GROUP
+            && corral_runtime::external::api_group_of(&owner.api_version) == corral_api::GROUP
     })
 }
 
@@ -730,7 +730,7 @@ pub fn set_remote_connection_probe_condition(
 ) -> Option<Duration> {
     let target = cluster_names::REMOTE_CONNECTION_PROBE;
     let Some(last_success) = health.last_probe_success_time else {
-        if health.consecutive_failures < crate::cluster_cache::FIRST_CONNECTION_ATTEMPTS {
+        if health.consecutive_failures < corral_runtime::cluster_cache::FIRST_CONNECTION_ATTEMPTS {
             if conditions::get(status_conditions(cluster), target).is_none() {
                 set(
                     cluster,
@@ -1044,7 +1044,7 @@ pub fn paused_condition(cluster_paused: bool, kind: &str, annotated: bool) -> Ne
 /// Sets the Paused condition on the Cluster.
 pub fn set_paused_condition(cluster: &mut Cluster, now: &Time) -> bool {
     let paused = cluster.spec.paused.unwrap_or(false);
-    let annotated = crate::runtime::has_paused_annotation(cluster);
+    let annotated = corral_runtime::has_paused_annotation(cluster);
     let condition = paused_condition(paused, "Cluster", annotated);
     let is_paused = condition.is_true();
     set(cluster, condition, now);

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::delete::describe_remaining;
 use super::status::*;
-use crate::cluster_cache::HealthCheckingState;
+use corral_runtime::cluster_cache::HealthCheckingState;
 
 fn time(second: i64) -> Time {
     Time(Timestamp::from_second(second).unwrap())
@@ -280,9 +280,9 @@ fn upstream_set_available_condition() {
         ("WorkersAvailable", ConditionStatus::True, "NoWorkers"),
     ] {
         let status_ = c.status.get_or_insert_with(Default::default);
-        crate::conditions::set(
+        corral_runtime::conditions::set(
             &mut status_.conditions,
-            crate::conditions::NewCondition::new(type_, status, reason),
+            corral_runtime::conditions::NewCondition::new(type_, status, reason),
             None,
             &now,
         );
@@ -311,9 +311,9 @@ fn upstream_set_available_condition() {
     // Deleting: the Deleting condition is the issue; the deleted infrastructure is not.
     c.metadata.deletion_timestamp = Some(time(0));
     let status_ = c.status.as_mut().unwrap();
-    crate::conditions::set(
+    corral_runtime::conditions::set(
         &mut status_.conditions,
-        crate::conditions::NewCondition::new(
+        corral_runtime::conditions::NewCondition::new(
             "Deleting",
             ConditionStatus::True,
             "WaitingForWorkersDeletion",
@@ -322,9 +322,9 @@ fn upstream_set_available_condition() {
         None,
         &now,
     );
-    crate::conditions::set(
+    corral_runtime::conditions::set(
         &mut status_.conditions,
-        crate::conditions::NewCondition::new(
+        corral_runtime::conditions::NewCondition::new(
             "InfrastructureReady",
             ConditionStatus::False,
             "ObjectDeleted",

@@ -27,7 +27,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::drain::{self, DRAIN_RETRY_INTERVAL, Outcome};
 use super::{Error, MachineController, Scope};
-use crate::conditions;
+use corral_runtime::conditions;
 
 /// The hook annotations with `prefix` a Machine has, sorted.
 pub fn hooks(machine: &Machine, prefix: &str) -> Vec<String> {
@@ -183,7 +183,7 @@ async fn is_delete_node_allowed(
                 }
                 Ok(None) => {}
                 Err(error) => {
-                    tracing::info!(error = %crate::runtime::error_chain(&error), "Failed to look up the Node while deleting the Machine");
+                    tracing::info!(error = %corral_runtime::error_chain(&error), "Failed to look up the Node while deleting the Machine");
                 }
             }
         }
@@ -222,7 +222,7 @@ async fn is_delete_node_allowed(
         .machines
         .with_key(
             &scope.cluster_key,
-            crate::runtime::index::key::CONTROL_PLANE,
+            corral_runtime::index::key::CONTROL_PLANE,
         )
         .iter()
         .filter(|m| m.metadata.deletion_timestamp.is_none())
@@ -472,7 +472,7 @@ pub(super) async fn reconcile_delete(
                     "FailedDeleteNode",
                     format!(
                         "error deleting Machine's Node: {}",
-                        crate::runtime::error_chain(error.as_ref())
+                        corral_runtime::error_chain(error.as_ref())
                     ),
                 );
                 return Err(Error::DeleteNode {

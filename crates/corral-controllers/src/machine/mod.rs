@@ -25,8 +25,7 @@ mod up_to_date;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine, MachineDeployment, MachineSet};
@@ -39,13 +38,14 @@ use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::{ClusterKey, NodeEvent};
-use crate::conditions;
-use crate::external::{ExternalObject, Observed};
-use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own;
-use crate::runtime::triggers::{ExternalWatches, Triggers};
-use crate::runtime::{self, Context, Queue, Shutdown, patch};
+use corral_runtime::changes::Fingerprints;
+use corral_runtime::cluster_cache::{ClusterKey, NodeEvent};
+use corral_runtime::conditions;
+use corral_runtime::external::{ExternalObject, Observed};
+use corral_runtime::shared::SharedCache;
+use corral_runtime::shared::trigger_own;
+use corral_runtime::triggers::{ExternalWatches, Triggers};
+use corral_runtime::{self as runtime, Context, Queue, Shutdown, patch};
 
 use status::NodeReadError;
 
@@ -85,7 +85,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// The bootstrap config does not follow the contract.
     #[error("cannot read the bootstrap {kind} {name}")]
@@ -117,7 +117,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// The infrastructure machine does not follow the contract.
     #[error("cannot read the infrastructure {kind} {name}")]
@@ -140,7 +140,7 @@ pub enum Error {
     },
     /// The Node could not be looked up.
     #[error("cannot look up the Node of the Machine")]
-    GetNode(#[source] crate::cluster_cache::Error),
+    GetNode(#[source] corral_runtime::cluster_cache::Error),
     /// The Node was deleted while the Machine exists.
     #[error("no Node has spec.providerID {provider_id} any more (it was {node})")]
     FindNode {
@@ -168,7 +168,7 @@ pub enum Error {
     },
     /// The control plane could not be read to decide whether the Node may be deleted.
     #[error("cannot tell whether the Node may be deleted")]
-    CheckDeleteNodeAllowed(#[source] crate::external::Error),
+    CheckDeleteNodeAllowed(#[source] corral_runtime::external::Error),
     /// Cordoning or draining the Node failed.
     #[error("cannot drain Node {node}")]
     DrainNode {
@@ -185,7 +185,7 @@ pub enum Error {
         node: String,
         /// What went wrong.
         #[source]
-        source: crate::cluster_cache::Error,
+        source: corral_runtime::cluster_cache::Error,
     },
     /// Deleting the Node failed (and the node deletion timeout has not passed).
     #[error("cannot delete Node {node}")]
@@ -205,7 +205,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// Deleting the bootstrap config failed.
     #[error("cannot delete the bootstrap {kind} {name}")]
@@ -216,7 +216,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
 }
 
@@ -310,13 +310,23 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let machines = shared_machines.applied();
     let cluster_cache = caches.clusters();
     let cluster_store = cluster_cache.store();
-    let clusters = cluster_cache.applied();
+    // Only what a Machine's reconcile reads of its Cluster wakes it (see `cluster_signature`).
+    let clusters = cluster_cache.applied_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(cluster_signature(cluster))
+    });
     let machine_set_cache = caches.machine_sets();
     let machine_set_store = machine_set_cache.store();
-    let machine_sets = machine_set_cache.applied();
+    // Only template changes matter to the Machines (their UpToDate condition); MachineSets
+    // and MachineDeployments write their status far more often than that.
+    let machine_sets = machine_set_cache.applied_changed(Arc::new(Fingerprints::new()), |ms| {
+        Some(up_to_date::machine_set_signature(ms))
+    });
     let machine_deployment_cache = caches.machine_deployments();
     let machine_deployment_store = machine_deployment_cache.store();
-    let machine_deployments = machine_deployment_cache.applied();
+    let machine_deployments = machine_deployment_cache
+        .applied_changed(Arc::new(Fingerprints::new()), |md| {
+            Some(up_to_date::machine_deployment_signature(md))
+        });
 
     let (triggers, requests) = Triggers::new();
     let nodes = ctx.cluster_cache().subscribe_nodes();
@@ -324,7 +334,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 
     let mut queue: SelectAll<Queue<Machine>> = SelectAll::new();
     queue.push(trigger_own(machines).boxed());
-    let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let cache = shared_machines.clone();
     let store = cache.clone();
     queue.push(
@@ -333,59 +342,24 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
             );
-            let signature = cluster_signature(&cluster);
-            let changed = seen
-                .lock()
-                .expect("seen lock")
-                .insert(key.clone(), signature.clone())
-                != Some(signature);
-            let targets: Vec<ObjectRef<Machine>> = if changed {
-                machines_of(&store, &key)
-                    .iter()
-                    .map(|m| ObjectRef::from_obj(m.as_ref()))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            targets
+            machines_of(&store, &key)
+                .iter()
+                .map(|m| ObjectRef::from_obj(m.as_ref()))
+                .collect::<Vec<_>>()
         })
         .boxed(),
     );
-    // Only template changes matter to the Machines (their UpToDate condition); MachineSets
-    // and MachineDeployments write their status far more often than that.
-    let seen_sets: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let store = cache.clone();
     queue.push(
         trigger_with(machine_sets, move |machine_set: Arc<MachineSet>| {
-            let signature = up_to_date::machine_set_signature(&machine_set);
-            let changed = seen_sets
-                .lock()
-                .expect("seen lock")
-                .insert(runtime::object_key(machine_set.as_ref()), signature.clone())
-                != Some(signature);
-            if changed {
-                up_to_date::machines_of_machine_set(&store, &machine_set)
-            } else {
-                Vec::new()
-            }
+            up_to_date::machines_of_machine_set(&store, &machine_set)
         })
         .boxed(),
     );
-    let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let store = cache.clone();
     queue.push(
         trigger_with(machine_deployments, move |md: Arc<MachineDeployment>| {
-            let signature = up_to_date::machine_deployment_signature(&md);
-            let changed = seen_deployments
-                .lock()
-                .expect("seen lock")
-                .insert(runtime::object_key(md.as_ref()), signature.clone())
-                != Some(signature);
-            if changed {
-                up_to_date::machines_of_machine_deployment(&store, &md)
-            } else {
-                Vec::new()
-            }
+            up_to_date::machines_of_machine_deployment(&store, &md)
         })
         .boxed(),
     );
@@ -452,7 +426,7 @@ fn node_to_machines(machines: &SharedCache<Machine>, event: &NodeEvent) -> Vec<O
     machines
         .with_key(
             &event.cluster,
-            &crate::runtime::index::key::provider_id(provider_id),
+            &corral_runtime::index::key::provider_id(provider_id),
         )
         .iter()
         .filter(|m| m.spec.provider_id.as_deref() == Some(provider_id))

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::status::NodeReadError;
 use super::{Error, MachineController, Scope};
-use crate::cluster_cache;
+use corral_runtime::cluster_cache;
 
 /// The taint a bootstrap provider may put on a new Node, removed once its labels are synced.
 pub const NODE_UNINITIALIZED_TAINT: &str = "node.cluster.x-k8s.io/uninitialized";

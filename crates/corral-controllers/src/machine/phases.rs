@@ -12,9 +12,9 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::{Error, MachineController, Scope};
-use crate::external::{self, ExternalObject, Observed};
-use crate::runtime::error_chain;
-use crate::runtime::triggers::ReferencedObject;
+use corral_runtime::error_chain;
+use corral_runtime::external::{self, ExternalObject, Observed};
+use corral_runtime::triggers::ReferencedObject;
 
 /// Whether a Machine should be adopted by its Cluster (upstream `shouldAdopt`): it has no
 /// controller and no Cluster owner, and no label saying a MachineSet, MachinePool or control

@@ -12,9 +12,11 @@ use corral_api::{Cluster, ConditionPolarity, ConditionStatus, Machine, MachinePh
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use crate::cluster_cache::HealthCheckingState;
-use crate::conditions::{self, MergeStrategy, NewCondition, Priority, Reasons, SummaryOptions};
-use crate::external::Observed;
+use corral_runtime::cluster_cache::HealthCheckingState;
+use corral_runtime::conditions::{
+    self, MergeStrategy, NewCondition, Priority, Reasons, SummaryOptions,
+};
+use corral_runtime::external::Observed;
 
 fn machine_conditions(machine: &Machine) -> &[Condition] {
     machine
@@ -295,7 +297,7 @@ pub fn set_node_healthy_and_ready_conditions(
     };
     let health = observation.health;
     let Some(last_success) = health.last_probe_success_time else {
-        if health.consecutive_failures < crate::cluster_cache::FIRST_CONNECTION_ATTEMPTS {
+        if health.consecutive_failures < corral_runtime::cluster_cache::FIRST_CONNECTION_ATTEMPTS {
             if !has_both(machine) {
                 set_node_conditions(
                     machine,
@@ -737,7 +739,7 @@ pub fn set_phase(machine: &mut Machine, now: &Time) -> bool {
 /// The Paused condition of a Machine.
 pub fn set_paused_condition(machine: &mut Machine, cluster: &Cluster, now: &Time) -> bool {
     let paused = cluster.spec.paused.unwrap_or(false);
-    let annotated = crate::runtime::has_paused_annotation(machine);
+    let annotated = corral_runtime::has_paused_annotation(machine);
     let condition = crate::cluster::status::paused_condition(paused, "Machine", annotated);
     let is_paused = condition.is_true();
     set(machine, condition, now);

@@ -218,9 +218,9 @@ fn ready_while_deleting_names_the_stage() {
     set_updating_condition(&mut m, &now);
     for type_ in ["BootstrapConfigReady", "InfrastructureReady", "NodeHealthy"] {
         let status = m.status.as_mut().unwrap();
-        crate::conditions::set(
+        corral_runtime::conditions::set(
             &mut status.conditions,
-            crate::conditions::NewCondition::new(type_, ConditionStatus::True, "Ready"),
+            corral_runtime::conditions::NewCondition::new(type_, ConditionStatus::True, "Ready"),
             None,
             &now,
         );

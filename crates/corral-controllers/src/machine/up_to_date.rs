@@ -15,9 +15,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::ClusterKey;
-use crate::conditions;
-use crate::runtime::shared::SharedCache;
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::conditions;
+use corral_runtime::shared::SharedCache;
 
 /// The owner reference of an object's controller, when it is of `kind` in Cluster API's group.
 fn controller_of_kind<'a>(owners: &'a [OwnerReference], kind: &str) -> Option<&'a OwnerReference> {
@@ -120,7 +120,7 @@ pub(super) fn machines_of_machine_set(
     machines
         .with_key(
             &cluster,
-            &crate::runtime::index::key::controller(Some(&uid)),
+            &corral_runtime::index::key::controller(Some(&uid)),
         )
         .iter()
         .filter(|machine| {

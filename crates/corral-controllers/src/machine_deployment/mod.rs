@@ -52,7 +52,7 @@ pub mod status;
 mod sync;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::annotations::{AUTOSCALER_MAX_SIZE, AUTOSCALER_MIN_SIZE};
@@ -69,16 +69,18 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::ClusterKey;
-use crate::external::api_group_of;
-use crate::machine_set::expectations::{Expectations, OwnWrites, Seen, write_recorded};
+use crate::machine_set::expectations::{Expectations, Seen};
 use crate::machine_set::in_sync::SelectedMemo;
-use crate::machine_set::naming::random_suffix;
 use crate::machine_set::templates::{self, TemplateFailure};
-use crate::runtime::coalesce::Window;
-use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own_coalesced_with;
-use crate::runtime::{self, Context, Queue, Shutdown, error_chain, patch};
+use corral_runtime::changes::Fingerprints;
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::coalesce::Window;
+use corral_runtime::external::api_group_of;
+use corral_runtime::naming::random_suffix;
+use corral_runtime::patch::write_unobserved;
+use corral_runtime::shared::SharedCache;
+use corral_runtime::shared::trigger_own_coalesced_with;
+use corral_runtime::{self as runtime, Context, Queue, Shutdown, error_chain, patch};
 
 use rollback::RollbackOutcome;
 use rollout_planner::{MachineSetState, RolloutInput, RolloutPlanError, RolloutStrategy};
@@ -131,7 +133,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// A template does not exist.
     #[error("{kind} {name} does not exist")]
@@ -213,8 +215,6 @@ pub(crate) struct MachineDeploymentController {
     /// MachineSets each MachineDeployment created, changed or deleted that the cache does not
     /// show yet.
     expectations: Expectations<ObjectRef<MachineDeployment>>,
-    /// The MachineDeployments this controller wrote, to skip reconciles of a copy it replaced.
-    own_writes: OwnWrites<ObjectRef<MachineDeployment>>,
     /// Which Machines (by cache `Arc`) matched each MachineDeployment's selector.
     selected: SelectedMemo<MachineDeployment>,
 }
@@ -284,7 +284,10 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // the MachineDeployment through its MachineSets' status.
     let machine_cache = caches.machines();
     let cluster_cache = caches.clusters();
-    let clusters = cluster_cache.applied();
+    // Only what a MachineDeployment's reconcile reads of its Cluster wakes it.
+    let clusters = cluster_cache.applied_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(cluster_signature(cluster))
+    });
 
     let mut queue: SelectAll<Queue<MachineDeployment>> = SelectAll::new();
     // MachineSet status changes and the MachineDeployment's own status writes are held back
@@ -311,7 +314,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         }),
         window,
     ));
-    let seen: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let cache = machine_deployment_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
@@ -319,15 +321,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
             );
-            let signature = cluster_signature(&cluster);
-            let changed = seen
-                .lock()
-                .expect("seen lock")
-                .insert(key.clone(), signature.clone())
-                != Some(signature);
-            if !changed {
-                return Vec::new();
-            }
             cache
                 .of_cluster(&key)
                 .iter()
@@ -350,7 +343,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         machines: machine_cache,
         clusters: cluster_cache.store(),
         expectations: Expectations::default(),
-        own_writes: OwnWrites::default(),
         selected: SelectedMemo::default(),
     });
     runtime::run_controller(
@@ -416,7 +408,7 @@ impl MachineDeploymentController {
 
     /// Whether the cache shows every MachineSet write of this MachineDeployment. Presence is
     /// read from the index, which the MachineSets are read through next (see
-    /// [`crate::runtime::index::ClusterIndex`] on why not the store).
+    /// [`corral_runtime::index::ClusterIndex`] on why not the store).
     fn unmet_expectations(
         &self,
         key: &ObjectRef<MachineDeployment>,
@@ -514,13 +506,6 @@ async fn reconcile(
 ) -> Result<Action, Error> {
     controller.caches_ready().await;
     let object_ref = ObjectRef::from_obj(machine_deployment.as_ref());
-    if controller.own_writes.is_stale(
-        &object_ref,
-        machine_deployment.metadata.resource_version.as_deref(),
-    ) {
-        // The watch event of the last write brings the current version.
-        return Ok(Action::requeue(Duration::from_secs(5)));
-    }
     let ctx = &controller.ctx;
     let namespace = machine_deployment.namespace().unwrap_or_default();
     let api: Api<MachineDeployment> = Api::namespaced(ctx.client().clone(), &namespace);
@@ -537,7 +522,6 @@ async fn reconcile(
     let deleting = machine_deployment.metadata.deletion_timestamp.is_some();
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
-        controller.own_writes.forget(&object_ref);
         controller.selected.forget(&object_ref);
         return Ok(Action::await_change());
     }
@@ -556,22 +540,17 @@ async fn reconcile(
     if !deleting && !has_finalizer {
         let mut with_finalizer = (*machine_deployment).clone();
         with_finalizer.finalizers_mut().push(finalizer.to_owned());
-        write_recorded(
-            &api,
-            &machine_deployment,
-            &with_finalizer,
-            &controller.own_writes,
-        )
-        .await
-        .map_err(write_error)?;
+        write_unobserved(&api, &machine_deployment, &with_finalizer)
+            .await
+            .map_err(write_error)?;
         return Ok(Action::await_change());
     }
 
-    let now = crate::conditions::now();
+    let now = corral_runtime::conditions::now();
     let mut desired = (*machine_deployment).clone();
     if status::set_paused_condition(&mut desired, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");
-        write_recorded(&api, &machine_deployment, &desired, &controller.own_writes)
+        write_unobserved(&api, &machine_deployment, &desired)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -621,14 +600,9 @@ async fn reconcile(
             record_rollback(&mut scope, outcome);
             // The new template is planned by the reconcile the write brings, with a new
             // generation.
-            write_recorded(
-                &api,
-                &machine_deployment,
-                &scope.machine_deployment,
-                &controller.own_writes,
-            )
-            .await
-            .map_err(write_error)?;
+            write_unobserved(&api, &machine_deployment, &scope.machine_deployment)
+                .await
+                .map_err(write_error)?;
             publish_events(ctx, &machine_deployment, &mut scope).await;
             return Ok(Action::await_change());
         }
@@ -643,14 +617,9 @@ async fn reconcile(
             .get_or_insert_with(Default::default)
             .observed_generation = scope.machine_deployment.metadata.generation;
     }
-    write_recorded(
-        &api,
-        &machine_deployment,
-        &scope.machine_deployment,
-        &controller.own_writes,
-    )
-    .await
-    .map_err(write_error)?;
+    write_unobserved(&api, &machine_deployment, &scope.machine_deployment)
+        .await
+        .map_err(write_error)?;
     publish_events(ctx, &machine_deployment, &mut scope).await;
     result?;
     Ok(runtime::action(scope.requeue_after))

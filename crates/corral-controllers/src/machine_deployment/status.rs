@@ -16,11 +16,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::int_or_percent::display;
 use super::rollout_planner::{RolloutStrategy, max_unavailable};
-use crate::conditions::{self, NewCondition};
 use crate::machine_set::status::{
     READY_REASONS, UP_TO_DATE_REASONS, deleting_message, machine_conditions, machines_aggregate,
     merge_versions, remediating_condition, stale_machines_message, up_to_date_candidates,
 };
+use corral_runtime::conditions::{self, NewCondition};
 
 #[cfg(test)]
 mod tests;
@@ -382,7 +382,7 @@ pub fn set_paused_condition(
     let condition = crate::cluster::status::paused_condition(
         cluster.spec.paused.unwrap_or(false),
         "MachineDeployment",
-        crate::runtime::has_paused_annotation(machine_deployment),
+        corral_runtime::has_paused_annotation(machine_deployment),
     );
     let paused = condition.is_true();
     set(machine_deployment, condition, now);

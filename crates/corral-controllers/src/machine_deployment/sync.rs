@@ -23,8 +23,8 @@ use super::rollout_planner::{MachineSetPlan, REVISION_HISTORY, RolloutPlan};
 use super::{
     Error, MachineDeploymentController, REVISION_HISTORY_LIMIT, ROLLBACK_TO_REVISION, Scope,
 };
-use crate::machine_set::naming::fnv32a;
-use crate::runtime::patch::{Part, patch_if_changed};
+use corral_runtime::naming::fnv32a;
+use corral_runtime::patch::{Part, patch_if_changed};
 
 /// Annotations of the MachineDeployment its MachineSets do not get (upstream
 /// `annotationsToSkip`, plus Corral's requests, which are for the MachineDeployment alone).

@@ -13,7 +13,7 @@
 //! It never deletes Machines and writes nothing but conditions on them.
 //!
 //! Timeouts expire without any watch event, so a reconcile asks to be requeued when the
-//! earliest running timeout would expire; the time it judges by is [`crate::runtime::Clock`].
+//! earliest running timeout would expire; the time it judges by is [`corral_runtime::Clock`].
 //! It is fed by its MachineHealthChecks, by the Machines they select, by changes of their
 //! Clusters that matter to the verdict (paused, infrastructure ready, control plane
 //! initialized), and by the cluster cache: any Node change in the workload cluster, and the
@@ -40,10 +40,10 @@ use kube::runtime::controller::{Action, ReconcileRequest, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::ClusterKey;
-use crate::conditions;
-use crate::runtime::patch::{self, Part};
-use crate::runtime::{self, Context, Queue, Shutdown};
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::conditions;
+use corral_runtime::patch::{self, Part};
+use corral_runtime::{self as runtime, Context, Queue, Shutdown};
 
 use remediation::RemediationRequests;
 use remediation_allowed::{RemediationAllowedError, TargetCounts, compute_remediation_allowed};
@@ -94,7 +94,7 @@ pub enum Error {
         node: String,
         /// What went wrong.
         #[source]
-        source: crate::cluster_cache::Error,
+        source: corral_runtime::cluster_cache::Error,
     },
     /// `triggerIf` cannot be read.
     #[error("cannot tell whether MachineHealthCheck {machine_health_check} may remediate")]
@@ -260,7 +260,7 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let clusters = cluster_cache.applied();
 
     let mut queue: SelectAll<Queue<MachineHealthCheck>> = SelectAll::new();
-    queue.push(crate::runtime::shared::trigger_own(checks).boxed());
+    queue.push(corral_runtime::shared::trigger_own(checks).boxed());
     let store = check_store.clone();
     queue.push(
         trigger_with(machines, move |machine: Arc<Machine>| {

@@ -28,7 +28,7 @@ use kube::core::GroupVersionKind;
 use kube::{Client, Resource, ResourceExt};
 
 use super::Error;
-use crate::external::{self, CreateFromTemplate, ExternalObject, ResolvedKind};
+use corral_runtime::external::{self, CreateFromTemplate, ExternalObject, ResolvedKind};
 
 /// The remediation requests of one MachineHealthCheck, as listed at the start of a reconcile.
 pub(crate) struct RemediationRequests<'a> {
@@ -226,7 +226,7 @@ impl<'a> RemediationRequests<'a> {
                     kind: self.request_resource.kind.clone(),
                     namespace: self.namespace.clone(),
                     name: machine.name_any(),
-                    machine_health_check: crate::runtime::object_key(self.check),
+                    machine_health_check: corral_runtime::object_key(self.check),
                     source,
                 },
             }),

@@ -22,7 +22,7 @@ use kube::{Resource, ResourceExt};
 
 use super::remediation_allowed::{RemediationAllowance, TargetCounts};
 use super::target_health::Health;
-use crate::conditions::{self, NewCondition};
+use corral_runtime::conditions::{self, NewCondition};
 
 #[cfg(test)]
 mod tests;
@@ -30,7 +30,7 @@ mod tests;
 /// Sets the Paused condition (upstream `paused.EnsurePausedCondition`); returns whether the
 /// MachineHealthCheck is paused, by its Cluster's `spec.paused` or its own annotation.
 pub fn set_paused_condition(check: &mut MachineHealthCheck, cluster: &Cluster, now: &Time) -> bool {
-    let annotated = crate::runtime::has_paused_annotation(check);
+    let annotated = corral_runtime::has_paused_annotation(check);
     let condition = crate::cluster::status::paused_condition(
         cluster.spec.paused.unwrap_or(false),
         "MachineHealthCheck",
@@ -60,8 +60,8 @@ pub fn set_cluster_label_and_owner(check: &mut MachineHealthCheck, cluster: &Clu
     let owners = check.owner_references_mut();
     let same = |existing: &OwnerReference| {
         existing.kind == owner.kind
-            && crate::external::api_group_of(&existing.api_version)
-                == crate::external::api_group_of(&owner.api_version)
+            && corral_runtime::external::api_group_of(&existing.api_version)
+                == corral_runtime::external::api_group_of(&owner.api_version)
             && existing.name == owner.name
     };
     match owners.iter_mut().find(|existing| same(existing)) {

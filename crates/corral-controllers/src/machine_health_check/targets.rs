@@ -18,8 +18,8 @@ use kube::runtime::reflector::Store;
 
 use super::Error;
 use super::target_health::{TargetNode, skip_reason};
-use crate::cluster_cache::{ClusterCache, ClusterKey};
-use crate::conditions;
+use corral_runtime::cluster_cache::{ClusterCache, ClusterKey};
+use corral_runtime::conditions;
 
 #[cfg(test)]
 mod tests;

@@ -25,25 +25,28 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 
 use super::in_sync::{Checked, Inputs};
-use super::naming::{self, random_suffix};
 use super::status::{self, is_unhealthy_and_owner_remediated, list_to_string, machine_conditions};
 use super::templates::{self, TemplateFailure};
 use super::{
     Error, MachineSetController, Scope, controller_of, deletion_order, is_deployment_child,
 };
-use crate::conditions::{self, NewCondition};
-use crate::external::{CreateFromTemplate, ExternalObject, ResolvedKind, generate_from_template};
 use crate::machine_deployment::int_or_percent::{display, scaled_value};
-use crate::runtime::error_chain;
-use crate::runtime::patch::{Part, object_patch, patch_if_changed};
+use corral_runtime::conditions::{self, NewCondition};
+use corral_runtime::error_chain;
+use corral_runtime::external::{
+    CreateFromTemplate, ExternalObject, ResolvedKind, generate_from_template,
+};
+use corral_runtime::naming::{self, random_suffix};
+use corral_runtime::patch::{Part, object_patch, patch_if_changed};
 
 /// How many writes of one reconcile are in flight at once.
 const MAX_IN_FLIGHT: usize = 16;
 
 /// The field manager of the MachineSet's writes to its Machines (upstream's
 /// `machineSetManagerName`), so that the Machines' managed fields say which labels and
-/// annotations came from the MachineSet.
-pub(crate) const MACHINE_SET_MANAGER: &str = "capi-machineset";
+/// annotations came from the MachineSet. Named in `corral-api`, since the shared Machine cache
+/// keeps this manager's entries.
+pub(crate) const MACHINE_SET_MANAGER: &str = corral_api::field_managers::MACHINE_SET;
 
 /// Whether a failed write lost a race or found its object gone: the watch event of whatever
 /// happened brings the next reconcile, so it is not an error.
@@ -542,7 +545,7 @@ pub(super) async fn sync_machines(
         .filter(|after| after.0 > scope.now.0)
         .and_then(|after| std::time::Duration::try_from(after.0 - scope.now.0).ok());
     if let Some(wait) = after {
-        scope.requeue_after = crate::runtime::sooner(
+        scope.requeue_after = corral_runtime::sooner(
             scope.requeue_after,
             Some(wait + std::time::Duration::from_secs(1)),
         );

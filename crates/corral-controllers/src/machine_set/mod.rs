@@ -42,12 +42,10 @@ pub mod deletion_order;
 pub mod expectations;
 pub(crate) mod in_sync;
 mod machines;
-pub(crate) use machines::MACHINE_SET_MANAGER;
-pub mod naming;
 pub mod status;
 pub mod templates;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,15 +61,17 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_cache::ClusterKey;
-use crate::external::api_group_of;
-use crate::runtime::coalesce::Window;
-use crate::runtime::index::key;
-use crate::runtime::shared::SharedCache;
-use crate::runtime::shared::trigger_own_coalesced_with;
-use crate::runtime::{self, Context, Queue, Shutdown};
+use corral_runtime::changes::Fingerprints;
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::coalesce::Window;
+use corral_runtime::external::api_group_of;
+use corral_runtime::index::key;
+use corral_runtime::shared::SharedCache;
+use corral_runtime::shared::trigger_own_coalesced_with;
+use corral_runtime::{self as runtime, Context, Queue, Shutdown, naming};
 
-use expectations::{Expectations, OwnWrites, Seen, write_recorded};
+use corral_runtime::patch::write_unobserved;
+use expectations::{Expectations, Seen};
 
 /// A failed step of reconciling a MachineSet.
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +112,7 @@ pub enum Error {
         name: String,
         /// What went wrong.
         #[source]
-        source: crate::external::Error,
+        source: corral_runtime::external::Error,
     },
     /// A template does not exist, so no Machine can be created.
     #[error("{kind} {name} does not exist")]
@@ -202,8 +202,6 @@ pub(crate) struct MachineSetController {
     ready: runtime::ready::CachesReady,
     /// Creations and deletions of Machines, per MachineSet, the cache does not show yet.
     expectations: Expectations<ObjectRef<MachineSet>>,
-    /// The MachineSets this controller wrote, to skip reconciles of a copy it replaced.
-    own_writes: OwnWrites<ObjectRef<MachineSet>>,
     /// The Machines each MachineSet last found in sync with its template.
     in_sync: in_sync::InSyncMemo,
     /// Which Machines matched the selector, per MachineSet.
@@ -312,9 +310,15 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let machine_cache = caches.machines();
     let machines = machine_cache.touched();
     let cluster_cache = caches.clusters();
-    let clusters = cluster_cache.applied();
+    // Only what a MachineSet's reconcile reads of its Cluster wakes it.
+    let clusters = cluster_cache.applied_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(cluster_signature(cluster))
+    });
     let machine_deployment_cache = caches.machine_deployments();
-    let machine_deployments = machine_deployment_cache.applied();
+    let machine_deployments = machine_deployment_cache
+        .applied_changed(Arc::new(Fingerprints::new()), |md| {
+            Some(machine_deployment_signature(md))
+        });
 
     let mut queue: SelectAll<Queue<MachineSet>> = SelectAll::new();
     // Machines change many times while they come up, and each MachineSet status write comes
@@ -337,7 +341,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         }),
         window,
     ));
-    let seen_clusters: Mutex<HashMap<ClusterKey, String>> = Mutex::new(HashMap::new());
     let cache = machine_set_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
@@ -345,15 +348,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
             );
-            let signature = cluster_signature(&cluster);
-            let changed = seen_clusters
-                .lock()
-                .expect("seen lock")
-                .insert(key.clone(), signature.clone())
-                != Some(signature);
-            if !changed {
-                return Vec::new();
-            }
             cache
                 .of_cluster(&key)
                 .iter()
@@ -362,20 +356,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         })
         .boxed(),
     );
-    let seen_deployments: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let cache = machine_set_cache.clone();
     queue.push(
         trigger_with(machine_deployments, move |md: Arc<MachineDeployment>| {
-            let key = runtime::object_key(md.as_ref());
-            let signature = machine_deployment_signature(&md);
-            let changed = seen_deployments
-                .lock()
-                .expect("seen lock")
-                .insert(key, signature.clone())
-                != Some(signature);
-            if !changed {
-                return Vec::new();
-            }
             let uid = md.uid();
             let cluster =
                 ClusterKey::new(&md.namespace().unwrap_or_default(), &md.spec.cluster_name);
@@ -406,7 +389,6 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         clusters: cluster_cache.store(),
         machine_deployments: machine_deployment_cache.store(),
         expectations: Expectations::default(),
-        own_writes: OwnWrites::default(),
         in_sync: Default::default(),
         selected: Default::default(),
         orphans_checked: Mutex::new(HashSet::new()),
@@ -515,7 +497,7 @@ impl MachineSetController {
 
     /// Whether the cache shows every Machine this MachineSet created or deleted; if not, how
     /// long to wait at most. Presence is read from the index, which the Machines are read
-    /// through next (see [`crate::runtime::index::ClusterIndex`] on why not the store).
+    /// through next (see [`corral_runtime::index::ClusterIndex`] on why not the store).
     fn unmet_expectations(
         &self,
         key: &ObjectRef<MachineSet>,
@@ -541,13 +523,6 @@ async fn reconcile(
 ) -> Result<Action, Error> {
     controller.caches_ready().await;
     let object_ref = ObjectRef::from_obj(machine_set.as_ref());
-    if controller.own_writes.is_stale(
-        &object_ref,
-        machine_set.metadata.resource_version.as_deref(),
-    ) {
-        // The watch event of the last write brings the current version.
-        return Ok(Action::requeue(Duration::from_secs(5)));
-    }
     let ctx = &controller.ctx;
     let namespace = machine_set.namespace().unwrap_or_default();
     let api: Api<MachineSet> = Api::namespaced(ctx.client().clone(), &namespace);
@@ -561,7 +536,6 @@ async fn reconcile(
     let deleting = machine_set.metadata.deletion_timestamp.is_some();
     if deleting && !has_finalizer {
         controller.expectations.forget(&object_ref);
-        controller.own_writes.forget(&object_ref);
         controller.in_sync.forget(&object_ref);
         controller.selected.forget(&object_ref);
         return Ok(Action::await_change());
@@ -583,17 +557,17 @@ async fn reconcile(
     if !deleting && !has_finalizer {
         let mut with_finalizer = (*machine_set).clone();
         with_finalizer.finalizers_mut().push(finalizer.to_owned());
-        write_recorded(&api, &machine_set, &with_finalizer, &controller.own_writes)
+        write_unobserved(&api, &machine_set, &with_finalizer)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
     }
 
-    let now = crate::conditions::now();
+    let now = corral_runtime::conditions::now();
     let mut paused = (*machine_set).clone();
     if status::set_paused_condition(&mut paused, &cluster, &now) {
         tracing::debug!("Reconciliation is paused");
-        write_recorded(&api, &machine_set, &paused, &controller.own_writes)
+        write_unobserved(&api, &machine_set, &paused)
             .await
             .map_err(write_error)?;
         return Ok(Action::await_change());
@@ -648,14 +622,9 @@ async fn reconcile(
             .get_or_insert_with(Default::default)
             .observed_generation = scope.machine_set.metadata.generation;
     }
-    write_recorded(
-        &api,
-        &machine_set,
-        &scope.machine_set,
-        &controller.own_writes,
-    )
-    .await
-    .map_err(write_error)?;
+    write_unobserved(&api, &machine_set, &scope.machine_set)
+        .await
+        .map_err(write_error)?;
     for (type_, reason, note) in std::mem::take(&mut scope.events) {
         ctx.publish_event(machine_set.as_ref(), type_, reason, "Reconcile", note)
             .await;

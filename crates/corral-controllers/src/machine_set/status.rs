@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, T
 use k8s_openapi::jiff::Timestamp;
 use kube::core::{Expression, ParseExpressionError, Selector};
 
-use crate::conditions::{self, AggregateSource, MergeStrategy, NewCondition, Reasons};
+use corral_runtime::conditions::{self, AggregateSource, MergeStrategy, NewCondition, Reasons};
 
 #[cfg(test)]
 mod tests;
@@ -418,7 +418,7 @@ pub fn up_to_date_candidates<'a>(
                 true
             } else {
                 let wait = UP_TO_DATE_SETTLE - age + Duration::from_secs(1);
-                requeue = crate::runtime::sooner(requeue, Some(wait));
+                requeue = corral_runtime::sooner(requeue, Some(wait));
                 false
             }
         })
@@ -562,7 +562,7 @@ pub fn set_paused_condition(machine_set: &mut MachineSet, cluster: &Cluster, now
     let condition = crate::cluster::status::paused_condition(
         cluster.spec.paused.unwrap_or(false),
         "MachineSet",
-        crate::runtime::has_paused_annotation(machine_set),
+        corral_runtime::has_paused_annotation(machine_set),
     );
     let paused = condition.is_true();
     set(machine_set, condition, now);

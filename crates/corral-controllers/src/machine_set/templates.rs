@@ -6,8 +6,8 @@ use corral_api::{Cluster, ContractVersionedObjectReference, GROUP, VERSION};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 
-use crate::external::{self, ExternalObjects};
-use crate::runtime::error_chain;
+use corral_runtime::error_chain;
+use corral_runtime::external::{self, ExternalObjects};
 
 /// What became of one template reference.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey, Error};
+use corral_runtime::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey, Error};
 use corral_testenv::{TestEnv, eventually};
 use futures::FutureExt;
 use k8s_openapi::ByteString;

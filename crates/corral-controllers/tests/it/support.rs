@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::time::Duration;
 
-use corral_controllers::cluster_cache::ClusterCacheConfig;
+use corral_runtime::cluster_cache::ClusterCacheConfig;
 use corral_testenv::{TestEnv, eventually};
 use k8s_openapi::ByteString;
 use k8s_openapi::NamespaceResourceScope;
@@ -153,7 +153,7 @@ pub struct Harness {
     pub client: kube::Client,
     pub namespace: String,
     /// The controllers' clock, to move timeouts forward instead of sleeping.
-    pub clock: corral_controllers::runtime::Clock,
+    pub clock: corral_runtime::Clock,
     stop: Option<oneshot::Sender<()>>,
     controllers: Option<JoinHandle<()>>,
     workloads: Vec<TestEnv>,

@@ -13,7 +13,6 @@
 mod conditions;
 mod dev_cluster;
 mod dev_machine;
-mod own_writes;
 #[cfg(test)]
 mod tests;
 
@@ -21,7 +20,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use corral_controllers::runtime::Recorder;
+use corral_runtime::Recorder;
+use corral_runtime::own_writes::OwnWrites;
 use futures::{FutureExt, StreamExt};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Reporter};
@@ -29,7 +29,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use crate::cloud::{Cloud, CloudError};
-pub use corral_controllers::runtime::shared::Caches;
+use corral_runtime::shared::Caches;
 
 /// Reconciles run and failed so far, per controller, for benchmarks (see [`reconcile_counts`]).
 static DEV_CLUSTER_RECONCILES: ReconcileCounter = ReconcileCounter::new();
@@ -96,31 +96,6 @@ const CONFLICT_REQUEUE: Duration = Duration::from_secs(1);
 /// many clusters' reconciles, bounded so that a burst of events does not start thousands of
 /// tasks at once.
 const CONCURRENCY: u16 = 64;
-
-/// Remembers, per object, a digest of the fields a controller cares about in a watched kind,
-/// so that a mapped watch triggers reconciles only when one of them changed (upstream's
-/// predicates). A Cluster's status changes many times while it comes up; the DevCluster and
-/// DevMachine controllers care about a few fields of it.
-#[derive(Default)]
-pub(crate) struct Signatures {
-    seen: std::sync::Mutex<std::collections::HashMap<(String, String), u64>>,
-}
-
-impl Signatures {
-    /// Whether `object`'s `signature` differs from the one last seen (true the first time).
-    /// Entries are kept for the life of the process (a digest per object seen): a mapped watch
-    /// does not tell a deletion from a change.
-    pub fn changed<K: ResourceExt>(&self, object: &K, signature: impl std::hash::Hash) -> bool {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        let digest = BuildHasherDefault::<DefaultHasher>::default().hash_one(&signature);
-        let key = (object.namespace().unwrap_or_default(), object.name_any());
-        let mut seen = self
-            .seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        seen.insert(key, digest) != Some(digest)
-    }
-}
 
 /// A provider object's Cluster, for the shared caches' index: its cluster-name label (which
 /// the core controllers set when they create it from a template).
@@ -202,7 +177,7 @@ pub async fn run_with_caches(
         client: client.clone(),
         cloud,
         recorder: Recorder::new(client, Reporter::from(CONTROLLER_NAME)),
-        own_writes: own_writes::OwnWrites::default(),
+        own_writes: OwnWrites::new(),
     });
     let shutdown = shutdown.shared();
     futures::join!(
@@ -218,7 +193,8 @@ pub(crate) struct Context {
     pub caches: Caches,
     pub cloud: Arc<dyn Cloud>,
     pub recorder: Recorder,
-    pub own_writes: own_writes::OwnWrites,
+    /// This provider's writes, to skip reconciles of a copy one of them replaced.
+    pub own_writes: OwnWrites,
 }
 
 impl Context {
@@ -373,9 +349,9 @@ where
             source,
         })?;
     if present {
-        context
-            .own_writes
-            .remember(&written, object.resource_version().as_deref());
+        if let Some(replaced) = object.resource_version() {
+            context.own_writes.remember(written.meta(), replaced);
+        }
     } else {
         context.own_writes.forget(object);
     }
@@ -416,7 +392,9 @@ where
             name: object.name_any(),
             source,
         })?;
-    context.own_writes.remember(&written, base);
+    if let Some(base) = base {
+        context.own_writes.remember(written.meta(), base.to_owned());
+    }
     Ok(true)
 }
 
@@ -445,12 +423,14 @@ where
             name: object.name_any(),
             source,
         })?;
-    context.own_writes.remember(&written, base);
+    if let Some(base) = base {
+        context.own_writes.remember(written.meta(), base.to_owned());
+    }
     Ok(written)
 }
 
 /// Whether a reconcile of `object` is to be skipped: a copy an own write replaced (see
-/// [`own_writes`]); the write's watch event brings the next reconcile.
+/// `corral_runtime::own_writes`); the write's watch event brings the next reconcile.
 fn replaced_by_own_write<K: Resource>(context: &Context, object: &K) -> bool {
     let replaced = context.own_writes.is_replaced(object);
     if replaced {

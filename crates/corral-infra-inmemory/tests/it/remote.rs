@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use corral_api::{Machine, MachinePhase};
-use corral_controllers::cluster_cache::ClusterCacheConfig;
 use corral_infra_inmemory::cloud::{
     Cloud, CloudError, CloudServer, ClusterKey, Faults, InProcessCloud, RemoteCloud, StepStatus,
     VmKey, VmSpec,
 };
+use corral_runtime::cluster_cache::ClusterCacheConfig;
 use corral_testenv::TestEnv;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;

@@ -1,22 +1,23 @@
 //! The CRDs of the four kubeadm kinds, generated from the Rust types.
 //!
-//! As in `corral-api`, kube's derive produces most of each CRD and [`finish`] turns it into what
-//! upstream serves: optional fields are not nullable, the root lists `apiVersion`, `kind` and
-//! `metadata`, and `listKind` is explicit. It adds the labels a provider's CRDs carry (the
-//! contract label `cluster.x-k8s.io/v1beta2: v1beta2`, by which core finds the API version of a
-//! referenced kind, and clusterctl's), and the schema rules that stand in for upstream's
-//! KubeadmControlPlane webhook (`controlplane/kubeadm/webhooks/admission/kubeadmcontrolplane.go`).
+//! As in `corral-api`, kube's derive produces most of each CRD and
+//! `corral_api::crd::finish_provider` turns it into what upstream serves: optional fields are
+//! not nullable, the root lists `apiVersion`, `kind` and `metadata`, `listKind` is explicit, and
+//! the labels a provider's CRDs carry (the contract label `cluster.x-k8s.io/v1beta2: v1beta2`, by
+//! which core finds the API version of a referenced kind, and clusterctl's). This module adds
+//! the schema rules that stand in for upstream's KubeadmControlPlane webhook
+//! (`controlplane/kubeadm/webhooks/admission/kubeadmcontrolplane.go`).
 //!
 //! The checked-in copies under `crates/corral-kubeadm/crds/` are regenerated with
 //! `CORRAL_UPDATE_CRDS=1 cargo nextest run -p corral-kubeadm`; a test fails while they are stale.
 
+use corral_api::crd::{add_rule, finish_provider};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use super::bootstrap::{KubeadmConfig, KubeadmConfigTemplate};
 use super::controlplane::{KubeadmControlPlane, KubeadmControlPlaneTemplate};
-use super::schema::add_rule;
 use super::{BOOTSTRAP_PROVIDER_LABEL_VALUE, CONTROL_PLANE_PROVIDER_LABEL_VALUE, VERSION};
 
 /// The CRDs of the four kinds, in a stable order.
@@ -24,88 +25,34 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     let bootstrap = BOOTSTRAP_PROVIDER_LABEL_VALUE;
     let control_plane = CONTROL_PLANE_PROVIDER_LABEL_VALUE;
     vec![
-        finish(KubeadmConfig::crd(), bootstrap, spec_defaults_to_empty),
-        finish(KubeadmConfigTemplate::crd(), bootstrap, spec_is_optional),
-        finish(
+        finish_provider(
+            KubeadmConfig::crd(),
+            VERSION,
+            bootstrap,
+            spec_defaults_to_empty,
+        ),
+        finish_provider(
+            KubeadmConfigTemplate::crd(),
+            VERSION,
+            bootstrap,
+            spec_is_optional,
+        ),
+        finish_provider(
             KubeadmControlPlane::crd(),
+            VERSION,
             control_plane,
             control_plane_rules,
         ),
-        finish(KubeadmControlPlaneTemplate::crd(), control_plane, |root| {
-            spec_is_optional(root);
-            control_plane_template_rules(root);
-        }),
+        finish_provider(
+            KubeadmControlPlaneTemplate::crd(),
+            VERSION,
+            control_plane,
+            |root| {
+                spec_is_optional(root);
+                control_plane_template_rules(root);
+            },
+        ),
     ]
-}
-
-fn finish(
-    crd: CustomResourceDefinition,
-    provider: &str,
-    kind_rules: fn(&mut Value),
-) -> CustomResourceDefinition {
-    let mut crd = serde_json::to_value(crd).expect("a CRD serializes");
-    crd["metadata"]["labels"] = json!({
-        corral_api::contract::ContractVersion::V1Beta2.crd_label(): VERSION,
-        corral_api::labels::CLUSTERCTL: "",
-        corral_api::labels::PROVIDER_NAME: provider,
-    });
-    crd["spec"]["names"]["listKind"] = json!(format!(
-        "{}List",
-        crd["spec"]["names"]["kind"]
-            .as_str()
-            .expect("the derive sets a kind")
-    ));
-    for version in crd["spec"]["versions"]
-        .as_array_mut()
-        .expect("the derive sets versions")
-    {
-        let root = &mut version["schema"]["openAPIV3Schema"];
-        walk_schemas(root);
-        let root = root.as_object_mut().expect("a root schema is an object");
-        root.remove("title");
-        let properties = root["properties"]
-            .as_object_mut()
-            .expect("the root has properties");
-        properties.insert("apiVersion".into(), json!({
-            "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values.",
-            "type": "string",
-        }));
-        properties.insert("kind".into(), json!({
-            "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase.",
-            "type": "string",
-        }));
-        properties.insert("metadata".into(), json!({ "type": "object" }));
-        // Upstream writes an empty subresources object for kinds without a status.
-        if version.get("subresources").is_none_or(Value::is_null) {
-            version["subresources"] = json!({});
-        }
-        kind_rules(&mut version["schema"]["openAPIV3Schema"]);
-    }
-    serde_json::from_value(crd).expect("the finished CRD is still a CRD")
-}
-
-/// Fixes what the derive writes differently from upstream, in every schema of a tree:
-///
-/// - It puts `nullable: true` on every `Option`. Upstream's schemas never allow null: an API
-///   server prunes a null in a non-nullable field, so a client sending one gets the field unset,
-///   as with upstream.
-/// - Its structural rewrite empties the `anyOf` of an int-or-string to `[{}, {}]`; upstream
-///   writes the two alternatives.
-fn walk_schemas(schema: &mut Value) {
-    match schema {
-        Value::Object(object) => {
-            object.remove("nullable");
-            if object.get("x-kubernetes-int-or-string") == Some(&json!(true)) {
-                object.insert(
-                    "anyOf".into(),
-                    json!([{ "type": "integer" }, { "type": "string" }]),
-                );
-            }
-            object.values_mut().for_each(walk_schemas);
-        }
-        Value::Array(items) => items.iter_mut().for_each(walk_schemas),
-        _ => {}
-    }
 }
 
 /// Upstream's KubeadmConfig and templates may leave `spec` out (it is `omitzero`); the derive

@@ -42,11 +42,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
-use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
-use corral_controllers::runtime::Recorder;
-use corral_controllers::runtime::ready::CachesReady;
-use corral_controllers::runtime::shared::{self, Caches, SharedCache};
-use corral_controllers::runtime::{Queue, patch};
+use corral_runtime::Recorder;
+use corral_runtime::changes::Fingerprints;
+use corral_runtime::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
+use corral_runtime::ready::CachesReady;
+use corral_runtime::shared::{self, Caches, SharedCache};
+use corral_runtime::{Queue, patch};
 use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::ByteString;
@@ -200,7 +201,7 @@ enum Error {
 /// The CRDs of [`crate::crds`] and the `cluster.x-k8s.io` CRDs must be installed; until they
 /// are, the watches fail and retry.
 pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send + 'static) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let caches = Caches::new(client.clone());
     // No core controllers share these caches to watch the kubeconfig Secrets.
     let cache_task = tokio::spawn(
@@ -222,13 +223,20 @@ pub async fn run_with_caches(
     caches: Caches,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let configs = crate::kubeadm_configs(&caches);
     let machines = caches.machines();
     let clusters = caches.clusters();
     let config_events = configs.applied();
-    let machine_events = machines.touched();
-    let cluster_events = clusters.touched();
+    // Machine and Cluster events wake a KubeadmConfig only when what it reads of them changed
+    // (not for their conditions, which their controllers rewrite as the cluster comes up).
+    let machine_events = machines.touched_changed(Arc::new(Fingerprints::new()), |machine| {
+        machine.spec.bootstrap.config_ref.as_ref()?;
+        Some(crate::changes::read_of_machine(machine))
+    });
+    let cluster_events = clusters.touched_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(crate::changes::read_of_cluster(cluster))
+    });
     let cluster_cache = caches.cluster_cache(&ClusterCacheConfig::default());
     let connections = cluster_cache.subscribe_connections();
     let context = Arc::new(Context {
@@ -241,19 +249,11 @@ pub async fn run_with_caches(
         machines,
         clusters,
     });
-    // Machine and Cluster events wake a KubeadmConfig only when what it reads of them changed
-    // (not for their conditions, which their controllers rewrite as the cluster comes up).
-    let machines_seen = crate::changes::Fingerprints::default();
-    let clusters_seen = crate::changes::Fingerprints::default();
     let mut queue: SelectAll<Queue<KubeadmConfig>> = SelectAll::new();
     queue.push(shared::trigger_own(config_events).boxed());
     queue.push(
         trigger_with(machine_events, move |machine: Arc<Machine>| {
             let reference = machine.spec.bootstrap.config_ref.as_ref()?;
-            if !machines_seen.changed(machine.as_ref(), &crate::changes::read_of_machine(&machine))
-            {
-                return None;
-            }
             (reference.kind == "KubeadmConfig"
                 && reference.api_group == crate::api::BOOTSTRAP_GROUP)
                 .then(|| {
@@ -265,10 +265,6 @@ pub async fn run_with_caches(
     let cluster_configs = configs.clone();
     queue.push(
         trigger_with(cluster_events, move |cluster: Arc<Cluster>| {
-            if !clusters_seen.changed(cluster.as_ref(), &crate::changes::read_of_cluster(&cluster))
-            {
-                return Vec::new();
-            }
             // The Cluster's KubeadmConfigs (by their cluster-name label, the index).
             let key = ClusterKey::new(
                 &cluster.namespace().unwrap_or_default(),
@@ -299,12 +295,12 @@ pub async fn run_with_caches(
             .boxed(),
     );
     // A failed reconcile is retried after ERROR_REQUEUE, every time.
-    let controllers_config = corral_controllers::Config {
+    let controllers_config = corral_runtime::Config {
         backoff_initial: ERROR_REQUEUE,
         backoff_max: ERROR_REQUEUE,
         ..Default::default()
     };
-    corral_controllers::runtime::run_controller(
+    corral_runtime::run_controller(
         "kubeadm-config",
         context,
         &controllers_config,
@@ -316,7 +312,7 @@ pub async fn run_with_caches(
     .await;
 }
 
-impl corral_controllers::runtime::ClusterObject for KubeadmConfig {
+impl corral_runtime::ClusterObject for KubeadmConfig {
     fn cluster_name(&self) -> &str {
         self.labels()
             .get(corral_api::labels::CLUSTER_NAME)
@@ -845,12 +841,12 @@ impl Scope<'_> {
             .cluster_cache
             .client(&key)
             .await
-            .map_err(|error| corral_controllers::runtime::error_chain(&error))
+            .map_err(|error| corral_runtime::error_chain(&error))
     }
 
     /// Records a join token in the KubeadmConfig's spec, as upstream does, so that later
     /// reconciles find it to refresh it. The write carries the resourceVersion read; a copy
-    /// it replaced is not reconciled (see `corral_controllers::runtime::patch`).
+    /// it replaced is not reconciled (see `corral_runtime::patch`).
     async fn record_token(&mut self, token: &BootstrapToken) -> Result<(), Error> {
         let configs: Api<KubeadmConfig> = Api::namespaced(
             self.context.client.clone(),
@@ -1175,7 +1171,7 @@ fn add_uninitialized_taint(registration: &mut crate::api::bootstrap::NodeRegistr
 
 /// Writes the status when it changed, as a merge patch of what changed guarded by the
 /// resourceVersion of `config` (a lost race is retried from a fresh copy; a copy this write
-/// replaced is not reconciled, see `corral_controllers::runtime::patch`).
+/// replaced is not reconciled, see `corral_runtime::patch`).
 async fn write_status(
     context: &Context,
     config: &KubeadmConfig,

@@ -1,6 +1,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
+use corral_runtime::changes::Fingerprints;
+
 use super::*;
 
 fn cluster() -> Cluster {
@@ -30,66 +32,64 @@ fn machine() -> Machine {
 /// not for conditions or replica counters.
 #[test]
 fn cluster_events_pass_when_what_is_read_changes() {
-    let seen = Fingerprints::default();
+    let seen = Fingerprints::new();
     let mut cluster = cluster();
     assert!(
-        seen.changed(&cluster, &read_of_cluster(&cluster)),
+        seen.changed(&cluster, read_of_cluster(&cluster)),
         "first seen"
     );
-    assert!(!seen.changed(&cluster, &read_of_cluster(&cluster)), "same");
+    assert!(!seen.changed(&cluster, read_of_cluster(&cluster)), "same");
 
     let status = cluster.status.as_mut().unwrap();
     status.control_plane.replicas = Some(3);
     status.phase = Some(corral_api::ClusterPhase::Provisioned);
     assert!(
-        !seen.changed(&cluster, &read_of_cluster(&cluster)),
+        !seen.changed(&cluster, read_of_cluster(&cluster)),
         "replica counters and phase are not read"
     );
 
     let status = cluster.status.as_mut().unwrap();
     status.initialization.infrastructure_provisioned = Some(true);
-    assert!(seen.changed(&cluster, &read_of_cluster(&cluster)));
+    assert!(seen.changed(&cluster, read_of_cluster(&cluster)));
     cluster.spec.paused = Some(true);
-    assert!(seen.changed(&cluster, &read_of_cluster(&cluster)));
+    assert!(seen.changed(&cluster, read_of_cluster(&cluster)));
     cluster
         .metadata
         .annotations
         .get_or_insert_with(Default::default)
         .insert("a".into(), "b".into());
-    assert!(seen.changed(&cluster, &read_of_cluster(&cluster)));
+    assert!(seen.changed(&cluster, read_of_cluster(&cluster)));
 
     seen.forget("ns", "c");
     assert!(
-        seen.changed(&cluster, &read_of_cluster(&cluster)),
+        seen.changed(&cluster, read_of_cluster(&cluster)),
         "forgotten"
     );
 }
 
-/// A Machine event passes when its spec, labels or Node change, not for its conditions; an
-/// object being deleted always passes and leaves nothing behind.
+/// A Machine event passes when its spec, labels or Node change, not for its conditions; the
+/// start of its deletion passes once (the runtime's rule).
 #[test]
 fn machine_events_pass_when_what_is_read_changes() {
-    let seen = Fingerprints::default();
+    let seen = Fingerprints::new();
     let mut machine = machine();
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
     let status = machine.status.get_or_insert_with(Default::default);
     status.phase = Some(corral_api::MachinePhase::Provisioning);
     assert!(
-        !seen.changed(&machine, &read_of_machine(&machine)),
+        !seen.changed(&machine, read_of_machine(&machine)),
         "phase is not read"
     );
 
     let status = machine.status.get_or_insert_with(Default::default);
     status.node_ref = Some(serde_json::from_value(json!({ "name": "node" })).unwrap());
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
     machine.spec.version = Some("v1.35.0".into());
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
 
     machine.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
-    assert!(seen.changed(&machine, &read_of_machine(&machine)));
-    assert!(
-        seen.changed(&machine, &read_of_machine(&machine)),
-        "every time"
-    );
-    assert!(seen.0.lock().unwrap().is_empty(), "nothing left behind");
+    assert!(seen.changed(&machine, read_of_machine(&machine)));
+    assert!(!seen.changed(&machine, read_of_machine(&machine)), "once");
+    seen.deleted(&machine);
+    assert!(seen.is_empty(), "nothing left behind");
 }

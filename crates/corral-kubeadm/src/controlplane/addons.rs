@@ -38,7 +38,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use corral_api::annotations::{KCP_SKIP_COREDNS, KCP_SKIP_KUBE_PROXY};
-use corral_controllers::cluster_cache::ClusterKey;
+use corral_runtime::cluster_cache::ClusterKey;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Container};
 use kube::ResourceExt;
@@ -65,7 +65,7 @@ const KUBEADM_CONFIG: &str = "kubeadm-config";
 #[derive(Debug, thiserror::Error)]
 pub enum AddonsError {
     #[error("cannot reach the workload cluster to update kube-proxy and CoreDNS")]
-    Connect(#[source] corral_controllers::cluster_cache::Error),
+    Connect(#[source] corral_runtime::cluster_cache::Error),
     #[error("cannot read {what} in the workload cluster")]
     Get {
         what: &'static str,
@@ -178,7 +178,7 @@ pub(super) async fn reconcile_addons(context: &Context, scope: &Scope) -> Result
             // until the inputs change or the poll interval passes, so that the control plane's
             // status keeps being written (an error would end every reconcile before it).
             Err(error) if error.is_refusal() => {
-                let message = corral_controllers::runtime::error_chain(&error);
+                let message = corral_runtime::error_chain(&error);
                 tracing::warn!(%message, "Not updating the workload cluster's add-on");
                 context
                     .event(kcp, EventType::Warning, reason, message)

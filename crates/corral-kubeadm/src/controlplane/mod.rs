@@ -43,15 +43,16 @@ use corral_api::annotations::{KCP_REMEDIATION_FOR, KCP_REMEDIATION_IN_PROGRESS};
 use corral_api::conditions::machine::{HEALTH_CHECK_SUCCEEDED, OWNER_REMEDIATED};
 use corral_api::labels::{CLUSTER_NAME, CONTROL_PLANE};
 use corral_api::{Cluster, Machine};
-use corral_controllers::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
-use corral_controllers::conditions;
-use corral_controllers::external::ExternalObjects;
-use corral_controllers::runtime::Queue;
-use corral_controllers::runtime::Recorder;
-use corral_controllers::runtime::ready::CachesReady;
-use corral_controllers::runtime::shared::{Caches, SharedCache};
+use corral_runtime::Queue;
+use corral_runtime::Recorder;
+use corral_runtime::changes::Fingerprints;
+use corral_runtime::cluster_cache::{ClusterCache, ClusterCacheConfig, ClusterKey};
+use corral_runtime::conditions;
+use corral_runtime::external::ExternalObjects;
+use corral_runtime::ready::CachesReady;
+use corral_runtime::shared::{Caches, SharedCache};
 use futures::stream::SelectAll;
-use futures::{FutureExt, StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -111,18 +112,18 @@ pub enum Error {
     GetInfrastructure {
         machine: String,
         #[source]
-        source: Box<corral_controllers::external::Error>,
+        source: Box<corral_runtime::external::Error>,
     },
     #[error(transparent)]
     MachineName {
         #[from]
-        source: corral_controllers::machine_set::naming::NamingError,
+        source: corral_runtime::naming::NamingError,
     },
     #[error("cannot create the infrastructure object of Machine {machine}")]
     CreateInfrastructure {
         machine: String,
         #[source]
-        source: Box<corral_controllers::external::Error>,
+        source: Box<corral_runtime::external::Error>,
     },
     #[error("cannot create the KubeadmConfig of Machine {machine}")]
     CreateKubeadmConfig {
@@ -219,7 +220,7 @@ struct Context {
     addons: addons::Applied,
     /// What the control plane reads of each Cluster, as last seen by the Cluster trigger: a
     /// Cluster event wakes the control plane only when that changed ([`crate::changes`]).
-    cluster_facts: Arc<crate::changes::Fingerprints>,
+    cluster_facts: Arc<Fingerprints>,
 }
 
 /// The name the controller reports Events under.
@@ -336,7 +337,7 @@ impl Context {
                     "FailedScaleUp",
                     format!(
                         "Failed to create a control plane Machine: {}",
-                        corral_controllers::runtime::error_chain(&error)
+                        corral_runtime::error_chain(&error)
                     ),
                 )
                 .await;
@@ -353,7 +354,7 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let caches = Caches::new(client.clone());
     // No core controllers share these caches to watch the kubeconfig Secrets.
     let cache_task = tokio::spawn(
@@ -377,7 +378,7 @@ pub async fn run_with_caches(
     caches: Caches,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let shutdown: corral_controllers::runtime::Shutdown = shutdown.boxed().shared();
+    let shutdown: corral_runtime::Shutdown = shutdown.boxed().shared();
     let cache = caches.cluster_cache(&config.cluster_cache);
     let (watches, workload_changes) = WorkloadWatches::new(config.cluster_cache.probe_timeout);
     // A connection that came up, went down or was rebuilt: restart the cluster's watches.
@@ -394,7 +395,11 @@ pub async fn run_with_caches(
     let configs = crate::kubeadm_configs(&caches);
     let ready = CachesReady::new(vec![machines.ready(), clusters.ready(), configs.ready()]);
     let machine_events = machines.touched();
-    let cluster_events = clusters.applied();
+    // Cluster events wake a control plane only when what it reads of its Cluster changed.
+    let cluster_facts = Arc::new(Fingerprints::new());
+    let cluster_events = clusters.applied_changed(cluster_facts.clone(), |cluster| {
+        Some(crate::changes::read_of_cluster(cluster))
+    });
     let context = Arc::new(Context {
         clusters,
         configs,
@@ -405,7 +410,7 @@ pub async fn run_with_caches(
         certificates_checked: Default::default(),
         infrastructure_cloned_from: Default::default(),
         addons: Default::default(),
-        cluster_facts: Default::default(),
+        cluster_facts,
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         external: ExternalObjects::new(client.clone()),
         secrets: crate::certs::SecretReader::cached(client.clone(), cache.clone()),
@@ -455,12 +460,6 @@ pub async fn run_with_caches(
         })
         .boxed(),
     );
-    let seen = context.cluster_facts.clone();
-    let cluster_events = cluster_events.try_filter(move |cluster| {
-        futures::future::ready(
-            seen.changed(cluster.as_ref(), &crate::changes::read_of_cluster(cluster)),
-        )
-    });
     queue.push(
         trigger_with(cluster_events, |cluster: Arc<Cluster>| {
             let reference = cluster.spec.control_plane_ref.as_ref()?;
@@ -478,12 +477,12 @@ pub async fn run_with_caches(
             .map(|kcp| Ok(ReconcileRequest::from(kcp)))
             .boxed(),
     );
-    let controllers_config = corral_controllers::Config {
+    let controllers_config = corral_runtime::Config {
         concurrency: config.concurrency,
         ..Default::default()
     };
     tracing::info!("KubeadmControlPlane controller started");
-    corral_controllers::runtime::run_controller(
+    corral_runtime::run_controller(
         CONTROLLER_NAME,
         context,
         &controllers_config,
@@ -497,7 +496,7 @@ pub async fn run_with_caches(
     tracing::info!("KubeadmControlPlane controller stopped");
 }
 
-impl corral_controllers::runtime::ClusterObject for KubeadmControlPlane {
+impl corral_runtime::ClusterObject for KubeadmControlPlane {
     fn cluster_name(&self) -> &str {
         self.labels()
             .get(CLUSTER_NAME)
@@ -705,7 +704,7 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     } else {
         let result = reconcile_certificates(&context, &kcp, &cluster, infrastructure_ready)
             .await
-            .map_err(|error| corral_controllers::runtime::error_chain(&error));
+            .map_err(|error| corral_runtime::error_chain(&error));
         let mut checked = context
             .certificates_checked
             .lock()
@@ -865,7 +864,7 @@ struct Outcome {
 /// Writes what changed of the status, guarded by the resourceVersion read: a reconcile of a
 /// copy this write replaced (the KubeadmControlPlane cache a little behind) is skipped rather
 /// than writing the same status again, and the write's own watch event reconciles next (see
-/// `corral_controllers::runtime::patch`).
+/// `corral_runtime::patch`).
 async fn patch_status(
     kcps: &Api<KubeadmControlPlane>,
     kcp: &KubeadmControlPlane,
@@ -873,7 +872,7 @@ async fn patch_status(
 ) -> Result<(), Error> {
     let mut updated = kcp.clone();
     updated.status = Some(status.clone());
-    corral_controllers::runtime::patch::write(kcps, kcp, &updated)
+    corral_runtime::patch::write(kcps, kcp, &updated)
         .await
         .map(|_| ())
         .map_err(Error::PatchStatus)
@@ -1085,7 +1084,7 @@ async fn sync_machine_conditions(context: &Context, scope: &Scope) -> Result<(),
             .status
             .get_or_insert_with(Default::default)
             .conditions = conditions;
-        match corral_controllers::runtime::patch::write(&api, machine.as_ref(), &updated).await {
+        match corral_runtime::patch::write(&api, machine.as_ref(), &updated).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => {}
             Err(source) => {

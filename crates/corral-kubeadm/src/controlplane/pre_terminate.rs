@@ -44,7 +44,7 @@ fn has_other_hooks(machine: &Machine) -> bool {
 /// condition is True with reason `WaitingForPreTerminateHook`).
 fn waits_for_hook(machine: &Machine) -> bool {
     machine.status.as_ref().is_some_and(|status| {
-        corral_controllers::conditions::get(&status.conditions, corral_api::conditions::DELETING)
+        corral_runtime::conditions::get(&status.conditions, corral_api::conditions::DELETING)
             .is_some_and(|c| c.status == "True" && c.reason == WAITING_FOR_PRE_TERMINATE_HOOK)
     })
 }

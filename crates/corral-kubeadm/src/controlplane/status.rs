@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use corral_api::{ConditionStatus, Machine, StatusVersion};
-use corral_controllers::conditions::{self, NewCondition, bool_status};
+use corral_runtime::conditions::{self, NewCondition, bool_status};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::planner::MachineView;

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use corral_controllers::cluster_cache::ClusterKey;
-use corral_controllers::runtime::ready::CachesReady;
+use corral_runtime::cluster_cache::ClusterKey;
+use corral_runtime::ready::CachesReady;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};

@@ -792,7 +792,7 @@ async fn benchmark_clusters_with_a_control_plane_of_3_and_3_workers_come_up() {
     for (request, n) in requests.iter().take(50) {
         eprintln!("  {:>7.1} per cluster  {request}", *n as f64 / count as f64);
     }
-    for counted in corral_controllers::runtime::metrics::reconcile_counts() {
+    for counted in corral_runtime::metrics::reconcile_counts() {
         eprintln!(
             "  {:>7.1} reconciles per cluster ({} failed)  {}",
             counted.reconciles as f64 / count as f64,

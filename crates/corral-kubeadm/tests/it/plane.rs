@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_api::Machine;
-use corral_controllers::cluster_cache::ClusterCacheConfig;
 use corral_infra_inmemory::cloud::InProcessCloud;
 use corral_kubeadm::api::controlplane::KubeadmControlPlane;
+use corral_runtime::cluster_cache::ClusterCacheConfig;
 use corral_testenv::TestEnv;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -203,7 +203,7 @@ impl Plane {
             let cloud = Arc::new(InProcessCloud::new());
             // One watch per kind for every controller, as `corral` runs them (the shared
             // watches' requests count as the core controllers').
-            let caches = corral_kubeadm::Caches::new(core_client.clone());
+            let caches = corral_runtime::Caches::new(core_client.clone());
             // One connection per workload cluster for every controller, with the harness's
             // settings whoever asks first.
             caches.cluster_cache(&kcp_config.cluster_cache);

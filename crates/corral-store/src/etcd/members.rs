@@ -170,9 +170,13 @@ pub struct Attempts {
 }
 
 impl Members {
-    /// Channels to every endpoint (connected lazily) and the task that probes them; the task
-    /// ends when the returned `Arc` is dropped.
-    pub fn new(endpoints: &[String], tls: &EtcdTls, probe_key: bytes::Bytes) -> Result<Arc<Members>> {
+    /// Channels to every endpoint, connected lazily; probing starts with
+    /// [`Members::start_probing`].
+    pub fn new(
+        endpoints: &[String],
+        tls: &EtcdTls,
+        probe_key: bytes::Bytes,
+    ) -> Result<Arc<Members>> {
         if endpoints.is_empty() {
             return Err(Error::InvalidRequest("no etcd endpoints given".into()));
         }
@@ -185,13 +189,17 @@ impl Members {
                 healthy: tokio::sync::watch::Sender::new(true),
             }));
         }
-        let members = Arc::new(Members {
+        Ok(Arc::new(Members {
             members,
             next: AtomicUsize::new(0),
             probe_key,
-        });
-        tokio::spawn(probe_forever(Arc::downgrade(&members)));
-        Ok(members)
+        }))
+    }
+
+    /// Starts the task that probes every member (see the module docs); it ends when the last
+    /// `Arc` of `self` is dropped.
+    pub fn start_probing(self: &Arc<Self>) {
+        tokio::spawn(probe_forever(Arc::downgrade(self)));
     }
 
     pub fn all(&self) -> &[Arc<Member>] {
@@ -262,8 +270,7 @@ impl Members {
                 count_only: true,
                 ..Default::default()
             };
-            let result =
-                tokio::time::timeout(PROBE_TIMEOUT, member.kv().range(request)).await;
+            let result = tokio::time::timeout(PROBE_TIMEOUT, member.kv().range(request)).await;
             match result {
                 Ok(Ok(_)) => member.set_healthy(true, &""),
                 Ok(Err(status)) if classify(&status) == Failure::Answer => {

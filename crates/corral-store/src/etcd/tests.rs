@@ -587,3 +587,138 @@ async fn put_throughput() {
         }
     }
 }
+
+/// PEM files of a test CA and what it signed: an etcd serving certificate for 127.0.0.1 and a
+/// client certificate.
+struct TlsFiles {
+    dir: tempfile::TempDir,
+}
+
+impl TlsFiles {
+    fn generate() -> TlsFiles {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = |name: &str| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, name);
+            let certificate = params.self_signed(&key).unwrap();
+            (certificate.pem(), rcgen::Issuer::new(params, key))
+        };
+        let (ca_pem, issuer) = ca("corral etcd test CA");
+        let (other_ca_pem, _) = ca("some other CA");
+        let write = |name: &str, contents: &str| {
+            std::fs::write(dir.path().join(name), contents).unwrap();
+        };
+        write("ca.pem", &ca_pem);
+        write("other-ca.pem", &other_ca_pem);
+        for (name, sans) in [
+            ("server", vec!["127.0.0.1".to_string()]),
+            ("client", vec![]),
+        ] {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(sans).unwrap();
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, name);
+            params.extended_key_usages = vec![
+                rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+                rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            ];
+            let certificate = params.signed_by(&key, &issuer).unwrap();
+            write(&format!("{name}.pem"), &certificate.pem());
+            write(&format!("{name}-key.pem"), &key.serialize_pem());
+        }
+        TlsFiles { dir }
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn tls(&self, ca: &str, client: bool) -> super::EtcdTls {
+        super::EtcdTls::from_files(
+            Some(&self.path(ca)),
+            client.then(|| self.path("client.pem")).as_deref(),
+            client.then(|| self.path("client-key.pem")).as_deref(),
+        )
+        .unwrap()
+    }
+}
+
+/// kube-apiserver's `--etcd-cafile`, `--etcd-certfile` and `--etcd-keyfile`: a member that
+/// serves TLS and asks for client certificates is used with them, and refused without the
+/// client certificate or with another CA.
+#[tokio::test]
+async fn tls_members_with_client_certificates() {
+    let Some(binary) = EtcdProcess::find_binary() else {
+        // Says why, or panics when etcd is required.
+        EtcdProcess::start_or_skip().await;
+        return;
+    };
+    let files = TlsFiles::generate();
+    let data = tempfile::tempdir().unwrap();
+    let [client_port, peer_port] = crate::testing::etcd_process::free_ports().unwrap();
+    let spec = crate::testing::etcd_process::MemberSpec {
+        name: "tls".into(),
+        dir: data.path().to_path_buf(),
+        client_port,
+        peer_port,
+        initial_cluster: format!("tls=http://127.0.0.1:{peer_port}"),
+        token: format!("tls-{peer_port}"),
+        tls: Some(crate::testing::etcd_process::MemberTls {
+            cert: files.path("server.pem"),
+            key: files.path("server-key.pem"),
+            client_ca: files.path("ca.pem"),
+        }),
+    };
+    // Closing stdin (at the end of the test) makes the supervisor kill etcd.
+    let (_supervisor, _stdin) = spec.spawn(&binary).unwrap();
+    let endpoints = vec![spec.endpoint()];
+    assert!(endpoints[0].starts_with("https://"));
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let store = loop {
+        match EtcdStore::connect_with(&endpoints, "/tls/", &files.tls("ca.pem", true)).await {
+            Ok(store) => break store,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                eprintln!("waiting for the TLS etcd: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("the TLS etcd never answered: {e}"),
+        }
+    };
+    assert_eq!(store.create("/a", bytes("over TLS")).await.unwrap(), 2);
+    assert_eq!(
+        store.get("/a", None).await.unwrap().unwrap().value,
+        bytes("over TLS")
+    );
+    // Endpoints without a scheme are https:// once TLS files are given.
+    let bare = vec![format!("127.0.0.1:{client_port}")];
+    let same = EtcdStore::connect_with(&bare, "/tls/", &files.tls("ca.pem", true))
+        .await
+        .unwrap();
+    assert_eq!(same.current_revision().await.unwrap(), 2);
+
+    let without_certificate =
+        EtcdStore::connect_with(&endpoints, "/tls/", &files.tls("ca.pem", false)).await;
+    assert!(
+        matches!(without_certificate, Err(Error::Backend { .. })),
+        "no client certificate: {:?}",
+        without_certificate.err()
+    );
+    let other_ca =
+        EtcdStore::connect_with(&endpoints, "/tls/", &files.tls("other-ca.pem", true)).await;
+    assert!(
+        matches!(other_ca, Err(Error::Backend { .. })),
+        "a CA that did not sign the member's certificate: {:?}",
+        other_ca.err()
+    );
+    // TLS files with an http:// endpoint are a mistake, said before anything is tried.
+    let plain = vec![format!("http://127.0.0.1:{client_port}")];
+    assert!(matches!(
+        EtcdStore::connect_with(&plain, "/tls/", &files.tls("ca.pem", true)).await,
+        Err(Error::InvalidRequest(_))
+    ));
+}

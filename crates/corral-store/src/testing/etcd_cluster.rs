@@ -69,6 +69,7 @@ impl EtcdCluster {
                 peer_port,
                 initial_cluster: String::new(),
                 token: format!("corral-test-cluster-{client_port}"),
+                tls: None,
             });
         }
         let initial_cluster = specs

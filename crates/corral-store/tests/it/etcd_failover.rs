@@ -47,8 +47,12 @@ async fn drill(failure: MemberFailure) {
     let Some(mut cluster) = EtcdCluster::start_or_skip(3).await else {
         return;
     };
-    let a = EtcdStore::connect(&cluster.endpoints(), "/drill/").await.unwrap();
-    let b = EtcdStore::connect(&cluster.endpoints(), "/drill/").await.unwrap();
+    let a = EtcdStore::connect(&cluster.endpoints(), "/drill/")
+        .await
+        .unwrap();
+    let b = EtcdStore::connect(&cluster.endpoints(), "/drill/")
+        .await
+        .unwrap();
     let start = b.current_revision().await.unwrap();
     let mut watch = b.watch("/", start).await.unwrap();
 
@@ -86,7 +90,11 @@ async fn drill(failure: MemberFailure) {
         "{failure:?}: {} writes acknowledged, {} requests failed: {:?}",
         outcomes.acknowledged.len(),
         outcomes.failures.len(),
-        outcomes.failures.iter().map(|(at, what)| (at.duration_since(first_fault), what)).collect::<Vec<_>>()
+        outcomes
+            .failures
+            .iter()
+            .map(|(at, what)| (at.duration_since(first_fault), what))
+            .collect::<Vec<_>>()
     );
     let late: Vec<_> = outcomes
         .failures

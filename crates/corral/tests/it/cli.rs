@@ -1159,3 +1159,64 @@ fn version_and_completions() {
         assert_eq!(stdout.lines().last(), Some("describe"), "{stdout}");
     }
 }
+
+/// `--store etcd` is in the binary users build: an etcd that cannot be used is one line naming
+/// the endpoint and what it said, and exit 1, for `apiserver` and `up` alike. (A hang would be
+/// ended by nextest's timeout, `.config/nextest.toml`, and fail the test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_etcd_is_one_line_and_exit_1() {
+    let dir = scratch();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    // Something that answers, but not etcd: an HTTP server that closes every connection.
+    let not_etcd = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let not_etcd_address = not_etcd.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in not_etcd.incoming() {
+            drop(stream);
+        }
+    });
+    let data_dir = dir.path().join("d");
+    let data_dir = data_dir.to_str().unwrap();
+    for (endpoint, said) in [
+        (format!("http://{closed}"), "Connection refused"),
+        (
+            format!("http://{not_etcd_address}"),
+            &format!("http://{not_etcd_address}")[..],
+        ),
+        (
+            "ftp://127.0.0.1:2379".to_string(),
+            "must be http:// or https://",
+        ),
+    ] {
+        for command in ["apiserver", "up"] {
+            let stderr = corral_fails(
+                dir.path(),
+                &[
+                    command,
+                    "--data-dir",
+                    data_dir,
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--store",
+                    "etcd",
+                    "--etcd-endpoints",
+                    &endpoint,
+                ],
+                1,
+                said,
+            );
+            assert!(stderr.contains("etcd"), "{stderr}");
+        }
+    }
+    // Half a client certificate is a usage mistake.
+    let stderr = corral_fails(
+        dir.path(),
+        &["apiserver", "--store", "etcd", "--etcd-certfile", "c.pem"],
+        2,
+        "--etcd-keyfile",
+    );
+    assert!(stderr.contains("required"), "{stderr}");
+}

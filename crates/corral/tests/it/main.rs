@@ -39,6 +39,7 @@ mod durability;
 mod first_run;
 mod kubectl;
 mod kubectl_machinery;
+mod layering;
 mod move_clusters;
 mod python_client;
 mod security;

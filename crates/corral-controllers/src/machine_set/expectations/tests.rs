@@ -102,23 +102,3 @@ fn unmet_expectations_time_out() {
     // Dropped: nothing is waited for any more.
     assert_eq!(expectations.unmet(&"ms", seen(&empty)), None);
 }
-
-#[test]
-fn a_copy_older_than_the_last_write_is_stale() {
-    let writes = OwnWrites::default();
-    assert!(!writes.is_stale(&"ms", Some("5")));
-    writes.wrote(&"ms", "5");
-    assert!(
-        writes.is_stale(&"ms", Some("5")),
-        "the version the write replaced"
-    );
-    assert!(writes.is_stale(&"ms", Some("5")), "until a newer one shows");
-    assert!(!writes.is_stale(&"ms", Some("7")));
-    assert!(
-        !writes.is_stale(&"ms", Some("5")),
-        "forgotten once a newer one showed"
-    );
-    writes.wrote(&"ms", "7");
-    writes.forget(&"ms");
-    assert!(!writes.is_stale(&"ms", Some("7")));
-}

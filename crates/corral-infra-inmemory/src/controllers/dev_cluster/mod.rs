@@ -12,7 +12,8 @@ mod kubeconfig;
 use std::sync::Arc;
 
 use corral_api::Cluster;
-use corral_controllers::runtime::shared::trigger_own;
+use corral_runtime::changes::Fingerprints;
+use corral_runtime::shared::trigger_own;
 use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
@@ -25,8 +26,8 @@ use serde_json::json;
 
 use super::conditions::{self, Desired};
 use super::{
-    Context, Error, Signatures, get_opt, owner_named, paused, replaced_by_own_write, set_finalizer,
-    write_spec, write_status,
+    Context, Error, get_opt, owner_named, paused, replaced_by_own_write, set_finalizer, write_spec,
+    write_status,
 };
 use crate::api::conditions::{PAUSED, READY, reasons};
 use crate::api::{DevCluster, DevClusterStatus, GROUP, finalizers};
@@ -43,29 +44,26 @@ pub(super) async fn run(
     let dev_clusters = dev_cluster_cache.applied();
     let cluster_cache = context.caches.clusters();
     let cluster_store = cluster_cache.store();
-    let clusters = cluster_cache.applied();
-    let mut queue = SelectAll::new();
-    queue.push(trigger_own(dev_clusters).boxed());
     // A Cluster's status changes many times while it comes up; a DevCluster depends on its
     // identity (the kubeconfig Secret's owner), paused, its infrastructure reference and
     // control plane reference, and its deletion.
-    let signatures = Signatures::default();
+    let clusters = cluster_cache.applied_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some((
+            cluster.metadata.uid.clone(),
+            cluster.spec.paused,
+            cluster
+                .annotations()
+                .contains_key(corral_api::annotations::PAUSED),
+            serde_json::to_string(&cluster.spec.infrastructure_ref).unwrap_or_default(),
+            cluster.spec.control_plane_ref.is_some(),
+            cluster.metadata.deletion_timestamp.is_some(),
+        ))
+    });
+    let mut queue = SelectAll::new();
+    queue.push(trigger_own(dev_clusters).boxed());
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
-            let signature = (
-                cluster.metadata.uid.clone(),
-                cluster.spec.paused,
-                cluster
-                    .annotations()
-                    .contains_key(corral_api::annotations::PAUSED),
-                serde_json::to_string(&cluster.spec.infrastructure_ref).unwrap_or_default(),
-                cluster.spec.control_plane_ref.is_some(),
-                cluster.metadata.deletion_timestamp.is_some(),
-            );
-            signatures
-                .changed(cluster.as_ref(), signature)
-                .then(|| cluster_to_dev_cluster(&cluster))
-                .flatten()
+            cluster_to_dev_cluster(&cluster)
         })
         .boxed(),
     );

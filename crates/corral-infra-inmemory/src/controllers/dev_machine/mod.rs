@@ -23,7 +23,8 @@ mod status;
 use std::sync::Arc;
 
 use corral_api::{Cluster, Machine};
-use corral_controllers::runtime::shared::{SharedCache, trigger_own};
+use corral_runtime::changes::Fingerprints;
+use corral_runtime::shared::{SharedCache, trigger_own};
 use futures::StreamExt;
 use futures::future::Shared;
 use futures::stream::SelectAll;
@@ -37,8 +38,8 @@ use serde_json::json;
 use self::status::Wait;
 use super::conditions::{self, Desired};
 use super::{
-    Context, Error, Signatures, get_opt, owner_named, paused, replaced_by_own_write, set_finalizer,
-    write_spec, write_status,
+    Context, Error, get_opt, owner_named, paused, replaced_by_own_write, set_finalizer, write_spec,
+    write_status,
 };
 use crate::api::annotations::{FAIL_BOOT, NODE_NOT_READY};
 use crate::api::conditions::{
@@ -67,41 +68,36 @@ pub(super) async fn run(
     let dev_machine_store = dev_machine_cache.store();
     let dev_machines = dev_machine_cache.applied();
     let machine_cache = shared.machines();
-    let machines = machine_cache.touched();
+    // Machine status changes many times while it comes up, and its spec takes the providerID
+    // this controller wrote; what a DevMachine reads of its Machine is a few fields.
+    let machines = machine_cache.touched_changed(Arc::new(Fingerprints::new()), |machine| {
+        Some((
+            machine.metadata.uid.clone(),
+            machine.metadata.labels.clone(),
+            machine.metadata.deletion_timestamp.is_some(),
+            machine.spec.cluster_name.clone(),
+            machine.spec.bootstrap.data_secret_name.clone(),
+            machine.spec.version.clone(),
+            machine.spec.failure_domain.clone(),
+        ))
+    });
     let cluster_cache = shared.clusters();
-    let clusters = cluster_cache.applied();
+    let clusters = cluster_cache.applied_changed(Arc::new(Fingerprints::new()), |cluster| {
+        Some(cluster_signature(cluster))
+    });
     let dev_cluster_cache = shared.get(super::cluster_label::<DevCluster>);
 
     let mut queue = SelectAll::new();
     queue.push(trigger_own(dev_machines).boxed());
-    // Machine status changes many times while it comes up, and its spec takes the providerID
-    // this controller wrote; what a DevMachine reads of its Machine is a few fields.
-    let machine_signatures = Signatures::default();
     queue.push(
         trigger_with(machines, move |machine: Arc<Machine>| {
-            let signature = (
-                machine.metadata.uid.clone(),
-                machine.metadata.labels.clone(),
-                machine.metadata.deletion_timestamp.is_some(),
-                machine.spec.cluster_name.clone(),
-                machine.spec.bootstrap.data_secret_name.clone(),
-                machine.spec.version.clone(),
-                machine.spec.failure_domain.clone(),
-            );
-            machine_signatures
-                .changed(machine.as_ref(), signature)
-                .then(|| machine_to_dev_machine(&machine))
-                .flatten()
+            machine_to_dev_machine(&machine)
         })
         .boxed(),
     );
-    let cluster_signatures = Signatures::default();
     let by_cluster = dev_machine_cache.clone();
     queue.push(
         trigger_with(clusters, move |cluster: Arc<Cluster>| {
-            if !cluster_signatures.changed(cluster.as_ref(), cluster_signature(&cluster)) {
-                return Vec::new();
-            }
             cluster_to_dev_machines(&by_cluster, &cluster)
         })
         .boxed(),
@@ -126,7 +122,7 @@ pub(super) async fn run(
 
 /// What of a Cluster a DevMachine depends on: paused, the infrastructure, the control plane's
 /// initialization, deletion.
-fn cluster_signature(cluster: &Cluster) -> impl std::hash::Hash {
+fn cluster_signature(cluster: &Cluster) -> impl std::hash::Hash + use<> {
     let status = cluster.status.as_ref();
     (
         cluster.metadata.uid.clone(),
@@ -159,7 +155,7 @@ fn cluster_to_dev_machines(
     dev_machines: &SharedCache<DevMachine>,
     cluster: &Cluster,
 ) -> Vec<ObjectRef<DevMachine>> {
-    let key = corral_controllers::cluster_cache::ClusterKey::new(
+    let key = corral_runtime::cluster_cache::ClusterKey::new(
         &cluster.namespace().unwrap_or_default(),
         &cluster.name_any(),
     );

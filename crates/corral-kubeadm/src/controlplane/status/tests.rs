@@ -257,7 +257,7 @@ fn machine_conditions_say_up_to_date_and_the_health_of_pods_and_etcd_member() {
     use super::machine_conditions;
     use corral_api::ConditionStatus;
 
-    let find = |conditions: &[corral_controllers::conditions::NewCondition], type_: &str| {
+    let find = |conditions: &[corral_runtime::conditions::NewCondition], type_: &str| {
         conditions
             .iter()
             .find(|c| c.type_ == type_)

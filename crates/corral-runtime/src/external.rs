@@ -45,9 +45,9 @@ use kube::discovery;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::runtime::lean::Lean;
-use crate::runtime::patch::{Part, object_patch, patch_if_changed};
-use crate::runtime::triggers::AbortOnDrop;
+use crate::lean::Lean;
+use crate::patch::{Part, object_patch, patch_if_changed};
+use crate::triggers::AbortOnDrop;
 
 #[cfg(test)]
 mod tests;
@@ -352,7 +352,7 @@ impl ExternalObjects {
             return informer.clone();
         }
         tracing::debug!(kind = %kind.resource.kind, group = %kind.resource.group, "Watching provider kind");
-        // Decoded without the managedFields no controller reads (see `runtime::lean`).
+        // Decoded without the managedFields no controller reads (see `lean`).
         let api: Api<Lean<DynamicObject>> = Api::all_with(self.client.clone(), &kind.resource);
         let writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
@@ -363,8 +363,8 @@ impl ExternalObjects {
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
-                .map_ok(crate::runtime::lean::unwrap_event)
-                .modify(|object| crate::runtime::shared::trim_managed_fields(object, &[]))
+                .map_ok(crate::lean::unwrap_event)
+                .modify(|object| crate::shared::trim_managed_fields(object, &[]))
                 .reflect(writer)
                 .touched_objects()
                 .boxed();

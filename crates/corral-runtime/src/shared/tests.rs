@@ -112,3 +112,44 @@ async fn cached_objects_keep_only_the_managed_fields_asked_for() {
     trim_managed_fields(&mut kept, &["capi-machineset"]);
     assert_eq!(managers(&kept), ["capi-machineset"]);
 }
+
+#[tokio::test]
+async fn changed_streams_pass_what_the_subscriber_reads_and_forget_deleted_objects() {
+    let env = corral_testenv::TestEnv::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    create(&api, "a", "c1").await;
+
+    let caches = Caches::new(env.client.clone());
+    let cache = caches.get::<ConfigMap>(cluster_of);
+    // What the subscribers read: the data, not the labels.
+    let read = |map: &ConfigMap| Some(map.data.clone());
+    let applied_seen = Arc::new(Fingerprints::new());
+    let touched_seen = Arc::new(Fingerprints::new());
+    let mut applied = Box::pin(cache.applied_changed(applied_seen.clone(), read));
+    let mut touched = Box::pin(cache.touched_changed(touched_seen.clone(), read));
+    cache.ready().await;
+    assert_eq!(next(&mut applied).await, "a");
+    assert_eq!(next(&mut touched).await, "a");
+
+    // A change of what is not read passes neither; one of what is read passes both.
+    let patch = |body| kube::api::Patch::Merge(body);
+    let params = kube::api::PatchParams::default();
+    let labels = serde_json::json!({ "metadata": { "labels": { "other": "x" } } });
+    api.patch("a", &params, &patch(labels)).await.unwrap();
+    let data = serde_json::json!({ "data": { "k": "v" } });
+    api.patch("a", &params, &patch(data)).await.unwrap();
+    assert_eq!(next(&mut applied).await, "a");
+    assert_eq!(next(&mut touched).await, "a");
+    assert!(
+        applied.next().now_or_never().is_none(),
+        "the label change did not pass"
+    );
+
+    // A deletion reaches the touched stream only, and both forget the object.
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    assert_eq!(next(&mut touched).await, "a");
+    assert!(touched_seen.is_empty());
+    create(&api, "b", "c1").await;
+    assert_eq!(next(&mut applied).await, "b");
+    assert_eq!(applied_seen.len(), 1, "a was forgotten, b is remembered");
+}

@@ -20,6 +20,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::mpsc;
@@ -29,6 +30,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
+use super::changes::Fingerprints;
 use super::index::{ClusterIndex, ClusterOf, IndexKeys};
 use super::lean::{self, Lean};
 use super::triggers::AbortOnDrop;
@@ -250,6 +252,54 @@ impl<K: Cached> SharedCache<K> {
     pub fn touched(&self) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K> {
         self.subscribe().map(|change| Ok(change.object))
     }
+
+    /// [`SharedCache::applied`], only for objects whose fingerprint in `fingerprints` changed
+    /// (see [`crate::changes`] for the rule): `read` says what the subscriber reads of an
+    /// object, `None` for an object it does not read at all (no entry is kept for it). A
+    /// deleted object's entry is forgotten.
+    pub fn applied_changed<H, F>(
+        &self,
+        fingerprints: Arc<Fingerprints>,
+        read: F,
+    ) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K, H, F>
+    where
+        H: Hash,
+        F: Fn(&K) -> Option<H> + Send + 'static,
+    {
+        self.subscribe().filter_map(move |change| {
+            futures::future::ready(if change.deleted {
+                fingerprints.deleted(change.object.as_ref());
+                None
+            } else {
+                read(&change.object)
+                    .is_some_and(|read| fingerprints.changed(change.object.as_ref(), read))
+                    .then_some(Ok(change.object))
+            })
+        })
+    }
+
+    /// [`SharedCache::applied_changed`], and every deletion (its entry forgotten), as
+    /// [`SharedCache::touched`].
+    pub fn touched_changed<H, F>(
+        &self,
+        fingerprints: Arc<Fingerprints>,
+        read: F,
+    ) -> impl Stream<Item = Result<Arc<K>, watcher::Error>> + Send + use<K, H, F>
+    where
+        H: Hash,
+        F: Fn(&K) -> Option<H> + Send + 'static,
+    {
+        self.subscribe().filter_map(move |change| {
+            futures::future::ready(if change.deleted {
+                fingerprints.deleted(change.object.as_ref());
+                Some(Ok(change.object))
+            } else {
+                read(&change.object)
+                    .is_some_and(|read| fingerprints.changed(change.object.as_ref(), read))
+                    .then_some(Ok(change.object))
+            })
+        })
+    }
 }
 
 /// The shared caches of one set of controllers, one per kind, made on first use.
@@ -313,7 +363,7 @@ impl Caches {
     /// the first call with its `config` (later calls get the same, whatever they pass): one
     /// connection, Node watch and health probe per workload cluster for all of them. Its
     /// kubeconfig Secret watch ([`crate::cluster_cache::ClusterCache::run`]) is run by the core
-    /// controllers ([`super::run_with_caches`]).
+    /// controllers (`corral_controllers::run_with_caches`).
     pub fn cluster_cache(
         &self,
         config: &crate::cluster_cache::ClusterCacheConfig,
@@ -343,7 +393,7 @@ impl Caches {
                     }
                 },
             },
-            &[crate::machine_set::MACHINE_SET_MANAGER],
+            &[corral_api::field_managers::MACHINE_SET],
         )
     }
 

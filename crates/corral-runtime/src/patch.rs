@@ -6,19 +6,19 @@
 //! write brings a fresh one. No difference, no request.
 //!
 //! Every write through this module is remembered as "version V of this object is replaced"
-//! until a reconcile sees another version ([`is_replaced`]): a controller's cache shows its own
-//! write a little later, and a reconcile of the copy the write replaced could only lose a write
-//! race (HTTP 409) or redo what was just done. [`super::run_controller`] skips such reconciles;
-//! the watch event of the write brings the next one.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
+//! until a reconcile sees another version ([`is_replaced`], [`crate::own_writes`]): a
+//! controller's cache shows its own write a little later, and a reconcile of the copy the write
+//! replaced could only lose a write race (HTTP 409) or redo what was just done.
+//! [`super::run_controller`] skips such reconciles; the watch event of the write brings the
+//! next one.
 
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+use crate::own_writes::OwnWrites;
 
 /// The merge patch that turns `from` into `to`, or `None` when they are equal. Lists are
 /// replaced whole, as merge patches do; a field present in `from` and absent from `to` is
@@ -141,7 +141,7 @@ struct Stored {
     metadata: ObjectMeta,
 }
 
-/// The metadata a writer reads back from a write's answer ([`write`], [`remember_replaced_meta`]).
+/// The metadata a writer reads back from a write's answer ([`write`], [`OwnWrites::remember`]).
 /// The rest, above all managedFields (an entry per manager with a tree of every field it set,
 /// often more than the rest of a Machine), is skipped, not decoded.
 #[derive(serde::Deserialize)]
@@ -212,7 +212,7 @@ where
     if let Some(replaced) = replaced
         && meta(&patched).resource_version.as_deref() != Some(replaced.as_str())
     {
-        remember_replaced_meta(meta(&patched), replaced);
+        OWN_WRITES.remember(meta(&patched), replaced);
     }
     Ok(Some(patched))
 }
@@ -238,96 +238,26 @@ fn changed_fields(patch: &Value) -> Vec<String> {
     paths
 }
 
-/// The versions of one object that writes through this module replaced, since a reconcile last
-/// saw a version they did not produce.
-#[derive(Debug, Default)]
-struct Replaced {
-    /// Versions replaced by a chain of own writes, oldest first: a metadata write then a status
-    /// write replace two versions, and the cache may still show either.
-    versions: Vec<String>,
-    /// The version the last own write produced.
-    latest: String,
-}
-
-/// Object (by uid, unique across kinds) → the versions own writes replaced.
-static REPLACED: Mutex<Option<HashMap<String, Replaced>>> = Mutex::new(None);
-
-/// The most versions remembered per object; a longer chain of own writes without the cache
-/// catching up keeps the newest.
-const MAX_REPLACED: usize = 8;
+/// The writes through this module, process-wide: every controller of the process (core and
+/// providers) writes through it, and object uids are unique across kinds.
+static OWN_WRITES: OwnWrites = OwnWrites::new();
 
 #[cfg(test)]
 pub(crate) fn remember_replaced<K: Resource>(object: &K, replaced: String) {
-    remember_replaced_meta(object.meta(), replaced);
-}
-
-fn remember_replaced_meta(meta: &ObjectMeta, replaced: String) {
-    let Some(uid) = meta.uid.clone() else {
-        return;
-    };
-    let written = meta.resource_version.clone().unwrap_or_default();
-    let mut map = REPLACED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let entry = map.get_or_insert_with(HashMap::new).entry(uid).or_default();
-    // A write on top of the previous own write extends the chain; one on top of another
-    // writer's version starts a new one.
-    if entry.latest != replaced {
-        entry.versions.clear();
-    }
-    if entry.versions.len() == MAX_REPLACED {
-        entry.versions.remove(0);
-    }
-    entry.versions.push(replaced);
-    entry.latest = written;
+    OWN_WRITES.remember(object.meta(), replaced);
 }
 
 /// Whether `object` is a copy that a write through this module has replaced, i.e. a cache
 /// that has not caught up yet (any version of a chain of own writes but the last). Seeing any
-/// other version forgets the entry.
+/// other version forgets the entry ([`OwnWrites::is_replaced`]).
 pub fn is_replaced<K: Resource>(object: &K) -> bool {
-    let Some(uid) = object.meta().uid.as_deref() else {
-        return false;
-    };
-    let mut map = REPLACED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let Some(map) = map.as_mut() else {
-        return false;
-    };
-    if map.is_empty() {
-        return false;
-    }
-    let Some(entry) = map.get(uid) else {
-        return false;
-    };
-    let version = object
-        .meta()
-        .resource_version
-        .as_deref()
-        .unwrap_or_default();
-    if entry.versions.iter().any(|replaced| replaced == version) {
-        return true;
-    }
-    map.remove(uid);
-    false
+    OWN_WRITES.is_replaced(object)
 }
 
 /// Whether `object` is the version the last write through this module produced: its watch
 /// event is this process's own write coming back.
 pub fn is_own_write<K: Resource>(object: &K) -> bool {
-    let (Some(uid), Some(version)) = (
-        object.meta().uid.as_deref(),
-        object.meta().resource_version.as_deref(),
-    ) else {
-        return false;
-    };
-    let map = REPLACED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    map.as_ref()
-        .and_then(|map| map.get(uid))
-        .is_some_and(|entry| entry.latest == version)
+    OWN_WRITES.is_own_write(object)
 }
 
 /// An object a write compares in two parts, typed: its metadata and spec (everything the
@@ -372,7 +302,7 @@ pub trait Parts: Resource {
 #[macro_export]
 macro_rules! spec_and_status_parts {
     ($($kind:ty => $spec:ty, $status:ty);* $(;)?) => {$(
-        impl $crate::runtime::patch::Parts for $kind {
+        impl $crate::patch::Parts for $kind {
             type Spec = $spec;
             type Status = Option<$status>;
             fn spec_and_status(&self) -> (&Self::Spec, &Self::Status) {

@@ -46,9 +46,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::Notify;
 
-use crate::runtime::Shutdown;
-use crate::runtime::lean::Lean;
-use crate::runtime::triggers::AbortOnDrop;
+use crate::Shutdown;
+use crate::lean::Lean;
+use crate::triggers::AbortOnDrop;
 
 /// The suffix of a Cluster's kubeconfig Secret: `<cluster>-kubeconfig`.
 pub const KUBECONFIG_SECRET_SUFFIX: &str = "-kubeconfig";
@@ -819,7 +819,7 @@ impl Inner {
                 }
                 Err(error) => {
                     state.health.consecutive_failures += 1;
-                    state.last_error = Some(crate::runtime::error_chain(&error));
+                    state.last_error = Some(crate::error_chain(&error));
                     state.connection = None;
                     false
                 }
@@ -929,7 +929,7 @@ impl Inner {
             store,
             provider_ids: Arc::new(Mutex::new(HashMap::new())),
         };
-        // Decoded without managedFields, which nothing here reads (see `runtime::lean`).
+        // Decoded without managedFields, which nothing here reads (see `lean`).
         let api: Api<Lean<Node>> = Api::all(client);
         let subscribers: Vec<_> = self
             .node_subscribers
@@ -941,7 +941,7 @@ impl Inner {
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
-                .map_ok(crate::runtime::lean::unwrap_event)
+                .map_ok(crate::lean::unwrap_event)
                 .reflect(writer)
                 .boxed();
             while let Some(event) = events.next().await {
@@ -1005,7 +1005,7 @@ fn record_probe(state: &mut State, result: &Result<(), Error>, threshold: u32) -
         }
         Err(error) => {
             state.health.consecutive_failures += 1;
-            state.last_error = Some(crate::runtime::error_chain(error));
+            state.last_error = Some(crate::error_chain(error));
             if state.health.consecutive_failures >= threshold {
                 state.connection = None;
                 true

@@ -1,7 +1,13 @@
-//! What every controller shares: the [`Context`] (management-plane client, event recorder,
-//! provider-object resolver, workload-cluster cache, configuration), the runner that feeds a
+//! What every Corral controller and provider is written on, core and providers alike: the
+//! [`Context`] (management-plane client, event recorder, provider-object resolver,
+//! workload-cluster cache, configuration), the shared caches ([`shared::Caches`], one watch per
+//! kind, with the per-Cluster [`index::ClusterIndex`]), and [`run_controller`], which feeds a
 //! reconciler from watches with an exponential-backoff error policy and one tracing span per
-//! reconcile, and [`run`], which starts every controller until shutdown.
+//! reconcile. [`cluster_cache`] reaches workload clusters, [`external`] reads and writes
+//! provider objects, [`conditions`] sets and derives v1beta2 conditions as upstream does.
+//!
+//! It knows no controller: it depends on `corral-api` and kube only, and what is particular to
+//! one controller (a field manager, a kind's index keys) is passed in or named in `corral-api`.
 //!
 //! # Guarantees
 //!
@@ -17,17 +23,24 @@
 //!
 //! # Adding a controller
 //!
-//! A controller module exposes `pub(crate) async fn run(ctx: Arc<Context>, shutdown: Shutdown)`
-//! that builds its queue (its own objects through a reflector, plus mapped watches) and calls
-//! [`run_controller`]; [`run`] starts it.
+//! A controller module exposes `async fn run(ctx: Arc<Context>, shutdown: Shutdown)` that
+//! builds its queue (its own objects through a shared cache or a reflector, plus mapped
+//! watches) and calls [`run_controller`]; the crate that owns it starts it (the core's
+//! `corral_controllers::run`, a provider's own `run`).
 
 pub mod backoff;
+pub mod changes;
 pub mod clock;
+pub mod cluster_cache;
 pub mod coalesce;
+pub mod conditions;
 pub mod events;
+pub mod external;
 pub mod index;
 pub mod lean;
 pub mod metrics;
+pub mod naming;
+pub mod own_writes;
 pub mod patch;
 pub mod ready;
 pub mod shared;
@@ -42,9 +55,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{BoxFuture, Shared};
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ListParams};
 use kube::runtime::controller::{self, Action, ReconcileRequest};
 use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::Store;
@@ -60,6 +72,8 @@ use crate::external::ExternalObjects;
 
 pub use backoff::Backoff;
 pub use clock::Clock;
+pub use index::ClusterIndex;
+pub use shared::{Caches, SharedCache};
 
 /// The longest wait before retrying a reconcile that lost a write race (HTTP 409), however many
 /// it lost in a row.
@@ -394,62 +408,6 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
-}
-
-/// Why the controllers could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The management plane does not serve the Cluster API kinds.
-    #[error(
-        "the management plane does not serve cluster.x-k8s.io/v1beta2 Clusters; install the Cluster API CRDs first"
-    )]
-    CheckCrds(#[source] kube::Error),
-}
-
-/// Starts every controller and runs them until `shutdown` resolves, then lets the reconciles
-/// under way finish. Fails at once when the management plane does not serve the Cluster API
-/// kinds.
-pub async fn run(
-    client: Client,
-    config: Config,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), RunError> {
-    let caches = shared::Caches::new(client.clone());
-    run_with_caches(client, config, caches, shutdown).await
-}
-
-/// [`run`], reading through `caches`, which other controllers of the process (providers) may
-/// share: one watch per kind for all of them.
-pub async fn run_with_caches(
-    client: Client,
-    config: Config,
-    caches: shared::Caches,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), RunError> {
-    let clusters: Api<corral_api::Cluster> = Api::all(client.clone());
-    clusters
-        .list_metadata(&ListParams::default().limit(1))
-        .await
-        .map_err(RunError::CheckCrds)?;
-    let context = Context::with_caches(client, config, caches);
-    let shutdown: Shutdown = shutdown.boxed().shared();
-    let cache = context.cluster_cache().clone().run(shutdown.clone());
-    let clusters = crate::cluster::run(context.clone(), shutdown.clone());
-    let machines = crate::machine::run(context.clone(), shutdown.clone());
-    let health_checks = crate::machine_health_check::run(context.clone(), shutdown.clone());
-    let machine_sets = crate::machine_set::run(context.clone(), shutdown.clone());
-    let machine_deployments = crate::machine_deployment::run(context.clone(), shutdown.clone());
-    tracing::info!("Controllers started");
-    futures::join!(
-        cache,
-        clusters,
-        machines,
-        health_checks,
-        machine_sets,
-        machine_deployments
-    );
-    tracing::info!("Controllers stopped");
-    Ok(())
 }
 
 /// The requeue to ask for: the sooner of two waits, `None` meaning no timed requeue.

@@ -1,5 +1,5 @@
-//! Names and label values the MachineSet and MachineDeployment controllers make up: Machine
-//! names from `spec.machineNaming.template` (upstream
+//! Names and label values controllers make up (the MachineSet's, the MachineDeployment's, the
+//! KubeadmControlPlane's): Machine names from `spec.machineNaming.template` (upstream
 //! `internal/topology/names/names.go`, `MachineSetMachineNameGenerator`), the five random
 //! characters they end in (apimachinery's `util/rand.String`), label values that must fit a
 //! label (upstream `util/labels/format.MustFormatValue`) and the hash of a Machine template.

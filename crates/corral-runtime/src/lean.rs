@@ -20,8 +20,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 
 /// The managers whose managedFields entries are decoded: the MachineSet's, which says what
-/// it propagated to its Machines (see `machine_set::machines`).
-pub const KEPT_MANAGERS: &[&str] = &[crate::machine_set::MACHINE_SET_MANAGER];
+/// it propagated to its Machines (see `corral_api::field_managers`).
+pub const KEPT_MANAGERS: &[&str] = &[corral_api::field_managers::MACHINE_SET];
 
 /// `K`, decoded without the managedFields entries of managers not in [`KEPT_MANAGERS`].
 #[derive(Clone, Debug)]
@@ -515,7 +515,7 @@ mod tests {
                 "managedFields": [
                     {"apiVersion": "cluster.x-k8s.io/v1beta2", "fieldsType": "FieldsV1",
                      "fieldsV1": {"f:spec": {"f:clusterName": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}},
-                     "manager": crate::machine_set::MACHINE_SET_MANAGER, "operation": "Update",
+                     "manager": corral_api::field_managers::MACHINE_SET, "operation": "Update",
                      "time": "2026-11-30T10:00:00Z"},
                     {"apiVersion": "cluster.x-k8s.io/v1beta2", "fieldsType": "FieldsV1",
                      "fieldsV1": {"f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {}}}},
