@@ -26,6 +26,13 @@ fi
 python3 -c 'import kubernetes' 2>/dev/null || python3 -m pip install -q kubernetes
 have cargo-nextest || cargo install -q cargo-nextest --locked
 
+# Formatting is checked first: it takes a second and fails on any file rustfmt would change.
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all --check
+else
+  echo "WARNING: rustfmt is not installed here; formatting not checked" >&2
+fi
+
 export CORRAL_REQUIRE_ETCD=1 CORRAL_REQUIRE_KUBECTL=1 CORRAL_REQUIRE_PYTHON_CLIENT=1
 # The default features: what users build with the README's first command.
 exec cargo nextest run --workspace --no-fail-fast "$@"
