@@ -89,7 +89,7 @@ pub(crate) mod etcd_process {
     const PROBE_INTERVAL: Duration = Duration::from_millis(20);
     /// Starts retried when etcd dies at once, which is what it does when another process took
     /// one of its ports between our probe for a free port and its bind.
-    const START_ATTEMPTS: usize = 5;
+    pub(crate) const START_ATTEMPTS: usize = 5;
 
     /// Runs etcd under a shell that kills it when our end of its stdin closes: when the
     /// `EtcdProcess` is dropped, and also when the test process dies without unwinding
@@ -434,9 +434,20 @@ exit "$status""#;
 
     /// Two ports that were free a moment ago: bound with port 0, then released for etcd.
     pub(crate) fn free_ports() -> std::io::Result<[u16; 2]> {
-        let first = TcpListener::bind("127.0.0.1:0")?;
-        let second = TcpListener::bind("127.0.0.1:0")?;
-        Ok([first.local_addr()?.port(), second.local_addr()?.port()])
+        let ports = free_port_list(2)?;
+        Ok([ports[0], ports[1]])
+    }
+
+    /// `count` distinct ports that were free a moment ago: all bound at once (so none is
+    /// handed out twice), then released for etcd.
+    pub(crate) fn free_port_list(count: usize) -> std::io::Result<Vec<u16>> {
+        let listeners = (0..count)
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        listeners
+            .iter()
+            .map(|listener| Ok(listener.local_addr()?.port()))
+            .collect()
     }
 
     /// An error and its sources, for a panic message (which shows only what it is given).

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command};
 
 use super::etcd_process::{
-    EtcdProcess, EtcdProcessError, MemberSpec, data_root, free_ports, wait_until_ready,
-    with_sources,
+    EtcdProcess, EtcdProcessError, MemberSpec, START_ATTEMPTS, data_root, free_port_list,
+    wait_until_ready, with_sources,
 };
 
 /// How a member fails.
@@ -46,9 +46,18 @@ impl EtcdCluster {
             // Says why, or panics when etcd is required.
             return EtcdProcess::start_or_skip().await.and(None);
         };
-        match Self::start(binary, size).await {
-            Ok(cluster) => Some(cluster),
-            Err(e) => panic!("starting a test etcd cluster: {}", with_sources(&e)),
+        let mut attempt = 1;
+        loop {
+            match Self::start(binary.clone(), size).await {
+                Ok(cluster) => return Some(cluster),
+                // Another process took one of the ports between our probe and etcd's bind.
+                Err(EtcdProcessError::Exited { log, .. })
+                    if attempt < START_ATTEMPTS && log.contains("address already in use") =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => panic!("starting a test etcd cluster: {}", with_sources(&e)),
+            }
         }
     }
 
@@ -57,9 +66,10 @@ impl EtcdCluster {
             .prefix("corral-etcd-cluster-")
             .tempdir_in(data_root())
             .map_err(EtcdProcessError::DataDir)?;
+        let ports = free_port_list(2 * size).map_err(EtcdProcessError::Ports)?;
         let mut specs = Vec::with_capacity(size);
         for index in 0..size {
-            let [client_port, peer_port] = free_ports().map_err(EtcdProcessError::Ports)?;
+            let (client_port, peer_port) = (ports[2 * index], ports[2 * index + 1]);
             let member_dir = dir.path().join(format!("m{index}"));
             std::fs::create_dir_all(&member_dir).map_err(EtcdProcessError::DataDir)?;
             specs.push(MemberSpec {
