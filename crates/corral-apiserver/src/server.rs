@@ -66,6 +66,9 @@ pub struct ApiState {
     pub(crate) gc: crate::gc::Collector,
     /// The admission webhook configurations, compiled; see `webhook/`.
     pub(crate) webhooks: crate::webhook::Webhooks,
+    /// Set by [`Server::shutdown`]: background work whose watch ends stops instead of reading
+    /// again (the shutdown closes every watch).
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
     this: Weak<ApiState>,
 }
 
@@ -84,6 +87,7 @@ impl ApiState {
             namespace_cache: Default::default(),
             gc: crate::gc::Collector::new(),
             webhooks: Default::default(),
+            stopping: Default::default(),
             this: this.clone(),
         });
         namespaces::ensure_initial(&state).await?;
@@ -229,6 +233,9 @@ impl Server {
             let _ = shutdown.send(());
         }
         self.state.gc.stop();
+        self.state
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         // Watches would keep a graceful shutdown waiting for their full length. A client whose
         // watch just ended may start another on its kept-alive connection before that
         // connection hears of the shutdown, so watches are closed until the server is done:

@@ -213,6 +213,10 @@ async fn follow(
             tokio::time::sleep(retry).await;
         }
         let Some(state) = state.upgrade() else { return };
+        // The shutdown closed the watch: nothing to follow any more.
+        if state.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         tracing::debug!(
             kind = kind.kind(),
             "Reading webhook configurations again: their watch ended"
