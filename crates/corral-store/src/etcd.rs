@@ -924,14 +924,20 @@ impl WatchState {
                 }
                 continue;
             };
-            // A member out of the rotation is waited on only while no other is in it.
+            // A member out of the rotation is waited on only until another is in it.
+            let returns = self.inner.members.returns();
             let message = if member.is_healthy() {
                 tokio::select! {
                     message = stream.responses.message() => message,
                     () = member.failed() => Err(Status::unavailable("the member failed its probe")),
                 }
             } else {
-                stream.responses.message().await
+                tokio::select! {
+                    message = stream.responses.message() => message,
+                    () = self.inner.members.returned(returns) => {
+                        Err(Status::unavailable("another member is back in the rotation"))
+                    }
+                }
             };
             match message {
                 Ok(Some(response)) => self.absorb(response).await,

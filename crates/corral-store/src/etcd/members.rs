@@ -107,6 +107,8 @@ pub struct Member {
     /// Whether the member is in the rotation: answered its last probe and its last call did not
     /// fail it.
     healthy: tokio::sync::watch::Sender<bool>,
+    /// Shared by every member of the cluster: counts the members' returns to the rotation.
+    returns: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Member {
@@ -140,6 +142,7 @@ impl Member {
             changed
         });
         if changed && healthy {
+            self.returns.send_modify(|count| *count += 1);
             tracing::info!(endpoint = %self.endpoint, "etcd member answers again; back in the rotation");
         } else if changed {
             tracing::warn!(endpoint = %self.endpoint, reason = %why, "etcd member failed; requests go to the other members");
@@ -160,6 +163,8 @@ pub struct Members {
     next: AtomicUsize,
     /// The key every probe reads (the store's prefix): a count of it costs etcd nothing.
     probe_key: bytes::Bytes,
+    /// Counts the members' returns to the rotation (see [`Members::returned`]).
+    returns: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 /// What a call went through before its answer: whether an attempt may have been applied
@@ -180,6 +185,7 @@ impl Members {
         if endpoints.is_empty() {
             return Err(Error::InvalidRequest("no etcd endpoints given".into()));
         }
+        let returns = Arc::new(tokio::sync::watch::Sender::new(0));
         let mut members = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
             members.push(Arc::new(Member {
@@ -187,12 +193,14 @@ impl Members {
                 channel: channel(endpoint, tls)?,
                 // Every member starts in the rotation; the first probe or call says otherwise.
                 healthy: tokio::sync::watch::Sender::new(true),
+                returns: returns.clone(),
             }));
         }
         Ok(Arc::new(Members {
             members,
             next: AtomicUsize::new(0),
             probe_key,
+            returns,
         }))
     }
 
@@ -218,6 +226,21 @@ impl Members {
             .clone()
     }
 
+    /// How many times members have returned to the rotation so far; see [`Members::returned`].
+    pub fn returns(&self) -> u64 {
+        *self.returns.borrow()
+    }
+
+    /// Resolves once a member returns to the rotation after `seen` returns. A call sent to a
+    /// member out of the rotation (because none was in it, e.g. while the cluster elects a
+    /// leader) waits on it only until another is back, and moves there: a frozen member would
+    /// otherwise hold it until the connection's keep-alive gives up.
+    pub async fn returned(&self, seen: u64) {
+        let mut receiver = self.returns.subscribe();
+        // The sender lives as long as `self`.
+        let _ = receiver.wait_for(|count| *count != seen).await;
+    }
+
     /// Runs `call` on a member, and again on the next ones while members fail (see the module
     /// docs). `call` gets the member to use; the answer comes with what the attempts went
     /// through.
@@ -230,9 +253,9 @@ impl Members {
         let mut attempts = Attempts::default();
         let mut backoff = Duration::from_millis(20);
         loop {
+            let returns = self.returns();
             let member = self.pick();
-            let raced = member.is_healthy();
-            let result = if raced {
+            let result = if member.is_healthy() {
                 tokio::select! {
                     result = call(member.clone()) => result,
                     () = member.failed() => Err(Status::unavailable(format!(
@@ -241,7 +264,13 @@ impl Members {
                     ))),
                 }
             } else {
-                call(member.clone()).await
+                tokio::select! {
+                    result = call(member.clone()) => result,
+                    () = self.returned(returns) => Err(Status::unavailable(format!(
+                        "etcd member {} is out of the rotation and another is back",
+                        member.endpoint
+                    ))),
+                }
             };
             let status = match result {
                 Ok(answer) => return (Ok(answer), attempts),
