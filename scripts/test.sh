@@ -19,6 +19,9 @@ apt_install() {
 missing=()
 have etcd || [ -x /usr/bin/etcd ] || missing+=(etcd-server)
 have kubectl || missing+=(kubernetes-client)
+# kill(1) signals the members of the etcd test clusters; script(1) gives `corral up` a terminal.
+[ -x /bin/kill ] || [ -x /usr/bin/kill ] || missing+=(procps)
+have script || missing+=(bsdutils)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing ${missing[*]}"
   apt_install "${missing[@]}"
