@@ -141,23 +141,12 @@ impl EtcdStore {
     /// Succeeds when any member answers a read within [`CONNECT_TIMEOUT`]; otherwise names
     /// what each member said.
     async fn check_reachable(&self) -> Result<()> {
-        let inner = &self.inner;
-        let answers = futures::future::join_all(inner.members.all().iter().map(|member| {
-            let request = pb::RangeRequest {
-                key: Bytes::from(inner.probe_key()),
-                count_only: true,
-                ..Default::default()
-            };
-            async move {
-                match tokio::time::timeout(CONNECT_TIMEOUT, member.kv().range(request)).await {
-                    Ok(Ok(_)) => Ok(()),
-                    Ok(Err(status)) => Err(format!("{}: {}", member.endpoint, describe(&status))),
-                    Err(_) => Err(format!(
-                        "{}: no answer within {CONNECT_TIMEOUT:?}",
-                        member.endpoint
-                    )),
-                }
-            }
+        let members = &self.inner.members;
+        let answers = futures::future::join_all(members.all().iter().map(|member| async move {
+            members
+                .probe(member, CONNECT_TIMEOUT)
+                .await
+                .map_err(|reason| format!("{}: {reason}", member.endpoint))
         }))
         .await;
         if answers.iter().any(Result::is_ok) {

@@ -294,25 +294,32 @@ impl Members {
     /// One probe of every member, concurrently; see the module docs.
     async fn probe_all(&self) {
         futures::future::join_all(self.members.iter().map(|member| async move {
-            let request = pb::RangeRequest {
-                key: self.probe_key.clone(),
-                count_only: true,
-                ..Default::default()
-            };
-            let result = tokio::time::timeout(PROBE_TIMEOUT, member.kv().range(request)).await;
-            match result {
-                Ok(Ok(_)) => member.set_healthy(true, &""),
-                Ok(Err(status)) if classify(&status) == Failure::Answer => {
-                    member.set_healthy(true, &"")
-                }
-                Ok(Err(status)) => member.set_healthy(false, &status.message()),
-                Err(_) => member.set_healthy(
-                    false,
-                    &format_args!("no answer to a read within {PROBE_TIMEOUT:?}"),
-                ),
+            match self.probe(member, PROBE_TIMEOUT).await {
+                Ok(()) => member.set_healthy(true, &""),
+                Err(reason) => member.set_healthy(false, &reason),
             }
         }))
         .await;
+    }
+
+    /// Asks `member` for a linearizable count of the probe key within `timeout`; the reason in
+    /// one line when it does not answer. Any refusal counts: a member that answers this read
+    /// with an error (or something that is not etcd at all) is no member to send calls to.
+    pub async fn probe(
+        &self,
+        member: &Member,
+        timeout: Duration,
+    ) -> std::result::Result<(), String> {
+        let request = pb::RangeRequest {
+            key: self.probe_key.clone(),
+            count_only: true,
+            ..Default::default()
+        };
+        match tokio::time::timeout(timeout, member.kv().range(request)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(status)) => Err(super::describe(&status)),
+            Err(_) => Err(format!("no answer to a read within {timeout:?}")),
+        }
     }
 }
 
