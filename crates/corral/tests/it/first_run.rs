@@ -110,12 +110,14 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
     let data = dir.path().join("data");
     let screen = dir.path().join("screen");
     let command = format!(
-        "'{}' up --demo --data-dir '{}' --listen 127.0.0.1:0",
+        "exec '{}' up --demo --data-dir '{}' --listen 127.0.0.1:0",
         env!("CARGO_BIN_EXE_corral"),
         data.display()
     );
     // -q quiet, -f flush at once, -e exit with the child's status, -c the command; the
     // typescript file is not wanted: what the terminal shows is script's standard output.
+    // `exec`: script runs the command with $SHELL, else /bin/sh; a shell left waiting (dash
+    // does not exec a lone command) gets the Ctrl-C too and exits 130 whatever corral did.
     let mut terminal = Command::new(script())
         .args(["-qfec", &command, "/dev/null"])
         .env("TERM", "xterm-256color")
@@ -204,7 +206,7 @@ async fn up_demo_on_a_terminal_draws_the_tree_and_logs_only_to_the_data_dir() {
 async fn describe_watch_on_a_terminal_leaves_it_clean_on_ctrl_c(kubeconfig: &Path, dir: &Path) {
     let screen = dir.join("watch-screen");
     let command = format!(
-        "'{}' describe cluster demo --watch",
+        "exec '{}' describe cluster demo --watch",
         env!("CARGO_BIN_EXE_corral")
     );
     let mut terminal = Command::new(script())
