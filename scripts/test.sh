@@ -26,7 +26,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing ${missing[*]}"
   apt_install "${missing[@]}"
 fi
-python3 -c 'import kubernetes' 2>/dev/null || python3 -m pip install -q kubernetes
+# The Python client: pip where Python is the user's own (pyenv, a venv); where pip refuses to touch
+# a system Python (PEP 668, Debian's own python3), Debian's package of it.
+if ! python3 -c 'import kubernetes' 2>/dev/null; then
+  python3 -m pip install -q kubernetes 2>/dev/null || apt_install python3-kubernetes
+  python3 -c 'import kubernetes'
+fi
 have cargo-nextest || cargo install -q cargo-nextest --locked
 
 # Formatting is checked first: it takes a second and fails on any file rustfmt would change.
