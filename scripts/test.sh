@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test, after installing what the tests need and is missing:
 # Debian's etcd-server (the etcd backend, single members and three-member clusters), the Python
-# `kubernetes` client, kubectl (only if absent: Debian's kubernetes-client) and cargo-nextest.
+# `kubernetes` client, kubectl (only if absent: Debian's kubernetes-client), iproute2 and cargo-nextest.
+# The local provider's tests need root (network namespaces, cgroups), as CI runs them.
 # No protobuf compiler: the etcd client's generated code is checked in
 # (crates/corral-store/proto/etcd.proto).
 # Tests that need one of them fail, rather than skip, when it cannot be found.
@@ -22,6 +23,8 @@ have kubectl || missing+=(kubernetes-client)
 # kill(1) signals the members of the etcd test clusters; script(1) gives `corral up` a terminal.
 [ -x /bin/kill ] || [ -x /usr/bin/kill ] || missing+=(procps)
 have script || missing+=(bsdutils)
+# ip(8) makes the local provider's machines: network namespaces, veth pairs, bridges.
+have ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing ${missing[*]}"
   apt_install "${missing[@]}"

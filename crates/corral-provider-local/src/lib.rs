@@ -1,0 +1,14 @@
+//! The `local` infrastructure provider: every machine is a Linux network namespace on this
+//! host with real processes inside, so that bring-up, failures, etcd quorum and upgrades are
+//! real without a container engine (upstream's development provider needs Docker and kind
+//! images).
+//!
+//! [`host`] owns the machines themselves: the namespace, its veth pair onto the cluster's
+//! bridge, its address, the cgroup that holds every process started in it, and its state
+//! directory, all recorded under a state root so that a restart finds them again. It needs
+//! root (`CAP_NET_ADMIN`, `CAP_SYS_ADMIN`) and iproute2's `ip`.
+//!
+//! The provider plugin on `corral-provider-sdk` (the contract's reference implementation on
+//! real machines) and the node agent started inside each machine are built on it.
+
+pub mod host;
