@@ -42,8 +42,9 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, PostParams};
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair, KeyUsagePurpose,
-    PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384, PublicKeyData, SignatureAlgorithm,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384,
+    PublicKeyData, SanType, SignatureAlgorithm,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -334,6 +335,74 @@ pub fn generate(
     params.serial_number = Some(random_serial());
     let certificate = params
         .self_signed(&key)
+        .map_err(|error| Error::Generate(error.to_string()))?;
+    Ok(KeyMaterial {
+        certificate_pem: certificate.pem(),
+        private_key_pem: key.serialize_pem(),
+    })
+}
+
+/// A certificate a cluster's CA signs for one of its parts: kubeadm's leaf certificates (the
+/// API server's serving certificate, etcd's serving and peer certificates, client certificates
+/// of the admin and of the API server towards etcd).
+#[derive(Clone, Debug, Default)]
+pub struct Leaf<'a> {
+    pub common_name: &'a str,
+    /// The subject's organizations: a client certificate's groups.
+    pub organizations: &'a [&'a str],
+    /// The names a serving certificate is valid for: IP addresses or DNS names.
+    pub names: &'a [String],
+    /// Valid for serving (TLS server authentication).
+    pub server: bool,
+    /// Valid as a client certificate.
+    pub client: bool,
+    pub validity: Duration,
+}
+
+/// Issues `leaf` with a new P-256 key, signed by `ca`, valid from five minutes before `now`.
+pub fn issue(ca: &KeyMaterial, leaf: &Leaf<'_>, now: OffsetDateTime) -> Result<KeyMaterial, Error> {
+    let ca_key = KeyPair::from_pem(&ca.private_key_pem)
+        .map_err(|error| Error::Generate(format!("the CA key does not parse: {error}")))?;
+    let issuer = Issuer::from_ca_cert_pem(&ca.certificate_pem, ca_key)
+        .map_err(|error| Error::Generate(format!("the CA certificate does not parse: {error}")))?;
+    let key = KeyAlgorithm::EcdsaP256.generate_key()?;
+    let mut params = CertificateParams::default();
+    let mut subject = DistinguishedName::new();
+    for organization in leaf.organizations {
+        subject.push(DnType::OrganizationName, *organization);
+    }
+    subject.push(DnType::CommonName, leaf.common_name);
+    params.distinguished_name = subject;
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    if leaf.server {
+        params
+            .extended_key_usages
+            .push(ExtendedKeyUsagePurpose::ServerAuth);
+    }
+    if leaf.client {
+        params
+            .extended_key_usages
+            .push(ExtendedKeyUsagePurpose::ClientAuth);
+    }
+    for name in leaf.names {
+        params.subject_alt_names.push(match name.parse() {
+            Ok(address) => SanType::IpAddress(address),
+            Err(_) => SanType::DnsName(
+                name.clone()
+                    .try_into()
+                    .map_err(|_| Error::Generate(format!("{name:?} is not a DNS name")))?,
+            ),
+        });
+    }
+    params.not_before = now - Duration::minutes(5);
+    params.not_after = now + leaf.validity;
+    params.serial_number = Some(random_serial());
+    params.use_authority_key_identifier_extension = true;
+    let certificate = params
+        .signed_by(&key, &issuer)
         .map_err(|error| Error::Generate(error.to_string()))?;
     Ok(KeyMaterial {
         certificate_pem: certificate.pem(),

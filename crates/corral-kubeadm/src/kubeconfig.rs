@@ -26,14 +26,10 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use rcgen::{
-    CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
-use crate::certs::{self, KeyAlgorithm, KeyMaterial};
+use crate::certs::{self, KeyMaterial};
 
 /// The key of the kubeconfig in its Secret.
 pub const DATA_KEY: &str = "value";
@@ -60,8 +56,6 @@ pub fn secret_name(cluster: &str) -> String {
 pub enum Error {
     #[error("the Cluster has no spec.controlPlaneEndpoint yet")]
     NoEndpoint,
-    #[error("cannot sign the admin client certificate with the cluster CA: {0}")]
-    Sign(String),
     #[error(transparent)]
     Certificates(#[from] certs::Error),
     #[error("cannot read Secret {name}")]
@@ -121,29 +115,15 @@ pub fn admin_client_certificate(
     ca: &KeyMaterial,
     now: OffsetDateTime,
 ) -> Result<(String, String), Error> {
-    let ca_key = KeyPair::from_pem(&ca.private_key_pem)
-        .map_err(|error| Error::Sign(format!("the CA key does not parse: {error}")))?;
-    let issuer = Issuer::from_ca_cert_pem(&ca.certificate_pem, ca_key)
-        .map_err(|error| Error::Sign(format!("the CA certificate does not parse: {error}")))?;
-    let key = KeyAlgorithm::EcdsaP256.generate_key()?;
-    let mut params = CertificateParams::default();
-    let mut subject = DistinguishedName::new();
-    subject.push(DnType::OrganizationName, "system:masters");
-    subject.push(DnType::CommonName, "kubernetes-admin");
-    params.distinguished_name = subject;
-    params.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    params.not_before = now - Duration::minutes(5);
-    params.not_after = now + CLIENT_CERTIFICATE_VALIDITY;
-    params.serial_number = Some(certs::random_serial());
-    params.use_authority_key_identifier_extension = true;
-    let certificate = params
-        .signed_by(&key, &issuer)
-        .map_err(|error| Error::Sign(error.to_string()))?;
-    Ok((certificate.pem(), key.serialize_pem()))
+    let leaf = certs::Leaf {
+        common_name: "kubernetes-admin",
+        organizations: &["system:masters"],
+        client: true,
+        validity: CLIENT_CERTIFICATE_VALIDITY,
+        ..certs::Leaf::default()
+    };
+    let issued = certs::issue(ca, &leaf, now)?;
+    Ok((issued.certificate_pem, issued.private_key_pem))
 }
 
 /// A kubeconfig in upstream's naming: cluster `<cluster>`, user `<cluster>-admin`, context

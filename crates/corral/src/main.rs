@@ -18,6 +18,7 @@ mod commands;
 mod datadir_lock;
 mod logging;
 mod move_command;
+mod node;
 mod security;
 mod up;
 
@@ -69,6 +70,9 @@ enum Command {
     /// `clusterctl move`): pause, copy in dependency order, delete at the source, unpause; or
     /// write them to a directory and create them from it (`--to-directory`, `--from-directory`).
     Move(move_command::MoveArgs),
+    /// Run inside a machine of the local provider: do what its bootstrap data asks (files, and
+    /// for `kubeadm init` an etcd member and an API server), then keep its Node alive.
+    Node(node::NodeArgs),
     /// Print the version.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell).
@@ -167,7 +171,11 @@ impl Command {
     fn is_long_running(&self) -> bool {
         matches!(
             self,
-            Command::Up(_) | Command::Apiserver(_) | Command::Controllers(_) | Command::Cloud(_)
+            Command::Up(_)
+                | Command::Apiserver(_)
+                | Command::Controllers(_)
+                | Command::Cloud(_)
+                | Command::Node(_)
         )
     }
 
@@ -198,6 +206,7 @@ impl Command {
             Command::Up(_) => Some("up"),
             Command::Apiserver(_) => Some("apiserver"),
             Command::Cloud(_) => Some("cloud"),
+            Command::Node(_) => Some("node"),
             Command::Generate(_) => Some("generate"),
             Command::Version => Some("version"),
             Command::Completion(_) => Some("completion"),
@@ -260,6 +269,7 @@ fn main() -> ExitCode {
             Command::Init(args) => commands::init(args).await,
             Command::Controllers(args) => commands::controllers(args).await,
             Command::Cloud(args) => cloud::serve(args).await,
+            Command::Node(args) => node::run(args).await,
             Command::Move(args) => move_command::run(args).await,
             Command::Generate(args) => commands::generate(args),
             Command::Describe(args) => commands::describe(args).await,

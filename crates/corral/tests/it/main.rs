@@ -41,5 +41,6 @@ mod kubectl;
 mod kubectl_machinery;
 mod layering;
 mod move_clusters;
+mod node_agent;
 mod python_client;
 mod security;

@@ -1,0 +1,498 @@
+//! `kubeadm init`'s work on the first control plane machine, done by the agent: kubeadm's
+//! configuration read, the leaf certificates issued from the CAs the bootstrap data carries
+//! (`/etc/kubernetes/pki/ca.*`, `etcd/ca.*`), an etcd member and a Corral API server started
+//! as the agent's children (each restarted when it exits, as a kubelet restarts static Pods),
+//! and `/etc/kubernetes/admin.conf` written; done when the API server answers.
+//!
+//! The programs' output goes to `<root>/var/log/<program>.log`; etcd keeps its data in
+//! `<root>/var/lib/etcd`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use corral_kubeadm::certs::{self, KeyMaterial, Leaf};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::Options;
+use crate::cloud_config::under_root;
+
+/// How long issued leaf certificates are valid (kubeadm's default, a year).
+const LEAF_VALIDITY: time::Duration = time::Duration::days(365);
+
+/// How long the etcd member and the API server get to start answering.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+const ETCD_CLIENT_PORT: u16 = 2379;
+const ETCD_PEER_PORT: u16 = 2380;
+
+/// What `kubeadm init` could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read kubeadm's configuration {path}: {reason}")]
+    Configuration { path: String, reason: String },
+    #[error(
+        "cannot read {path} (the bootstrap data must carry the cluster's certificates): {source}"
+    )]
+    ReadCertificate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot issue the {what} certificate: {source}")]
+    Issue {
+        what: &'static str,
+        #[source]
+        source: certs::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start {program}: {source}")]
+    Start {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what} did not start answering within {seconds} s; see {log}")]
+    NotAnswering {
+        what: &'static str,
+        seconds: u64,
+        log: PathBuf,
+    },
+    #[error("the admin kubeconfig does not work: {0}")]
+    Client(String),
+}
+
+/// What kubeadm's configuration documents say that the agent uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeadmFacts {
+    pub node_name: String,
+    pub cluster_name: String,
+    pub kubernetes_version: Option<String>,
+    /// `host:port`.
+    pub control_plane_endpoint: Option<String>,
+    pub cert_sans: Vec<String>,
+    pub bind_port: u16,
+}
+
+impl KubeadmFacts {
+    /// Reads the InitConfiguration and ClusterConfiguration documents.
+    pub fn read(text: &str, machine_name: &str) -> Result<KubeadmFacts, String> {
+        let mut init = Value::Null;
+        let mut cluster = Value::Null;
+        for document in serde_yaml::Deserializer::from_str(text) {
+            let value: Value = serde::Deserialize::deserialize(document)
+                .map_err(|error| format!("not YAML: {error}"))?;
+            match value.get("kind").and_then(Value::as_str) {
+                Some("InitConfiguration") | Some("JoinConfiguration") => init = value,
+                Some("ClusterConfiguration") => cluster = value,
+                _ => {}
+            }
+        }
+        let text_at = |value: &Value, pointer: &str| {
+            value
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        let bind_port = match init.pointer("/localAPIEndpoint/bindPort") {
+            None | Some(Value::Null) => 6443,
+            Some(port) => port
+                .as_u64()
+                .and_then(|port| u16::try_from(port).ok())
+                .filter(|port| *port != 0)
+                .ok_or_else(|| format!("localAPIEndpoint.bindPort {port} is not a port"))?,
+        };
+        Ok(KubeadmFacts {
+            node_name: text_at(&init, "/nodeRegistration/name")
+                .unwrap_or_else(|| machine_name.to_owned()),
+            cluster_name: text_at(&cluster, "/clusterName")
+                .unwrap_or_else(|| "kubernetes".to_owned()),
+            kubernetes_version: text_at(&cluster, "/kubernetesVersion"),
+            control_plane_endpoint: text_at(&cluster, "/controlPlaneEndpoint"),
+            cert_sans: cluster
+                .pointer("/apiServer/certSANs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            bind_port,
+        })
+    }
+}
+
+/// A running control plane machine: what the kubelet side needs.
+pub struct ControlPlane {
+    pub facts: KubeadmFacts,
+    /// A client of the machine's own API server, as the admin.
+    pub client: kube::Client,
+    /// Supervises the etcd member and the API server; they stop with it.
+    _processes: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Does `kubeadm init --config <config>`'s work; returns once the API server answers.
+pub async fn init(options: &Options, config: &str) -> Result<ControlPlane, Error> {
+    let config_path = under_root(&options.root, config).map_err(|error| Error::Configuration {
+        path: config.into(),
+        reason: error.to_string(),
+    })?;
+    let text = std::fs::read_to_string(&config_path).map_err(|error| Error::Configuration {
+        path: config.into(),
+        reason: error.to_string(),
+    })?;
+    let facts = KubeadmFacts::read(&text, &options.machine_name).map_err(|reason| {
+        Error::Configuration {
+            path: config.into(),
+            reason,
+        }
+    })?;
+    let pki = options.root.join("etc/kubernetes/pki");
+    let cluster_ca = read_pair(&pki, "ca")?;
+    let etcd_ca = read_pair(&pki, "etcd/ca")?;
+    let now = OffsetDateTime::now_utc();
+    let address = options.address.to_string();
+
+    // kubeadm's leaf certificates: the API server's serving certificate names every way the
+    // API server is reached; etcd's name the member's address and loopback.
+    let mut apiserver_names = vec![
+        facts.node_name.clone(),
+        "kubernetes".into(),
+        "kubernetes.default".into(),
+        "kubernetes.default.svc".into(),
+        "kubernetes.default.svc.cluster.local".into(),
+        "localhost".into(),
+        "127.0.0.1".into(),
+        address.clone(),
+    ];
+    if let Some(endpoint) = &facts.control_plane_endpoint {
+        apiserver_names.push(host_of(endpoint).to_owned());
+    }
+    apiserver_names.extend(facts.cert_sans.iter().cloned());
+    apiserver_names.sort();
+    apiserver_names.dedup();
+    let etcd_names = vec![
+        facts.node_name.clone(),
+        "localhost".into(),
+        "127.0.0.1".into(),
+        address.clone(),
+    ];
+    let issued = [
+        (
+            "apiserver",
+            &cluster_ca,
+            Leaf {
+                common_name: "kube-apiserver",
+                names: &apiserver_names,
+                server: true,
+                ..leaf()
+            },
+        ),
+        (
+            "apiserver-etcd-client",
+            &etcd_ca,
+            Leaf {
+                common_name: "kube-apiserver-etcd-client",
+                client: true,
+                ..leaf()
+            },
+        ),
+        (
+            "etcd/server",
+            &etcd_ca,
+            Leaf {
+                common_name: &facts.node_name,
+                names: &etcd_names,
+                server: true,
+                client: true,
+                ..leaf()
+            },
+        ),
+        (
+            "etcd/peer",
+            &etcd_ca,
+            Leaf {
+                common_name: &facts.node_name,
+                names: &etcd_names,
+                server: true,
+                client: true,
+                ..leaf()
+            },
+        ),
+    ];
+    for (name, ca, leaf) in issued {
+        let material =
+            certs::issue(ca, &leaf, now).map_err(|source| Error::Issue { what: name, source })?;
+        write(
+            &pki.join(format!("{name}.crt")),
+            &material.certificate_pem,
+            0o644,
+        )?;
+        write(
+            &pki.join(format!("{name}.key")),
+            &material.private_key_pem,
+            0o600,
+        )?;
+    }
+
+    let local_server = format!(
+        "https://{}",
+        SocketAddr::new(options.address, facts.bind_port)
+    );
+    let admin_server = facts
+        .control_plane_endpoint
+        .as_ref()
+        .map(|endpoint| format!("https://{endpoint}"))
+        .unwrap_or_else(|| local_server.clone());
+    let admin_conf = |server: &str| {
+        corral_kubeadm::kubeconfig::generate(&facts.cluster_name, server, &cluster_ca, now)
+            .map_err(|error| Error::Client(error.to_string()))
+    };
+    write(
+        &options.root.join("etc/kubernetes/admin.conf"),
+        &admin_conf(&admin_server)?,
+        0o600,
+    )?;
+
+    let logs = options.root.join("var/log");
+    let etcd_log = logs.join("etcd.log");
+    let etcd = supervise(
+        "etcd",
+        &options.etcd,
+        etcd_arguments(options, &facts.node_name, &pki),
+        &etcd_log,
+    )?;
+    wait_for_port(
+        SocketAddr::new(options.address, ETCD_CLIENT_PORT),
+        "etcd",
+        &etcd_log,
+    )
+    .await?;
+    let apiserver_log = logs.join("apiserver.log");
+    let path = |name: &str| pki.join(name).display().to_string();
+    let apiserver = supervise(
+        "apiserver",
+        &options.corral,
+        vec![
+            "apiserver".into(),
+            "--data-dir".into(),
+            options
+                .root
+                .join("var/lib/corral-apiserver")
+                .display()
+                .to_string(),
+            "--listen".into(),
+            SocketAddr::new(options.address, facts.bind_port).to_string(),
+            "--tls-cert-file".into(),
+            path("apiserver.crt"),
+            "--tls-private-key-file".into(),
+            path("apiserver.key"),
+            "--client-ca-file".into(),
+            path("ca.crt"),
+            "--store".into(),
+            "etcd".into(),
+            "--etcd-endpoints".into(),
+            format!("https://127.0.0.1:{ETCD_CLIENT_PORT}"),
+            "--etcd-cafile".into(),
+            path("etcd/ca.crt"),
+            "--etcd-certfile".into(),
+            path("apiserver-etcd-client.crt"),
+            "--etcd-keyfile".into(),
+            path("apiserver-etcd-client.key"),
+        ],
+        &apiserver_log,
+    )?;
+
+    // The agent's own client talks to its machine's API server, not through the endpoint.
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&admin_conf(&local_server)?)
+        .map_err(|error| Error::Client(error.to_string()))?;
+    let client_config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .map_err(|error| Error::Client(error.to_string()))?;
+    let client =
+        kube::Client::try_from(client_config).map_err(|error| Error::Client(error.to_string()))?;
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    while client.apiserver_version().await.is_err() {
+        if tokio::time::Instant::now() > deadline {
+            return Err(Error::NotAnswering {
+                what: "the API server",
+                seconds: START_TIMEOUT.as_secs(),
+                log: apiserver_log,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tracing::info!(node = %facts.node_name, "The control plane answers");
+    Ok(ControlPlane {
+        facts,
+        client,
+        _processes: vec![etcd, apiserver],
+    })
+}
+
+fn leaf() -> Leaf<'static> {
+    Leaf {
+        validity: LEAF_VALIDITY,
+        ..Leaf::default()
+    }
+}
+
+fn etcd_arguments(options: &Options, node_name: &str, pki: &Path) -> Vec<String> {
+    let address = url_host(options.address);
+    let path = |name: &str| pki.join(name).display().to_string();
+    let peer_url = format!("https://{address}:{ETCD_PEER_PORT}");
+    [
+        ("name", node_name.to_owned()),
+        (
+            "data-dir",
+            options.root.join("var/lib/etcd").display().to_string(),
+        ),
+        (
+            "listen-client-urls",
+            format!("https://127.0.0.1:{ETCD_CLIENT_PORT},https://{address}:{ETCD_CLIENT_PORT}"),
+        ),
+        (
+            "advertise-client-urls",
+            format!("https://{address}:{ETCD_CLIENT_PORT}"),
+        ),
+        ("listen-peer-urls", peer_url.clone()),
+        ("initial-advertise-peer-urls", peer_url.clone()),
+        ("initial-cluster", format!("{node_name}={peer_url}")),
+        ("initial-cluster-state", "new".into()),
+        ("client-cert-auth", "true".into()),
+        ("trusted-ca-file", path("etcd/ca.crt")),
+        ("cert-file", path("etcd/server.crt")),
+        ("key-file", path("etcd/server.key")),
+        ("peer-client-cert-auth", "true".into()),
+        ("peer-trusted-ca-file", path("etcd/ca.crt")),
+        ("peer-cert-file", path("etcd/peer.crt")),
+        ("peer-key-file", path("etcd/peer.key")),
+        ("listen-metrics-urls", "http://127.0.0.1:2381".into()),
+    ]
+    .into_iter()
+    .map(|(flag, value)| format!("--{flag}={value}"))
+    .collect()
+}
+
+fn url_host(address: IpAddr) -> String {
+    match address {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+fn host_of(endpoint: &str) -> &str {
+    endpoint
+        .rsplit_once(':')
+        .map_or(endpoint, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+}
+
+fn read_pair(pki: &Path, name: &str) -> Result<KeyMaterial, Error> {
+    let read = |path: PathBuf| {
+        std::fs::read_to_string(&path).map_err(|source| Error::ReadCertificate { path, source })
+    };
+    Ok(KeyMaterial {
+        certificate_pem: read(pki.join(format!("{name}.crt")))?,
+        private_key_pem: read(pki.join(format!("{name}.key")))?,
+    })
+}
+
+fn write(path: &Path, content: &str, mode: u32) -> Result<(), Error> {
+    let write = || -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(path.parent().expect("a file has a directory"))?;
+        std::fs::write(path, content)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    };
+    write().map_err(|source| Error::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Runs the program, and again whenever it exits (after a pause growing to 10 s), its output
+/// appended to `log`, until the returned task is dropped or aborted.
+fn supervise(
+    name: &'static str,
+    program: &Path,
+    arguments: Vec<String>,
+    log: &Path,
+) -> Result<tokio::task::JoinHandle<()>, Error> {
+    std::fs::create_dir_all(log.parent().expect("a log has a directory")).map_err(|source| {
+        Error::Write {
+            path: log.to_owned(),
+            source,
+        }
+    })?;
+    let open_log = {
+        let log = log.to_owned();
+        move || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+        }
+    };
+    let start = {
+        let program = program.to_owned();
+        move || -> std::io::Result<tokio::process::Child> {
+            let output = open_log()?;
+            tokio::process::Command::new(&program)
+                .args(&arguments)
+                .stdin(std::process::Stdio::null())
+                .stdout(output.try_clone()?)
+                .stderr(output)
+                .kill_on_drop(true)
+                .spawn()
+        }
+    };
+    // The first start's failure (no such program) is the caller's error; later ones are
+    // retried.
+    let mut child = start().map_err(|source| Error::Start {
+        program: program.display().to_string(),
+        source,
+    })?;
+    Ok(tokio::spawn(async move {
+        let mut pause = Duration::from_secs(1);
+        loop {
+            let status = child.wait().await;
+            tracing::warn!(program = name, ?status, "Restarting {name}, which exited");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(10));
+            match start() {
+                Ok(next) => child = next,
+                Err(error) => {
+                    tracing::warn!(program = name, %error, "Cannot restart {name}");
+                    continue;
+                }
+            }
+        }
+    }))
+}
+
+async fn wait_for_port(address: SocketAddr, what: &'static str, log: &Path) -> Result<(), Error> {
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    while tokio::net::TcpStream::connect(address).await.is_err() {
+        if tokio::time::Instant::now() > deadline {
+            return Err(Error::NotAnswering {
+                what,
+                seconds: START_TIMEOUT.as_secs(),
+                log: log.to_owned(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+//! What a kubelet does that Cluster API watches: register the machine's Node (providerID,
+//! addresses, capacity, the control plane's role label and taint, `Ready`), then heartbeat —
+//! renew the Node's Lease in `kube-node-lease` every 10 s and post the Node's status every
+//! minute (kubelet's defaults: `nodeLeaseRenewIntervalFraction` of a 40 s lease, and
+//! `nodeStatusReportFrequency`) — until the agent stops.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Taint,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+
+use crate::Options;
+use crate::control_plane::ControlPlane;
+
+const LEASE_NAMESPACE: &str = "kube-node-lease";
+const LEASE_DURATION_SECONDS: i32 = 40;
+const LEASE_RENEW: Duration = Duration::from_secs(10);
+const STATUS_REPORT: Duration = Duration::from_secs(60);
+const FIELD_MANAGER: &str = "kubelet";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot register Node {node}: {source}")]
+    Register {
+        node: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot write the bootstrap sentinel {path}: {source}")]
+    Sentinel {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Registers the Node, writes the bootstrap sentinel, then heartbeats until the process ends.
+pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), Error> {
+    let client = control_plane.client.clone();
+    let node_name = control_plane.facts.node_name.clone();
+    let version = control_plane.facts.kubernetes_version.clone();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let register = |source| Error::Register {
+        node: node_name.clone(),
+        source,
+    };
+    let node = node(options, &node_name, version.as_deref(), true);
+    match nodes.create(&PostParams::default(), &node).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => return Err(register(error)),
+    }
+    post_status(&nodes, &node_name, &node)
+        .await
+        .map_err(register)?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let lease_namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(LEASE_NAMESPACE.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match namespaces
+        .create(&PostParams::default(), &lease_namespace)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => return Err(register(error)),
+    }
+    renew_lease(&client, &node_name).await.map_err(register)?;
+    let sentinel = crate::cloud_config::under_root(
+        &options.root,
+        corral_kubeadm::bootstrap::cloud_init::SENTINEL_PATH,
+    )
+    .expect("the sentinel's path is under the root");
+    let write_sentinel = || -> std::io::Result<()> {
+        std::fs::create_dir_all(sentinel.parent().expect("the sentinel has a directory"))?;
+        std::fs::write(&sentinel, "success\n")
+    };
+    write_sentinel().map_err(|source| Error::Sentinel {
+        path: sentinel.clone(),
+        source,
+    })?;
+    tracing::info!(node = %node_name, "Node registered; heartbeating");
+
+    let mut lease_timer = tokio::time::interval(LEASE_RENEW);
+    let mut status_timer = tokio::time::interval(STATUS_REPORT);
+    loop {
+        tokio::select! {
+            _ = lease_timer.tick() => {
+                if let Err(error) = renew_lease(&client, &node_name).await {
+                    tracing::warn!(%error, "Renewing the Node's Lease failed");
+                }
+            }
+            _ = status_timer.tick() => {
+                if let Err(error) = post_status(&nodes, &node_name, &node).await {
+                    tracing::warn!(%error, "Posting the Node's status failed");
+                }
+            }
+        }
+    }
+}
+
+/// The Node as the kubelet registers it.
+fn node(options: &Options, name: &str, version: Option<&str>, control_plane: bool) -> Node {
+    let mut labels = BTreeMap::from([
+        ("kubernetes.io/hostname".to_owned(), name.to_owned()),
+        ("kubernetes.io/os".to_owned(), "linux".to_owned()),
+        (
+            "kubernetes.io/arch".to_owned(),
+            kubernetes_arch().to_owned(),
+        ),
+    ]);
+    let mut taints = Vec::new();
+    if control_plane {
+        labels.insert(
+            "node-role.kubernetes.io/control-plane".into(),
+            String::new(),
+        );
+        taints.push(Taint {
+            key: "node-role.kubernetes.io/control-plane".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        });
+    }
+    let capacity = BTreeMap::from([
+        ("cpu".to_owned(), Quantity(cpus().to_string())),
+        ("memory".to_owned(), Quantity(format!("{}Ki", memory_kib()))),
+        ("pods".to_owned(), Quantity("110".into())),
+    ]);
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: Some(options.provider_id.clone()),
+            taints: Some(taints),
+            ..Default::default()
+        }),
+        status: Some(NodeStatus {
+            addresses: Some(vec![
+                NodeAddress {
+                    type_: "InternalIP".into(),
+                    address: options.address.to_string(),
+                },
+                NodeAddress {
+                    type_: "Hostname".into(),
+                    address: name.to_owned(),
+                },
+            ]),
+            allocatable: Some(capacity.clone()),
+            capacity: Some(capacity),
+            node_info: Some(NodeSystemInfo {
+                architecture: kubernetes_arch().into(),
+                kubelet_version: version.unwrap_or_default().into(),
+                kube_proxy_version: version.unwrap_or_default().into(),
+                operating_system: "linux".into(),
+                os_image: "Corral local machine".into(),
+                container_runtime_version: "corral://".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+/// Posts the Node's status with `Ready` heartbeating now.
+async fn post_status(nodes: &Api<Node>, name: &str, node: &Node) -> Result<(), kube::Error> {
+    let now = Time(now());
+    let mut status = node.status.clone().unwrap_or_default();
+    status.conditions = Some(vec![NodeCondition {
+        type_: "Ready".into(),
+        status: "True".into(),
+        reason: Some("KubeletReady".into()),
+        message: Some("kubelet is posting ready status".into()),
+        last_heartbeat_time: Some(now.clone()),
+        last_transition_time: Some(now),
+    }]);
+    let patch = serde_json::json!({ "status": status });
+    nodes
+        .patch_status(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "status": patch["status"],
+            })),
+        )
+        .await
+        .map(drop)
+}
+
+async fn renew_lease(client: &kube::Client, node: &str) -> Result<(), kube::Error> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), LEASE_NAMESPACE);
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some(node.to_owned()),
+            namespace: Some(LEASE_NAMESPACE.into()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(node.to_owned()),
+            lease_duration_seconds: Some(LEASE_DURATION_SECONDS),
+            renew_time: Some(MicroTime(now())),
+            ..Default::default()
+        }),
+    };
+    leases
+        .patch(
+            node,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(lease),
+        )
+        .await
+        .map(drop)
+}
+
+fn now() -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::now()
+}
+
+fn kubernetes_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// MemTotal of /proc/meminfo, in KiB.
+fn memory_kib() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,107 @@
+//! The node agent, `corral node`: started inside a real machine (the local provider's network
+//! namespaces) with the machine's bootstrap data, it does what the kubeadm bootstrap provider's
+//! cloud-init asks. It writes the files under the machine's root directory
+//! ([`cloud_config`]); for `kubeadm init` it does kubeadm's work itself ([`control_plane`]):
+//! the leaf certificates from the cluster's CAs, an etcd member (Debian's `etcd`, TLS with
+//! client certificates) and a Corral API server on it, serving with the cluster CA as client CA,
+//! and `/etc/kubernetes/admin.conf`; then, as a kubelet, it registers the machine's Node and
+//! heartbeats it ([`kubelet`]) until it is stopped. Commands it does not understand are not
+//! run (the machine shares the host's file system) and are logged.
+//!
+//! The success sentinel of the bootstrap contract
+//! (`/run/cluster-api/bootstrap-success.complete`) is written once the Node is registered; a
+//! failure before it ends [`run`] with an error saying what, which the machine reports.
+//!
+//! Not yet: `kubeadm join` (control plane members added to etcd, workers authenticating with
+//! a bootstrap token), the static Pod objects and kubeadm's ConfigMaps a control plane
+//! provider reads.
+
+pub mod cloud_config;
+pub mod control_plane;
+pub mod kubelet;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use cloud_config::{CloudConfig, Command};
+
+/// Where the agent finds its machine and its programs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The bootstrap data (cloud-config).
+    pub bootstrap_data: PathBuf,
+    /// The machine's root directory: a file the bootstrap data writes to `/etc/x` is
+    /// `<root>/etc/x`.
+    pub root: PathBuf,
+    /// The machine's name: its hostname (`ds.meta_data.local_hostname`) and default Node name.
+    pub machine_name: String,
+    pub provider_id: String,
+    /// The machine's address, on which its etcd and API server listen.
+    pub address: IpAddr,
+    /// The etcd binary.
+    pub etcd: PathBuf,
+    /// The Corral binary, whose `apiserver` command is the machine's API server.
+    pub corral: PathBuf,
+}
+
+/// What stopped the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read the bootstrap data {path}: {source}")]
+    ReadBootstrapData {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    CloudConfig(#[from] cloud_config::Error),
+    #[error("the bootstrap data runs no kubeadm command")]
+    NoKubeadmCommand,
+    #[error("kubeadm join is not done by the node agent yet")]
+    JoinNotSupported,
+    #[error(transparent)]
+    ControlPlane(#[from] control_plane::Error),
+    #[error(transparent)]
+    Kubelet(#[from] kubelet::Error),
+}
+
+/// Runs the machine's bootstrap, then keeps its Node alive until the process is stopped.
+pub async fn run(options: Options) -> Result<(), Error> {
+    let text = std::fs::read_to_string(&options.bootstrap_data).map_err(|source| {
+        Error::ReadBootstrapData {
+            path: options.bootstrap_data.clone(),
+            source,
+        }
+    })?;
+    let metadata = BTreeMap::from([
+        ("local_hostname", options.machine_name.clone()),
+        ("hostname", options.machine_name.clone()),
+        ("instance_id", options.provider_id.clone()),
+        ("provider_id", options.provider_id.clone()),
+    ]);
+    let config = CloudConfig::parse(&text, &metadata)?;
+    tracing::info!(
+        files = config.write_files.len(),
+        "Writing the bootstrap files"
+    );
+    config.write_files(&options.root)?;
+    let mut kubeadm = None;
+    for command in config.commands() {
+        match command {
+            Command::Other(line) => {
+                tracing::warn!(command = %line, "Not running a command of the bootstrap data: the machine shares the host's file system")
+            }
+            command => kubeadm = Some(command),
+        }
+    }
+    match kubeadm {
+        Some(Command::KubeadmInit { config }) => {
+            let control_plane = control_plane::init(&options, &config).await?;
+            kubelet::run(&options, control_plane).await?;
+            Ok(())
+        }
+        Some(Command::KubeadmJoin { .. }) => Err(Error::JoinNotSupported),
+        _ => Err(Error::NoKubeadmCommand),
+    }
+}
