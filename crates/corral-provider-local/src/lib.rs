@@ -12,3 +12,4 @@
 //! real machines) and the node agent started inside each machine are built on it.
 
 pub mod host;
+pub mod load_balancer;

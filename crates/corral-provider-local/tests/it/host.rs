@@ -8,7 +8,7 @@ use corral_provider_local::host::{Host, LocalMachine, MachineRequest};
 /// The pool the tests take clusters' /24s from: `10.77.0.0/16`, the provider's own default.
 const POOL: u8 = 77;
 
-fn host(root: &Path) -> Host {
+pub(crate) fn host(root: &Path) -> Host {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     assert_eq!(
@@ -58,12 +58,21 @@ fn process_alive(pid: i32) -> bool {
         .is_some_and(|state| state != 'Z' && state != 'X')
 }
 
-/// A TCP server inside the machine, answering "hello from <name>" to every connection.
+/// A TCP server inside the machine on port 8080, answering "hello from <name>".
 fn serve_hello(host: &Host, machine: &LocalMachine) -> tokio::process::Child {
+    serve_hello_on(host, machine, 8080)
+}
+
+/// A TCP server inside the machine, answering "hello from <name>" to every connection.
+pub(crate) fn serve_hello_on(
+    host: &Host,
+    machine: &LocalMachine,
+    port: u16,
+) -> tokio::process::Child {
     let script = format!(
         "import socket\n\
          s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
-         s.bind(('{}', 8080)); s.listen()\n\
+         s.bind(('{}', {port})); s.listen()\n\
          while True:\n    c, _ = s.accept(); c.sendall(b'hello from {}'); c.close()\n",
         machine.address, machine.name
     );

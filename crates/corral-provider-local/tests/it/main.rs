@@ -2,3 +2,4 @@
 //! so they need root and iproute2 (CI runs them as root); without them they fail saying so.
 
 mod host;
+mod load_balancer;
