@@ -66,6 +66,10 @@ pub enum Error {
     },
     #[error("the admin kubeconfig does not work: {0}")]
     Client(String),
+    #[error("etcd: {0}")]
+    Etcd(String),
+    #[error("the JoinConfiguration has no controlPlane: the machine is a worker")]
+    NotAControlPlane,
 }
 
 /// What kubeadm's configuration documents say that the agent uses.
@@ -74,22 +78,32 @@ pub struct KubeadmFacts {
     pub node_name: String,
     pub cluster_name: String,
     pub kubernetes_version: Option<String>,
-    /// `host:port`.
+    /// `host:port`: the ClusterConfiguration's `controlPlaneEndpoint`, or where a joining
+    /// machine discovers the cluster (`discovery.bootstrapToken.apiServerEndpoint`).
     pub control_plane_endpoint: Option<String>,
     pub cert_sans: Vec<String>,
     pub bind_port: u16,
+    /// The machine runs a control plane: it initializes the cluster, or its JoinConfiguration
+    /// has `controlPlane`.
+    pub control_plane: bool,
 }
 
 impl KubeadmFacts {
-    /// Reads the InitConfiguration and ClusterConfiguration documents.
+    /// Reads the InitConfiguration or JoinConfiguration document, and the
+    /// ClusterConfiguration where there is one.
     pub fn read(text: &str, machine_name: &str) -> Result<KubeadmFacts, String> {
-        let mut init = Value::Null;
+        let mut node = Value::Null;
         let mut cluster = Value::Null;
+        let mut joining = false;
         for document in serde_yaml::Deserializer::from_str(text) {
             let value: Value = serde::Deserialize::deserialize(document)
                 .map_err(|error| format!("not YAML: {error}"))?;
             match value.get("kind").and_then(Value::as_str) {
-                Some("InitConfiguration") | Some("JoinConfiguration") => init = value,
+                Some("InitConfiguration") => node = value,
+                Some("JoinConfiguration") => {
+                    node = value;
+                    joining = true;
+                }
                 Some("ClusterConfiguration") => cluster = value,
                 _ => {}
             }
@@ -101,21 +115,30 @@ impl KubeadmFacts {
                 .filter(|text| !text.is_empty())
                 .map(str::to_owned)
         };
-        let bind_port = match init.pointer("/localAPIEndpoint/bindPort") {
+        let (endpoint_pointer, port_pointer) = if joining {
+            (
+                "/controlPlane/localAPIEndpoint/bindPort",
+                "controlPlane.localAPIEndpoint.bindPort",
+            )
+        } else {
+            ("/localAPIEndpoint/bindPort", "localAPIEndpoint.bindPort")
+        };
+        let bind_port = match node.pointer(endpoint_pointer) {
             None | Some(Value::Null) => 6443,
             Some(port) => port
                 .as_u64()
                 .and_then(|port| u16::try_from(port).ok())
                 .filter(|port| *port != 0)
-                .ok_or_else(|| format!("localAPIEndpoint.bindPort {port} is not a port"))?,
+                .ok_or_else(|| format!("{port_pointer} {port} is not a port"))?,
         };
         Ok(KubeadmFacts {
-            node_name: text_at(&init, "/nodeRegistration/name")
+            node_name: text_at(&node, "/nodeRegistration/name")
                 .unwrap_or_else(|| machine_name.to_owned()),
             cluster_name: text_at(&cluster, "/clusterName")
                 .unwrap_or_else(|| "kubernetes".to_owned()),
             kubernetes_version: text_at(&cluster, "/kubernetesVersion"),
-            control_plane_endpoint: text_at(&cluster, "/controlPlaneEndpoint"),
+            control_plane_endpoint: text_at(&cluster, "/controlPlaneEndpoint")
+                .or_else(|| text_at(&node, "/discovery/bootstrapToken/apiServerEndpoint")),
             cert_sans: cluster
                 .pointer("/apiServer/certSANs")
                 .and_then(Value::as_array)
@@ -125,6 +148,7 @@ impl KubeadmFacts {
                 .map(str::to_owned)
                 .collect(),
             bind_port,
+            control_plane: !joining || node.get("controlPlane").is_some_and(|v| !v.is_null()),
         })
     }
 }
@@ -140,133 +164,349 @@ pub struct ControlPlane {
 
 /// Does `kubeadm init --config <config>`'s work; returns once the API server answers.
 pub async fn init(options: &Options, config: &str) -> Result<ControlPlane, Error> {
-    let config_path = under_root(&options.root, config).map_err(|error| Error::Configuration {
-        path: config.into(),
-        reason: error.to_string(),
-    })?;
-    let text = std::fs::read_to_string(&config_path).map_err(|error| Error::Configuration {
-        path: config.into(),
-        reason: error.to_string(),
-    })?;
-    let facts = KubeadmFacts::read(&text, &options.machine_name).map_err(|reason| {
-        Error::Configuration {
+    let facts = read_facts(options, config)?;
+    let pki = Pki::read(options)?;
+    pki.issue(options, &facts)?;
+    let peer_url = peer_url(options.address);
+    let initial_cluster = format!("{}={peer_url}", facts.node_name);
+    start(options, facts, &pki, &initial_cluster, "new").await
+}
+
+/// Does `kubeadm join --config <config>`'s work on a control plane machine: this machine's
+/// member is added to the cluster's etcd (the members are the control plane Nodes' addresses,
+/// asked through the endpoint), then its etcd and API server start as on the first machine.
+/// Adding again after a restart finds the member added before.
+pub async fn join(options: &Options, config: &str) -> Result<ControlPlane, Error> {
+    let facts = read_facts(options, config)?;
+    if !facts.control_plane {
+        return Err(Error::NotAControlPlane);
+    }
+    let pki = Pki::read(options)?;
+    pki.issue(options, &facts)?;
+    let endpoint = facts
+        .control_plane_endpoint
+        .clone()
+        .ok_or_else(|| Error::Configuration {
             path: config.into(),
-            reason,
+            reason: "discovery.bootstrapToken.apiServerEndpoint is not set".into(),
+        })?;
+    let cluster = pki
+        .admin_client(&facts, &format!("https://{endpoint}"))
+        .await?;
+    let initial_cluster = add_etcd_member(options, &facts, &pki, &cluster).await?;
+    start(options, facts, &pki, &initial_cluster, "existing").await
+}
+
+fn read_facts(options: &Options, config: &str) -> Result<KubeadmFacts, Error> {
+    let unreadable = |reason: String| Error::Configuration {
+        path: config.into(),
+        reason,
+    };
+    let path = under_root(&options.root, config).map_err(|error| unreadable(error.to_string()))?;
+    let text = std::fs::read_to_string(&path).map_err(|error| unreadable(error.to_string()))?;
+    let mut facts = KubeadmFacts::read(&text, &options.machine_name).map_err(unreadable)?;
+    if facts.kubernetes_version.is_none() {
+        facts.kubernetes_version = options.kubernetes_version.clone();
+    }
+    Ok(facts)
+}
+
+/// The machine's `/etc/kubernetes/pki`, with the CAs the bootstrap data carried.
+struct Pki {
+    dir: PathBuf,
+    cluster_ca: KeyMaterial,
+    etcd_ca: KeyMaterial,
+}
+
+impl Pki {
+    fn read(options: &Options) -> Result<Pki, Error> {
+        let dir = options.root.join("etc/kubernetes/pki");
+        Ok(Pki {
+            cluster_ca: read_pair(&dir, "ca")?,
+            etcd_ca: read_pair(&dir, "etcd/ca")?,
+            dir,
+        })
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    /// kubeadm's leaf certificates: the API server's serving certificate names every way the
+    /// API server is reached; etcd's name the member's address and loopback.
+    fn issue(&self, options: &Options, facts: &KubeadmFacts) -> Result<(), Error> {
+        let now = OffsetDateTime::now_utc();
+        let address = options.address.to_string();
+        let mut apiserver_names = vec![
+            facts.node_name.clone(),
+            "kubernetes".into(),
+            "kubernetes.default".into(),
+            "kubernetes.default.svc".into(),
+            "kubernetes.default.svc.cluster.local".into(),
+            "localhost".into(),
+            "127.0.0.1".into(),
+            address.clone(),
+        ];
+        if let Some(endpoint) = &facts.control_plane_endpoint {
+            apiserver_names.push(host_of(endpoint).to_owned());
         }
-    })?;
-    let pki = options.root.join("etc/kubernetes/pki");
-    let cluster_ca = read_pair(&pki, "ca")?;
-    let etcd_ca = read_pair(&pki, "etcd/ca")?;
-    let now = OffsetDateTime::now_utc();
-    let address = options.address.to_string();
-
-    // kubeadm's leaf certificates: the API server's serving certificate names every way the
-    // API server is reached; etcd's name the member's address and loopback.
-    let mut apiserver_names = vec![
-        facts.node_name.clone(),
-        "kubernetes".into(),
-        "kubernetes.default".into(),
-        "kubernetes.default.svc".into(),
-        "kubernetes.default.svc.cluster.local".into(),
-        "localhost".into(),
-        "127.0.0.1".into(),
-        address.clone(),
-    ];
-    if let Some(endpoint) = &facts.control_plane_endpoint {
-        apiserver_names.push(host_of(endpoint).to_owned());
-    }
-    apiserver_names.extend(facts.cert_sans.iter().cloned());
-    apiserver_names.sort();
-    apiserver_names.dedup();
-    let etcd_names = vec![
-        facts.node_name.clone(),
-        "localhost".into(),
-        "127.0.0.1".into(),
-        address.clone(),
-    ];
-    let issued = [
-        (
-            "apiserver",
-            &cluster_ca,
-            Leaf {
-                common_name: "kube-apiserver",
-                names: &apiserver_names,
-                server: true,
-                ..leaf()
-            },
-        ),
-        (
-            "apiserver-etcd-client",
-            &etcd_ca,
-            Leaf {
-                common_name: "kube-apiserver-etcd-client",
-                client: true,
-                ..leaf()
-            },
-        ),
-        (
-            "etcd/server",
-            &etcd_ca,
-            Leaf {
-                common_name: &facts.node_name,
-                names: &etcd_names,
-                server: true,
-                client: true,
-                ..leaf()
-            },
-        ),
-        (
-            "etcd/peer",
-            &etcd_ca,
-            Leaf {
-                common_name: &facts.node_name,
-                names: &etcd_names,
-                server: true,
-                client: true,
-                ..leaf()
-            },
-        ),
-    ];
-    for (name, ca, leaf) in issued {
-        let material =
-            certs::issue(ca, &leaf, now).map_err(|source| Error::Issue { what: name, source })?;
+        apiserver_names.extend(facts.cert_sans.iter().cloned());
+        apiserver_names.sort();
+        apiserver_names.dedup();
+        let etcd_names = vec![
+            facts.node_name.clone(),
+            "localhost".into(),
+            "127.0.0.1".into(),
+            address,
+        ];
+        let issued = [
+            (
+                "apiserver",
+                &self.cluster_ca,
+                Leaf {
+                    common_name: "kube-apiserver",
+                    names: &apiserver_names,
+                    server: true,
+                    ..leaf()
+                },
+            ),
+            (
+                "apiserver-etcd-client",
+                &self.etcd_ca,
+                Leaf {
+                    common_name: "kube-apiserver-etcd-client",
+                    client: true,
+                    ..leaf()
+                },
+            ),
+            (
+                "etcd/server",
+                &self.etcd_ca,
+                Leaf {
+                    common_name: &facts.node_name,
+                    names: &etcd_names,
+                    server: true,
+                    client: true,
+                    ..leaf()
+                },
+            ),
+            (
+                "etcd/peer",
+                &self.etcd_ca,
+                Leaf {
+                    common_name: &facts.node_name,
+                    names: &etcd_names,
+                    server: true,
+                    client: true,
+                    ..leaf()
+                },
+            ),
+        ];
+        for (name, ca, leaf) in issued {
+            let material = certs::issue(ca, &leaf, now)
+                .map_err(|source| Error::Issue { what: name, source })?;
+            write(
+                &self.dir.join(format!("{name}.crt")),
+                &material.certificate_pem,
+                0o644,
+            )?;
+            write(
+                &self.dir.join(format!("{name}.key")),
+                &material.private_key_pem,
+                0o600,
+            )?;
+        }
+        // admin.conf, as kubeadm writes it: through the endpoint where there is one.
+        let server = facts
+            .control_plane_endpoint
+            .as_ref()
+            .map(|endpoint| format!("https://{endpoint}"))
+            .unwrap_or_else(|| local_server(options, facts));
         write(
-            &pki.join(format!("{name}.crt")),
-            &material.certificate_pem,
-            0o644,
-        )?;
-        write(
-            &pki.join(format!("{name}.key")),
-            &material.private_key_pem,
+            &options.root.join("etc/kubernetes/admin.conf"),
+            &self.admin_kubeconfig(facts, &server)?,
             0o600,
-        )?;
+        )
     }
 
-    let local_server = format!(
+    fn admin_kubeconfig(&self, facts: &KubeadmFacts, server: &str) -> Result<String, Error> {
+        corral_kubeadm::kubeconfig::generate(
+            &facts.cluster_name,
+            server,
+            &self.cluster_ca,
+            OffsetDateTime::now_utc(),
+        )
+        .map_err(|error| Error::Client(error.to_string()))
+    }
+
+    /// A client of `server` as the cluster's admin.
+    async fn admin_client(
+        &self,
+        facts: &KubeadmFacts,
+        server: &str,
+    ) -> Result<kube::Client, Error> {
+        let kubeconfig =
+            kube::config::Kubeconfig::from_yaml(&self.admin_kubeconfig(facts, server)?)
+                .map_err(|error| Error::Client(error.to_string()))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .map_err(|error| Error::Client(error.to_string()))?;
+        kube::Client::try_from(config).map_err(|error| Error::Client(error.to_string()))
+    }
+
+    /// The etcd client TLS of the API server, which any member accepts.
+    fn etcd_tls(&self) -> Result<corral_store::etcd::EtcdTls, Error> {
+        corral_store::etcd::EtcdTls::from_files(
+            Some(self.dir.join("etcd/ca.crt").as_path()),
+            Some(self.dir.join("apiserver-etcd-client.crt").as_path()),
+            Some(self.dir.join("apiserver-etcd-client.key").as_path()),
+        )
+        .map_err(|error| Error::Etcd(error.to_string()))
+    }
+}
+
+fn local_server(options: &Options, facts: &KubeadmFacts) -> String {
+    format!(
         "https://{}",
         SocketAddr::new(options.address, facts.bind_port)
-    );
-    let admin_server = facts
-        .control_plane_endpoint
-        .as_ref()
-        .map(|endpoint| format!("https://{endpoint}"))
-        .unwrap_or_else(|| local_server.clone());
-    let admin_conf = |server: &str| {
-        corral_kubeadm::kubeconfig::generate(&facts.cluster_name, server, &cluster_ca, now)
-            .map_err(|error| Error::Client(error.to_string()))
-    };
-    write(
-        &options.root.join("etc/kubernetes/admin.conf"),
-        &admin_conf(&admin_server)?,
-        0o600,
-    )?;
+    )
+}
 
+fn peer_url(address: IpAddr) -> String {
+    format!("https://{}:{ETCD_PEER_PORT}", url_host(address))
+}
+
+/// Adds this machine's member to the cluster's etcd (unless a restart finds it added) and
+/// returns etcd's `--initial-cluster` for it.
+async fn add_etcd_member(
+    options: &Options,
+    facts: &KubeadmFacts,
+    pki: &Pki,
+    cluster: &kube::Client,
+) -> Result<String, Error> {
+    use corral_store::etcd::pb;
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(cluster.clone());
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    let control_plane_nodes = loop {
+        let listed = nodes
+            .list(&kube::api::ListParams::default().labels("node-role.kubernetes.io/control-plane"))
+            .await;
+        match listed {
+            Ok(list) if !list.items.is_empty() => break list.items,
+            _ if tokio::time::Instant::now() > deadline => {
+                return Err(Error::Etcd(format!(
+                    "no control plane Node answered through {} within {} s",
+                    facts.control_plane_endpoint.as_deref().unwrap_or_default(),
+                    START_TIMEOUT.as_secs()
+                )));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    };
+    let endpoints: Vec<String> = control_plane_nodes
+        .iter()
+        .filter(|node| node.metadata.name.as_deref() != Some(facts.node_name.as_str()))
+        .filter_map(|node| {
+            let addresses = node.status.as_ref()?.addresses.as_ref()?;
+            let internal = addresses.iter().find(|a| a.type_ == "InternalIP")?;
+            let address: IpAddr = internal.address.parse().ok()?;
+            Some(format!("https://{}:{ETCD_CLIENT_PORT}", url_host(address)))
+        })
+        .collect();
+    if endpoints.is_empty() {
+        return Err(Error::Etcd(
+            "no other control plane Node has an InternalIP to find etcd at".into(),
+        ));
+    }
+    let tls = pki.etcd_tls()?;
+    let own_peer_url = peer_url(options.address);
+    let mut last_error = String::new();
+    // etcd refuses to add a member while a member started a moment ago is not yet fully
+    // connected ("unhealthy cluster"): asked again until the deadline.
+    let attempts = std::iter::repeat(endpoints).flatten();
+    for endpoint in attempts {
+        if tokio::time::Instant::now() > deadline {
+            break;
+        }
+        let channel = corral_store::etcd::channel(&endpoint, &tls)
+            .map_err(|error| Error::Etcd(error.to_string()))?;
+        let mut members = pb::cluster_client::ClusterClient::new(channel);
+        let listed = match members
+            .member_list(pb::MemberListRequest { linearizable: true })
+            .await
+        {
+            Ok(response) => response.into_inner().members,
+            Err(status) => {
+                last_error = format!("{endpoint}: {}", status.message());
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        let added_before = listed
+            .iter()
+            .any(|member| member.peer_ur_ls.contains(&own_peer_url));
+        let members_now = if added_before {
+            listed
+        } else {
+            tracing::info!(%endpoint, peer = %own_peer_url, "Adding this machine's etcd member");
+            match members
+                .member_add(pb::MemberAddRequest {
+                    peer_ur_ls: vec![own_peer_url.clone()],
+                    is_learner: false,
+                })
+                .await
+            {
+                Ok(response) => response.into_inner().members,
+                Err(status) => {
+                    last_error = format!("{endpoint}: {}", status.message());
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            }
+        };
+        // Every started member by its name; this one (not started: no name yet) by ours.
+        let initial_cluster = members_now
+            .iter()
+            .flat_map(|member| {
+                let name = if member.peer_ur_ls.contains(&own_peer_url) {
+                    facts.node_name.clone()
+                } else {
+                    member.name.clone()
+                };
+                member
+                    .peer_ur_ls
+                    .iter()
+                    .map(move |url| format!("{name}={url}"))
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        return Ok(initial_cluster);
+    }
+    Err(Error::Etcd(format!(
+        "cannot add this machine's etcd member: {last_error}"
+    )))
+}
+
+/// Starts the etcd member and the API server; returns once the API server answers.
+async fn start(
+    options: &Options,
+    facts: KubeadmFacts,
+    pki: &Pki,
+    initial_cluster: &str,
+    initial_cluster_state: &str,
+) -> Result<ControlPlane, Error> {
     let logs = options.root.join("var/log");
     let etcd_log = logs.join("etcd.log");
     let etcd = supervise(
         "etcd",
         &options.etcd,
-        etcd_arguments(options, &facts.node_name, &pki),
+        etcd_arguments(
+            options,
+            &facts.node_name,
+            pki,
+            initial_cluster,
+            initial_cluster_state,
+        ),
         &etcd_log,
     )?;
     wait_for_port(
@@ -276,7 +516,6 @@ pub async fn init(options: &Options, config: &str) -> Result<ControlPlane, Error
     )
     .await?;
     let apiserver_log = logs.join("apiserver.log");
-    let path = |name: &str| pki.join(name).display().to_string();
     let apiserver = supervise(
         "apiserver",
         &options.corral,
@@ -291,33 +530,29 @@ pub async fn init(options: &Options, config: &str) -> Result<ControlPlane, Error
             "--listen".into(),
             SocketAddr::new(options.address, facts.bind_port).to_string(),
             "--tls-cert-file".into(),
-            path("apiserver.crt"),
+            pki.path("apiserver.crt"),
             "--tls-private-key-file".into(),
-            path("apiserver.key"),
+            pki.path("apiserver.key"),
             "--client-ca-file".into(),
-            path("ca.crt"),
+            pki.path("ca.crt"),
             "--store".into(),
             "etcd".into(),
             "--etcd-endpoints".into(),
             format!("https://127.0.0.1:{ETCD_CLIENT_PORT}"),
             "--etcd-cafile".into(),
-            path("etcd/ca.crt"),
+            pki.path("etcd/ca.crt"),
             "--etcd-certfile".into(),
-            path("apiserver-etcd-client.crt"),
+            pki.path("apiserver-etcd-client.crt"),
             "--etcd-keyfile".into(),
-            path("apiserver-etcd-client.key"),
+            pki.path("apiserver-etcd-client.key"),
         ],
         &apiserver_log,
     )?;
 
     // The agent's own client talks to its machine's API server, not through the endpoint.
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&admin_conf(&local_server)?)
-        .map_err(|error| Error::Client(error.to_string()))?;
-    let client_config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .map_err(|error| Error::Client(error.to_string()))?;
-    let client =
-        kube::Client::try_from(client_config).map_err(|error| Error::Client(error.to_string()))?;
+    let client = pki
+        .admin_client(&facts, &local_server(options, &facts))
+        .await?;
     let deadline = tokio::time::Instant::now() + START_TIMEOUT;
     while client.apiserver_version().await.is_err() {
         if tokio::time::Instant::now() > deadline {
@@ -344,10 +579,15 @@ fn leaf() -> Leaf<'static> {
     }
 }
 
-fn etcd_arguments(options: &Options, node_name: &str, pki: &Path) -> Vec<String> {
+fn etcd_arguments(
+    options: &Options,
+    node_name: &str,
+    pki: &Pki,
+    initial_cluster: &str,
+    initial_cluster_state: &str,
+) -> Vec<String> {
     let address = url_host(options.address);
-    let path = |name: &str| pki.join(name).display().to_string();
-    let peer_url = format!("https://{address}:{ETCD_PEER_PORT}");
+    let peer_url = peer_url(options.address);
     [
         ("name", node_name.to_owned()),
         (
@@ -363,17 +603,17 @@ fn etcd_arguments(options: &Options, node_name: &str, pki: &Path) -> Vec<String>
             format!("https://{address}:{ETCD_CLIENT_PORT}"),
         ),
         ("listen-peer-urls", peer_url.clone()),
-        ("initial-advertise-peer-urls", peer_url.clone()),
-        ("initial-cluster", format!("{node_name}={peer_url}")),
-        ("initial-cluster-state", "new".into()),
+        ("initial-advertise-peer-urls", peer_url),
+        ("initial-cluster", initial_cluster.to_owned()),
+        ("initial-cluster-state", initial_cluster_state.to_owned()),
         ("client-cert-auth", "true".into()),
-        ("trusted-ca-file", path("etcd/ca.crt")),
-        ("cert-file", path("etcd/server.crt")),
-        ("key-file", path("etcd/server.key")),
+        ("trusted-ca-file", pki.path("etcd/ca.crt")),
+        ("cert-file", pki.path("etcd/server.crt")),
+        ("key-file", pki.path("etcd/server.key")),
         ("peer-client-cert-auth", "true".into()),
-        ("peer-trusted-ca-file", path("etcd/ca.crt")),
-        ("peer-cert-file", path("etcd/peer.crt")),
-        ("peer-key-file", path("etcd/peer.key")),
+        ("peer-trusted-ca-file", pki.path("etcd/ca.crt")),
+        ("peer-cert-file", pki.path("etcd/peer.crt")),
+        ("peer-key-file", pki.path("etcd/peer.key")),
         ("listen-metrics-urls", "http://127.0.0.1:2381".into()),
     ]
     .into_iter()

@@ -50,7 +50,12 @@ pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), E
         node: node_name.clone(),
         source,
     };
-    let node = node(options, &node_name, version.as_deref(), true);
+    let node = node(
+        options,
+        &node_name,
+        version.as_deref(),
+        control_plane.facts.control_plane,
+    );
     match nodes.create(&PostParams::default(), &node).await {
         Ok(_) => {}
         Err(kube::Error::Api(status)) if status.code == 409 => {}

@@ -12,9 +12,9 @@
 //! (`/run/cluster-api/bootstrap-success.complete`) is written once the Node is registered; a
 //! failure before it ends [`run`] with an error saying what, which the machine reports.
 //!
-//! Not yet: `kubeadm join` (control plane members added to etcd, workers authenticating with
-//! a bootstrap token), the static Pod objects and kubeadm's ConfigMaps a control plane
-//! provider reads.
+//! For `kubeadm join` with `controlPlane`, the machine's etcd member is added to the cluster's
+//! etcd first. Not yet: workers joining (authenticating with a bootstrap token), the static Pod
+//! objects and kubeadm's ConfigMaps a control plane provider reads.
 
 pub mod cloud_config;
 pub mod control_plane;
@@ -43,6 +43,9 @@ pub struct Options {
     pub etcd: PathBuf,
     /// The Corral binary, whose `apiserver` command is the machine's API server.
     pub corral: PathBuf,
+    /// The Machine's Kubernetes version, for a joining machine whose configuration does not
+    /// say it.
+    pub kubernetes_version: Option<String>,
 }
 
 /// What stopped the agent.
@@ -58,8 +61,10 @@ pub enum Error {
     CloudConfig(#[from] cloud_config::Error),
     #[error("the bootstrap data runs no kubeadm command")]
     NoKubeadmCommand,
-    #[error("kubeadm join is not done by the node agent yet")]
-    JoinNotSupported,
+    #[error(
+        "kubeadm join of a worker is not done by the node agent yet (it needs bootstrap-token authentication)"
+    )]
+    WorkerJoinNotSupported,
     #[error(transparent)]
     ControlPlane(#[from] control_plane::Error),
     #[error(transparent)]
@@ -101,7 +106,16 @@ pub async fn run(options: Options) -> Result<(), Error> {
             kubelet::run(&options, control_plane).await?;
             Ok(())
         }
-        Some(Command::KubeadmJoin { .. }) => Err(Error::JoinNotSupported),
+        Some(Command::KubeadmJoin { config }) => {
+            let control_plane = control_plane::join(&options, &config)
+                .await
+                .map_err(|error| match error {
+                    control_plane::Error::NotAControlPlane => Error::WorkerJoinNotSupported,
+                    error => Error::ControlPlane(error),
+                })?;
+            kubelet::run(&options, control_plane).await?;
+            Ok(())
+        }
         _ => Err(Error::NoKubeadmCommand),
     }
 }

@@ -339,6 +339,20 @@ impl Host {
         Ok(true)
     }
 
+    /// Deletes every machine of the cluster, then its network.
+    pub async fn delete_cluster(
+        &self,
+        namespace: &str,
+        cluster_name: &str,
+    ) -> Result<(), HostError> {
+        for machine in self.machines().await? {
+            if machine.namespace == namespace && machine.cluster_name == cluster_name {
+                self.delete_machine(&machine.uid).await?;
+            }
+        }
+        self.delete_network(namespace, cluster_name).await.map(drop)
+    }
+
     /// Starts `command` inside the machine: in its network namespace and its cgroup, from
     /// before the program's first instruction (so nothing it forks escapes either).
     pub fn spawn(

@@ -71,8 +71,8 @@ pub mod members;
 #[cfg(test)]
 mod tests;
 
-pub use members::EtcdTls;
 use members::{Attempts, Member, Members};
+pub use members::{EtcdTls, channel};
 
 /// etcd's API as generated from `proto/etcd.proto` (checked in; see the module docs). Public so
 /// that other parts of Corral (the benchmark's raw-etcd yardstick, etcd administration) speak

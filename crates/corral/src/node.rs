@@ -23,6 +23,10 @@ pub struct NodeArgs {
     /// The machine's address: its etcd member and API server listen on it.
     #[arg(long)]
     address: IpAddr,
+    /// The Machine's Kubernetes version, for a joining machine whose kubeadm configuration
+    /// does not say it.
+    #[arg(long)]
+    kubernetes_version: Option<String>,
     /// The etcd binary (Debian's etcd-server package).
     #[arg(long, value_name = "FILE", default_value = "etcd")]
     etcd: PathBuf,
@@ -38,6 +42,7 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<()> {
         address: args.address,
         etcd: args.etcd,
         corral,
+        kubernetes_version: args.kubernetes_version,
     };
     tokio::select! {
         result = corral_node::run(options) => Ok(result?),

@@ -25,6 +25,7 @@ nodeRegistration:
             control_plane_endpoint: Some("10.77.1.1:6443".into()),
             cert_sans: vec!["demo.example.com".into()],
             bind_port: 6443,
+            control_plane: true,
         }
     );
     let bare = KubeadmFacts::read("kind: InitConfiguration\n", "machine").unwrap();
@@ -37,6 +38,39 @@ nodeRegistration:
         )
         .unwrap_err(),
         "localAPIEndpoint.bindPort 70000 is not a port"
+    );
+}
+
+#[test]
+fn a_join_configuration_says_where_the_cluster_is_and_whether_it_is_a_control_plane() {
+    let control_plane = "\
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+nodeRegistration:
+  name: demo-cp-2
+controlPlane:
+  localAPIEndpoint:
+    bindPort: 7443
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: 10.77.1.1:6443
+    token: abcdef.0123456789abcdef
+";
+    let facts = KubeadmFacts::read(control_plane, "machine").unwrap();
+    assert!(facts.control_plane);
+    assert_eq!(facts.bind_port, 7443);
+    assert_eq!(
+        facts.control_plane_endpoint.as_deref(),
+        Some("10.77.1.1:6443")
+    );
+    let worker = control_plane.replace(
+        "controlPlane:\n  localAPIEndpoint:\n    bindPort: 7443\n",
+        "",
+    );
+    assert!(
+        !KubeadmFacts::read(&worker, "machine")
+            .unwrap()
+            .control_plane
     );
 }
 

@@ -8,6 +8,25 @@ use corral_provider_local::host::{Host, LocalMachine, MachineRequest};
 /// The pool the tests take clusters' /24s from: `10.77.0.0/16`, the provider's own default.
 const POOL: u8 = 77;
 
+/// Deletes a cluster's machines and network when the test ends, passed or not, so that a
+/// failing test leaves nothing behind on the host.
+pub(crate) struct Cleanup(pub Host, pub &'static str);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let (host, cluster) = (self.0.clone(), self.1);
+        // Drop cannot await: a thread with its own runtime does the deleting.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let _ = runtime.block_on(host.delete_cluster("default", cluster));
+        })
+        .join();
+    }
+}
+
 pub(crate) fn host(root: &Path) -> Host {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
@@ -109,6 +128,7 @@ async fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
 async fn a_machine_is_a_namespace_on_its_clusters_bridge_and_deleting_it_leaves_nothing() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
+    let _cleanup = Cleanup(host.clone(), "alpha");
     let first = host
         .create_machine(&request("alpha", "alpha-cp-1"))
         .await
@@ -235,6 +255,7 @@ async fn a_machine_is_a_namespace_on_its_clusters_bridge_and_deleting_it_leaves_
 async fn clusters_get_their_own_bridge_and_subnet() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
+    let _cleanup = (Cleanup(host.clone(), "one"), Cleanup(host.clone(), "two"));
     let a = host.create_machine(&request("one", "one-1")).await.unwrap();
     let b = host.create_machine(&request("two", "two-1")).await.unwrap();
     assert_ne!(a.bridge, b.bridge);
@@ -252,6 +273,7 @@ async fn clusters_get_their_own_bridge_and_subnet() {
 async fn a_namespace_without_a_record_is_an_orphan_and_deleting_it_cleans_up() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
+    let _cleanup = Cleanup(host.clone(), "gamma");
     let machine = host
         .create_machine(&request("gamma", "gamma-1"))
         .await
@@ -280,6 +302,7 @@ async fn a_namespace_without_a_record_is_an_orphan_and_deleting_it_cleans_up() {
 async fn creating_again_after_a_crash_finishes_a_half_made_machine() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
+    let _cleanup = Cleanup(host.clone(), "delta");
     let request = request("delta", "delta-1");
     // The namespace was made, then the process died: no veth, no record.
     let netns = format!("corral-{}", request.uid);

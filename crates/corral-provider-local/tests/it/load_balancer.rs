@@ -5,7 +5,7 @@ use corral_provider_local::host::MachineRequest;
 use corral_provider_local::load_balancer::LoadBalancer;
 use tokio::io::AsyncReadExt;
 
-use crate::host::{host, serve_hello_on};
+use crate::host::{Cleanup, host, serve_hello_on};
 
 async fn ask(address: SocketAddr) -> Result<String, std::io::Error> {
     let mut stream = tokio::time::timeout(
@@ -24,7 +24,8 @@ async fn ask(address: SocketAddr) -> Result<String, std::io::Error> {
 async fn the_endpoint_survives_losing_a_control_plane_machine() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
-    let cluster = format!("lb-{}", std::process::id());
+    let cluster: &'static str = format!("lb-{}", std::process::id()).leak();
+    let _cleanup = Cleanup(host.clone(), cluster);
     let mut machines = Vec::new();
     let mut servers = Vec::new();
     for index in 1..=2 {
@@ -33,14 +34,14 @@ async fn the_endpoint_survives_losing_a_control_plane_machine() {
                 uid: uuid::Uuid::new_v4().to_string(),
                 namespace: "default".into(),
                 name: format!("{cluster}-cp-{index}"),
-                cluster_name: cluster.clone(),
+                cluster_name: cluster.into(),
             })
             .await
             .unwrap();
         servers.push(serve_hello_on(&host, &machine, 6443));
         machines.push(machine);
     }
-    let network = host.ensure_network("default", &cluster).await.unwrap();
+    let network = host.ensure_network("default", cluster).await.unwrap();
     let balancer = LoadBalancer::start(
         SocketAddr::from((network.gateway, 6443)),
         machines
@@ -74,5 +75,5 @@ async fn the_endpoint_survives_losing_a_control_plane_machine() {
     }
     drop(balancer);
     host.delete_machine(&machines[1].uid).await.unwrap();
-    host.delete_network("default", &cluster).await.unwrap();
+    host.delete_network("default", cluster).await.unwrap();
 }

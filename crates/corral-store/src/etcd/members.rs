@@ -373,9 +373,10 @@ pub fn classify(status: &Status) -> Failure {
     }
 }
 
-/// A lazily connected channel to one endpoint. Endpoints without a scheme are `http://`, or
-/// `https://` when TLS is configured.
-fn channel(endpoint: &str, tls: &EtcdTls) -> Result<Channel> {
+/// A lazily connected channel to one endpoint, for the clients of [`super::pb`] (etcd
+/// administration: members, health). Endpoints without a scheme are `http://`, or `https://`
+/// when TLS is configured.
+pub fn channel(endpoint: &str, tls: &EtcdTls) -> Result<Channel> {
     let url = if endpoint.contains("://") {
         endpoint.to_string()
     } else if tls.is_set() {

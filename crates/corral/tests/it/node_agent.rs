@@ -4,13 +4,15 @@
 //! the host over TLS with the admin kubeconfig kubeadm would write, and a Ready Node that
 //! heartbeats. Needs root, iproute2 and etcd (CI has them); fails saying so without them.
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use corral_kubeadm::bootstrap::cloud_init::{self, CloudConfig, KubeadmCommand, WriteFile};
 use corral_kubeadm::certs::{self, KeyAlgorithm, Purpose};
-use corral_provider_local::host::{Host, MachineRequest};
+use corral_provider_local::host::{Host, LocalMachine, MachineRequest};
+use corral_provider_local::load_balancer::LoadBalancer;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -24,9 +26,31 @@ fn require_root() {
     );
 }
 
-/// The first control plane machine's bootstrap data: the cluster's four CAs (as the control
-/// plane provider puts them in), and kubeadm's configuration with the endpoint on the machine.
-fn bootstrap_data(endpoint: &str) -> String {
+/// Deletes the cluster's machines and network when the test ends, passed or not, so that a
+/// failing test leaves no namespace, process or bridge behind on the host.
+struct Cleanup {
+    host: Host,
+    cluster: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let host = self.host.clone();
+        let cluster = self.cluster.clone();
+        // Drop cannot await: a thread with its own runtime does the deleting.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let _ = runtime.block_on(host.delete_cluster("default", &cluster));
+        })
+        .join();
+    }
+}
+
+/// The cluster's four CAs, as the control plane provider generates them.
+fn cluster_cas() -> Vec<WriteFile> {
     let now = time::OffsetDateTime::now_utc();
     let mut files = Vec::new();
     for purpose in Purpose::ALL {
@@ -38,27 +62,138 @@ fn bootstrap_data(endpoint: &str) -> String {
             ..WriteFile::root(key, material.private_key_pem)
         });
     }
-    files.push(WriteFile::root(
-        cloud_init::INIT_CONFIG_PATH,
-        format!(
-            "apiVersion: kubeadm.k8s.io/v1beta4\n\
-             kind: ClusterConfiguration\n\
-             clusterName: agent\n\
-             kubernetesVersion: v1.33.0\n\
-             controlPlaneEndpoint: {endpoint}\n\
-             ---\n\
-             apiVersion: kubeadm.k8s.io/v1beta4\n\
-             kind: InitConfiguration\n\
-             nodeRegistration:\n  name: '{{{{ ds.meta_data.local_hostname }}}}'\n"
+    files
+}
+
+/// A control plane machine's bootstrap data as the kubeadm bootstrap provider renders it: the
+/// CAs, and kubeadm's configuration — the first machine initializes the cluster with the
+/// endpoint, the others join through it.
+fn bootstrap_data(cas: &[WriteFile], endpoint: &str, command: KubeadmCommand) -> String {
+    let mut files = cas.to_vec();
+    files.push(match command {
+        KubeadmCommand::Init => WriteFile::root(
+            cloud_init::INIT_CONFIG_PATH,
+            format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\n\
+                 kind: ClusterConfiguration\n\
+                 clusterName: agent\n\
+                 kubernetesVersion: v1.33.0\n\
+                 controlPlaneEndpoint: {endpoint}\n\
+                 ---\n\
+                 apiVersion: kubeadm.k8s.io/v1beta4\n\
+                 kind: InitConfiguration\n\
+                 nodeRegistration:\n  name: '{{{{ ds.meta_data.local_hostname }}}}'\n"
+            ),
         ),
-    ));
+        KubeadmCommand::Join => WriteFile::root(
+            cloud_init::JOIN_CONFIG_PATH,
+            format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\n\
+                 kind: JoinConfiguration\n\
+                 nodeRegistration:\n  name: '{{{{ ds.meta_data.local_hostname }}}}'\n\
+                 controlPlane:\n  localAPIEndpoint: {{}}\n\
+                 discovery:\n  bootstrapToken:\n    apiServerEndpoint: {endpoint}\n    \
+                 token: abcdef.0123456789abcdef\n"
+            ),
+        ),
+    });
     cloud_init::render(
         &CloudConfig {
             files,
             ..Default::default()
         },
-        KubeadmCommand::Init,
+        command,
     )
+}
+
+/// A machine of `cluster` running `corral node` with this bootstrap data.
+struct Started {
+    machine: LocalMachine,
+    root: PathBuf,
+    log: PathBuf,
+    agent: tokio::process::Child,
+}
+
+async fn start_machine(
+    host: &Host,
+    cluster: &str,
+    name: &str,
+    bootstrap: impl FnOnce(&LocalMachine) -> String,
+) -> Started {
+    let etcd = corral_store::testing::EtcdProcess::find_binary()
+        .expect("etcd is needed (apt-get install etcd-server, or set CORRAL_ETCD_BIN)");
+    let machine = host
+        .create_machine(&MachineRequest {
+            uid: uuid(),
+            namespace: "default".into(),
+            name: name.into(),
+            cluster_name: cluster.into(),
+        })
+        .await
+        .unwrap();
+    let dir = host.machine_dir(&machine.uid);
+    let root = dir.join("root");
+    std::fs::write(dir.join("bootstrap-data"), bootstrap(&machine)).unwrap();
+    let log = dir.join("agent.log");
+    let output = std::fs::File::create(&log).unwrap();
+    let agent = host
+        .spawn(
+            &machine,
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+                .arg("node")
+                .arg("--bootstrap-data")
+                .arg(dir.join("bootstrap-data"))
+                .arg("--root")
+                .arg(&root)
+                .args(["--machine-name", &machine.name])
+                .args(["--provider-id", &machine.provider_id])
+                .args(["--address", &machine.address.to_string()])
+                .args(["--kubernetes-version", "v1.33.0"])
+                .arg("--etcd")
+                .arg(&etcd)
+                .env("RUST_LOG", "info")
+                .stdout(output.try_clone().unwrap())
+                .stderr(output)
+                .stdin(Stdio::null())
+                .kill_on_drop(true),
+        )
+        .unwrap();
+    Started {
+        machine,
+        root,
+        log,
+        agent,
+    }
+}
+
+impl Started {
+    /// Waits for kubeadm's sentinel, which says the bootstrap succeeded.
+    async fn bootstrapped(&mut self) {
+        let sentinel = self.root.join("run/cluster-api/bootstrap-success.complete");
+        let log = self.log.clone();
+        let agent = &mut self.agent;
+        eventually("the bootstrap sentinel", &log, async || {
+            if let Ok(Some(status)) = agent.try_wait() {
+                panic!(
+                    "the agent exited with {status}:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            sentinel.exists().then_some(())
+        })
+        .await;
+    }
+
+    /// A client as the admin, through the server admin.conf names.
+    async fn admin_client(&self) -> (kube::Client, String) {
+        let admin = std::fs::read_to_string(self.root.join("etc/kubernetes/admin.conf")).unwrap();
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&admin).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        let url = config.cluster_url.to_string();
+        (kube::Client::try_from(config).unwrap(), url)
+    }
 }
 
 async fn eventually<T>(what: &str, log: &Path, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
@@ -77,72 +212,28 @@ async fn eventually<T>(what: &str, log: &Path, mut probe: impl AsyncFnMut() -> O
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registers_its_node() {
     require_root();
-    let etcd = corral_store::testing::EtcdProcess::find_binary()
-        .expect("etcd is needed (apt-get install etcd-server, or set CORRAL_ETCD_BIN)");
     let state = tempfile::tempdir().unwrap();
     let host = Host::new(state.path(), 77).expect("a cgroup hierarchy");
     let cluster = format!("agent-{}", std::process::id());
-    let machine = host
-        .create_machine(&MachineRequest {
-            uid: uuid(),
-            namespace: "default".into(),
-            name: format!("{cluster}-cp-1"),
-            cluster_name: cluster.clone(),
-        })
-        .await
-        .unwrap();
-    let dir = host.machine_dir(&machine.uid);
-    let root = dir.join("root");
-    let endpoint = format!("{}:6443", machine.address);
-    std::fs::write(dir.join("bootstrap-data"), bootstrap_data(&endpoint)).unwrap();
-    let log = dir.join("agent.log");
-    let output = std::fs::File::create(&log).unwrap();
-    let mut agent = host
-        .spawn(
-            &machine,
-            tokio::process::Command::new(env!("CARGO_BIN_EXE_corral"))
-                .arg("node")
-                .arg("--bootstrap-data")
-                .arg(dir.join("bootstrap-data"))
-                .arg("--root")
-                .arg(&root)
-                .args(["--machine-name", &machine.name])
-                .args(["--provider-id", &machine.provider_id])
-                .args(["--address", &machine.address.to_string()])
-                .arg("--etcd")
-                .arg(&etcd)
-                .env("RUST_LOG", "info")
-                .stdout(output.try_clone().unwrap())
-                .stderr(output)
-                .stdin(Stdio::null())
-                .kill_on_drop(true),
+    let _cleanup = Cleanup {
+        host: host.clone(),
+        cluster: cluster.clone(),
+    };
+    let cas = cluster_cas();
+    let mut started = start_machine(&host, &cluster, &format!("{cluster}-cp-1"), |machine| {
+        bootstrap_data(
+            &cas,
+            &format!("{}:6443", machine.address),
+            KubeadmCommand::Init,
         )
-        .unwrap();
-
-    // kubeadm's sentinel says the bootstrap succeeded.
-    let sentinel = root.join("run/cluster-api/bootstrap-success.complete");
-    eventually("the bootstrap sentinel", &log, async || {
-        if let Ok(Some(status)) = agent.try_wait() {
-            panic!(
-                "the agent exited with {status}:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        sentinel.exists().then_some(())
     })
     .await;
+    started.bootstrapped().await;
+    let machine = &started.machine;
 
     // From the host, through the machine's address, with the admin.conf kubeadm writes.
-    let admin = std::fs::read_to_string(root.join("etc/kubernetes/admin.conf")).unwrap();
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&admin).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    assert_eq!(
-        config.cluster_url.to_string(),
-        format!("https://{endpoint}/")
-    );
-    let client = kube::Client::try_from(config).unwrap();
+    let (client, url) = started.admin_client().await;
+    assert_eq!(url, format!("https://{}:6443/", machine.address));
     let node = Api::<Node>::all(client.clone())
         .get(&machine.name)
         .await
@@ -177,24 +268,127 @@ async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registe
         Some(machine.name.as_str())
     );
     // The API server keeps its objects in the machine's etcd member.
-    assert!(root.join("var/lib/etcd/member").is_dir());
+    assert!(started.root.join("var/lib/etcd/member").is_dir());
 
     // The agent, etcd and the API server are all the machine's; deleting it ends them all.
     let processes = host.cgroup(&machine.uid).processes().unwrap();
     assert!(processes.len() >= 3, "{processes:?}");
     assert!(host.delete_machine(&machine.uid).await.unwrap());
-    let _ = agent.wait().await;
+    let _ = started.agent.wait().await;
     for pid in processes {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next());
-        assert!(
-            matches!(state, None | Some('Z') | Some('X')),
-            "process {pid} outlived its machine: {stat}"
-        );
+        assert_gone(pid);
     }
     assert!(host.delete_network("default", &cluster).await.unwrap());
+}
+
+/// Three control plane machines behind the cluster's endpoint: the first initializes, the
+/// others add their etcd members and join; losing the first keeps the API answering through
+/// the endpoint on the two left, which keep etcd's quorum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_one() {
+    require_root();
+    let state = tempfile::tempdir().unwrap();
+    let host = Host::new(state.path(), 77).expect("a cgroup hierarchy");
+    let cluster = format!("join-{}", std::process::id());
+    let _cleanup = Cleanup {
+        host: host.clone(),
+        cluster: cluster.clone(),
+    };
+    let network = host.ensure_network("default", &cluster).await.unwrap();
+    let balancer = LoadBalancer::start(SocketAddr::from((network.gateway, 6443)), vec![])
+        .await
+        .unwrap();
+    let endpoint = balancer.address().to_string();
+    let cas = cluster_cas();
+    let mut machines: Vec<Started> = Vec::new();
+    for index in 1..=3 {
+        let command = if index == 1 {
+            KubeadmCommand::Init
+        } else {
+            KubeadmCommand::Join
+        };
+        let mut started = start_machine(&host, &cluster, &format!("{cluster}-cp-{index}"), |_| {
+            bootstrap_data(&cas, &endpoint, command)
+        })
+        .await;
+        let mut backends = balancer.backends();
+        backends.push(SocketAddr::from((started.machine.address, 6443)));
+        balancer.set_backends(backends);
+        started.bootstrapped().await;
+        machines.push(started);
+    }
+
+    // Three etcd members, named after their Nodes, and three Nodes through the endpoint.
+    let pki = machines[0].root.join("etc/kubernetes/pki");
+    let tls = corral_store::etcd::EtcdTls::from_files(
+        Some(&pki.join("etcd/ca.crt")),
+        Some(&pki.join("apiserver-etcd-client.crt")),
+        Some(&pki.join("apiserver-etcd-client.key")),
+    )
+    .unwrap();
+    let channel = corral_store::etcd::channel(
+        &format!("https://{}:2379", machines[1].machine.address),
+        &tls,
+    )
+    .unwrap();
+    let members = corral_store::etcd::pb::cluster_client::ClusterClient::new(channel)
+        .member_list(corral_store::etcd::pb::MemberListRequest { linearizable: true })
+        .await
+        .unwrap()
+        .into_inner()
+        .members;
+    let mut names: Vec<String> = members.into_iter().map(|member| member.name).collect();
+    names.sort();
+    let expected: Vec<String> = machines.iter().map(|m| m.machine.name.clone()).collect();
+    assert_eq!(names, expected);
+    let (client, url) = machines[2].admin_client().await;
+    assert_eq!(url, format!("https://{endpoint}/"));
+    let nodes = Api::<Node>::all(client.clone());
+    let listed = nodes.list(&Default::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 3);
+
+    // The first machine goes (every process killed, its address silent).
+    let first = machines.remove(0);
+    let processes = host.cgroup(&first.machine.uid).processes().unwrap();
+    host.delete_machine(&first.machine.uid).await.unwrap();
+    for pid in processes {
+        assert_gone(pid);
+    }
+    let mut failures = 0;
+    let mut last = Vec::new();
+    for _ in 0..30 {
+        let answer = nodes.list(&Default::default()).await;
+        failures += usize::from(answer.is_err());
+        last.push(
+            answer
+                .map(|list| list.items.len())
+                .map_err(|e| e.to_string()),
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "requests through the endpoint after losing a control plane machine: {failures} of 30 failed"
+    );
+    assert!(
+        last[20..].iter().all(|answer| answer == &Ok(3)),
+        "the endpoint does not answer on the two machines left: {last:?}"
+    );
+    for started in &machines {
+        host.delete_machine(&started.machine.uid).await.unwrap();
+    }
+    drop(balancer);
+    assert!(host.delete_network("default", &cluster).await.unwrap());
+}
+
+fn assert_gone(pid: i32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next());
+    assert!(
+        matches!(state, None | Some('Z') | Some('X')),
+        "process {pid} outlived its machine: {stat}"
+    );
 }
 
 fn uuid() -> String {
