@@ -159,7 +159,7 @@ pub struct ControlPlane {
     /// A client of the machine's own API server, as the admin.
     pub client: kube::Client,
     /// Supervises the etcd member and the API server; they stop with it.
-    _processes: Vec<tokio::task::JoinHandle<()>>,
+    _processes: Vec<tokio_util::task::AbortOnDropHandle<()>>,
 }
 
 /// Does `kubeadm init --config <config>`'s work; returns once the API server answers.
@@ -568,7 +568,10 @@ async fn start(
     Ok(ControlPlane {
         facts,
         client,
-        _processes: vec![etcd, apiserver],
+        _processes: vec![
+            tokio_util::task::AbortOnDropHandle::new(etcd),
+            tokio_util::task::AbortOnDropHandle::new(apiserver),
+        ],
     })
 }
 

@@ -1,8 +1,9 @@
 //! What a kubelet does that Cluster API watches: register the machine's Node (providerID,
 //! addresses, capacity, the control plane's role label and taint, `Ready`), then heartbeat —
-//! renew the Node's Lease in `kube-node-lease` every 10 s and post the Node's status every
-//! minute (kubelet's defaults: `nodeLeaseRenewIntervalFraction` of a 40 s lease, and
-//! `nodeStatusReportFrequency`) — until the agent stops.
+//! renew the Node's Lease in `kube-node-lease` every quarter of the lease's duration (40 s by
+//! default, `nodeLeaseDurationSeconds`) and post the Node's status every minute
+//! (`nodeStatusReportFrequency`), or at the next renewal when it does not read `Ready=True`
+//! (marked Unknown while the machine was cut off) — until the agent stops.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,8 +20,6 @@ use crate::Options;
 use crate::control_plane::ControlPlane;
 
 const LEASE_NAMESPACE: &str = "kube-node-lease";
-const LEASE_DURATION_SECONDS: i32 = 40;
-const LEASE_RENEW: Duration = Duration::from_secs(10);
 const STATUS_REPORT: Duration = Duration::from_secs(60);
 const FIELD_MANAGER: &str = "kubelet";
 
@@ -80,7 +79,9 @@ pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), E
         Err(kube::Error::Api(status)) if status.code == 409 => {}
         Err(error) => return Err(register(error)),
     }
-    renew_lease(&client, &node_name).await.map_err(register)?;
+    renew_lease(&client, &node_name, options.node_lease_duration)
+        .await
+        .map_err(register)?;
     let sentinel = crate::cloud_config::under_root(
         &options.root,
         corral_kubeadm::bootstrap::cloud_init::SENTINEL_PATH,
@@ -95,14 +96,30 @@ pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), E
         source,
     })?;
     tracing::info!(node = %node_name, "Node registered; heartbeating");
+    // The control plane's controller manager, as far as Cluster API needs it.
+    let _node_lifecycle = control_plane.facts.control_plane.then(|| {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(crate::node_lifecycle::run(
+            client.clone(),
+            options.node_monitor_grace_period,
+        )))
+    });
 
-    let mut lease_timer = tokio::time::interval(LEASE_RENEW);
+    let lease_duration = options.node_lease_duration;
+    let mut lease_timer = tokio::time::interval(lease_duration / 4);
     let mut status_timer = tokio::time::interval(STATUS_REPORT);
     loop {
         tokio::select! {
             _ = lease_timer.tick() => {
-                if let Err(error) = renew_lease(&client, &node_name).await {
+                if let Err(error) = renew_lease(&client, &node_name, lease_duration).await {
                     tracing::warn!(%error, "Renewing the Node's Lease failed");
+                }
+                let ready = nodes.get_status(&node_name).await.ok().and_then(|node| {
+                    node.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")
+                });
+                if ready.is_none_or(|ready| ready.status != "True")
+                    && let Err(error) = post_status(&nodes, &node_name, &node).await
+                {
+                    tracing::warn!(%error, "Posting the Node's status failed");
                 }
             }
             _ = status_timer.tick() => {
@@ -206,7 +223,11 @@ async fn post_status(nodes: &Api<Node>, name: &str, node: &Node) -> Result<(), k
         .map(drop)
 }
 
-async fn renew_lease(client: &kube::Client, node: &str) -> Result<(), kube::Error> {
+async fn renew_lease(
+    client: &kube::Client,
+    node: &str,
+    duration: Duration,
+) -> Result<(), kube::Error> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), LEASE_NAMESPACE);
     let lease = Lease {
         metadata: ObjectMeta {
@@ -216,7 +237,7 @@ async fn renew_lease(client: &kube::Client, node: &str) -> Result<(), kube::Erro
         },
         spec: Some(LeaseSpec {
             holder_identity: Some(node.to_owned()),
-            lease_duration_seconds: Some(LEASE_DURATION_SECONDS),
+            lease_duration_seconds: Some(duration.as_secs().try_into().unwrap_or(i32::MAX)),
             renew_time: Some(MicroTime(now())),
             ..Default::default()
         }),

@@ -5,7 +5,8 @@
 //! the leaf certificates from the cluster's CAs, an etcd member (Debian's `etcd`, TLS with
 //! client certificates) and a Corral API server on it, serving with the cluster CA as client CA,
 //! and `/etc/kubernetes/admin.conf`; then, as a kubelet, it registers the machine's Node and
-//! heartbeats it ([`kubelet`]) until it is stopped. Commands it does not understand are not
+//! heartbeats it ([`kubelet`]) until it is stopped; a control plane machine also marks Nodes
+//! whose heartbeats stopped `Ready=Unknown` ([`node_lifecycle`]). Commands it does not understand are not
 //! run (the machine shares the host's file system) and are logged.
 //!
 //! The success sentinel of the bootstrap contract
@@ -19,6 +20,7 @@
 pub mod cloud_config;
 pub mod control_plane;
 pub mod kubelet;
+pub mod node_lifecycle;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -46,6 +48,12 @@ pub struct Options {
     /// The Machine's Kubernetes version, for a joining machine whose configuration does not
     /// say it.
     pub kubernetes_version: Option<String>,
+    /// How long a Node's kubelet may stay silent before a control plane machine marks it
+    /// `Ready=Unknown` (kube-controller-manager's `--node-monitor-grace-period`).
+    pub node_monitor_grace_period: std::time::Duration,
+    /// How long the Node's Lease lasts; it is renewed every quarter of it (the kubelet's
+    /// `nodeLeaseDurationSeconds`).
+    pub node_lease_duration: std::time::Duration,
 }
 
 /// What stopped the agent.

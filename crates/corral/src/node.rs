@@ -27,6 +27,14 @@ pub struct NodeArgs {
     /// does not say it.
     #[arg(long)]
     kubernetes_version: Option<String>,
+    /// On a control plane machine: how long, in seconds, a Node's kubelet may stay silent
+    /// before its Node is marked Ready=Unknown (kube-controller-manager's flag).
+    #[arg(long, value_name = "SECONDS", default_value_t = 40)]
+    node_monitor_grace_period: u64,
+    /// How long, in seconds, the Node's Lease lasts; it is renewed every quarter of it (the
+    /// kubelet's nodeLeaseDurationSeconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 40)]
+    node_lease_duration_seconds: u64,
     /// The etcd binary (Debian's etcd-server package).
     #[arg(long, value_name = "FILE", default_value = "etcd")]
     etcd: PathBuf,
@@ -43,6 +51,10 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<()> {
         etcd: args.etcd,
         corral,
         kubernetes_version: args.kubernetes_version,
+        node_monitor_grace_period: std::time::Duration::from_secs(args.node_monitor_grace_period),
+        node_lease_duration: std::time::Duration::from_secs(
+            args.node_lease_duration_seconds.max(1),
+        ),
     };
     tokio::select! {
         result = corral_node::run(options) => Ok(result?),

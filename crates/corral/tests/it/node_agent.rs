@@ -149,6 +149,9 @@ async fn start_machine(
                 .args(["--provider-id", &machine.provider_id])
                 .args(["--address", &machine.address.to_string()])
                 .args(["--kubernetes-version", "v1.33.0"])
+                // A Lease renewed every second, and 3 s of silence marking a Node Unknown.
+                .args(["--node-lease-duration-seconds", "2"])
+                .args(["--node-monitor-grace-period", "3"])
                 .arg("--etcd")
                 .arg(&etcd)
                 .env("RUST_LOG", "info")
@@ -346,6 +349,36 @@ async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_
     let nodes = Api::<Node>::all(client.clone());
     let listed = nodes.list(&Default::default()).await.unwrap();
     assert_eq!(listed.items.len(), 3);
+
+    // The third machine's agent dies (as a kubelet can; etcd and the API server stay): the
+    // other control plane machines mark its Node Ready=Unknown once the grace period passes.
+    machines[2].agent.start_kill().unwrap();
+    let silent = machines[2].machine.name.clone();
+    let ready_of = async |name: &str| {
+        let node = nodes.get(name).await.ok()?;
+        node.status?
+            .conditions?
+            .into_iter()
+            .find(|condition| condition.type_ == "Ready")
+    };
+    let log = machines[0].log.clone();
+    let unknown = eventually(
+        "the silent Node to be marked Ready=Unknown",
+        &log,
+        async || {
+            ready_of(&silent)
+                .await
+                .filter(|ready| ready.status == "Unknown")
+        },
+    )
+    .await;
+    assert_eq!(unknown.reason.as_deref(), Some("NodeStatusUnknown"));
+    assert_eq!(
+        unknown.message.as_deref(),
+        Some("Kubelet stopped posting node status.")
+    );
+    let alive = ready_of(&machines[1].machine.name).await.unwrap();
+    assert_eq!(alive.status, "True", "a Node that heartbeats stays Ready");
 
     // The first machine goes (every process killed, its address silent).
     let first = machines.remove(0);
