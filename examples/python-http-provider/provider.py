@@ -50,8 +50,9 @@ class ProviderError(Exception):
 class Pool:
     """The hosts and the machines on them, by Machine uid."""
 
-    def __init__(self, hosts, state_file, boot_polls, contract):
+    def __init__(self, hosts, faulty, state_file, boot_polls, contract):
         self.hosts = hosts
+        self.faulty = faulty
         self.state_file = state_file
         self.boot_polls = boot_polls
         self.contract = contract
@@ -121,7 +122,11 @@ class Pool:
             if held["state"] == "PENDING":
                 held["polls"] += 1
                 if held["polls"] >= self.boot_polls:
-                    held["state"] = "RUNNING"
+                    if held["host"] in self.faulty:
+                        held["state"] = "FAILED"
+                        held["message"] = "host %s failed its power-on self test" % held["host"]
+                    else:
+                        held["state"] = "RUNNING"
                 self.save()
             return self.answer(held)
 
@@ -169,6 +174,7 @@ class Pool:
                 {"type": "Hostname", "address": held["name"]},
             ],
             "failureDomain": "rack-1",
+            "message": held.get("message", ""),
             "machineUid": held["uid"],
             "clusterName": held["clusterName"],
         }
@@ -218,13 +224,16 @@ def main():
     parser.add_argument("--listen", default="127.0.0.1:9000", help="host:port; port 0 picks one")
     parser.add_argument("--hosts", default="10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4",
                         help="the pool's hosts, comma-separated")
+    parser.add_argument("--faulty", default="",
+                        help="hosts that never boot (their machines FAILED), comma-separated")
     parser.add_argument("--state", help="a JSON file that keeps the pool across restarts")
     parser.add_argument("--boot-polls", type=int, default=1,
                         help="GetMachine calls before a new machine is RUNNING")
     parser.add_argument("--contract", default="v1", help="the contract version to announce")
     args = parser.parse_args()
     host, port = args.listen.rsplit(":", 1)
-    pool = Pool([h for h in args.hosts.split(",") if h], args.state, args.boot_polls,
+    pool = Pool([h for h in args.hosts.split(",") if h],
+                {h for h in args.faulty.split(",") if h}, args.state, args.boot_polls,
                 args.contract)
     server = ThreadingHTTPServer((host, int(port)), handler(pool))
     print("listening on http://%s:%d" % server.server_address[:2], flush=True)

@@ -139,12 +139,23 @@ impl Plane {
             )
             .collect();
         env.install_crds(&crds).await;
+        let mut plane = Plane {
+            env,
+            stop: None,
+            controllers: None,
+        };
+        plane.start_controllers();
+        plane
+    }
+
+    /// Starts the core and plugin controllers, with fresh caches.
+    fn start_controllers(&mut self) {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shutdown = async move {
             let _ = stopped.await;
         }
         .shared();
-        let client = env.client.clone();
+        let client = self.env.client.clone();
         let controllers = tokio::spawn(async move {
             let config = corral_controllers::Config {
                 backoff_max: Duration::from_secs(1),
@@ -160,20 +171,28 @@ impl Plane {
             let ((), result) = tokio::join!(plugin, core);
             result.expect("the core controllers start");
         });
-        Plane {
-            env,
-            stop: Some(stop),
-            controllers: Some(controllers),
-        }
+        self.stop = Some(stop);
+        self.controllers = Some(controllers);
     }
 
-    async fn stop(mut self) {
+    /// Stops the controllers (a graceful shutdown, whatever they are doing) and starts a
+    /// fresh set with empty caches and no memory, as a restarted management plane would.
+    async fn restart_controllers(&mut self) {
+        self.stop_controllers().await;
+        self.start_controllers();
+    }
+
+    async fn stop_controllers(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(task) = self.controllers.take() {
             task.await.expect("the controllers do not panic");
         }
+    }
+
+    async fn stop(mut self) {
+        self.stop_controllers().await;
     }
 
     fn api<K>(&self) -> Api<K>
@@ -468,4 +487,178 @@ async fn python_provider_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rust_provider_over_grpc() {
     lifecycle(ProviderProcess::rust().await).await;
+}
+
+/// A Ready condition of a Plugin* object: its status, reason and message.
+async fn ready_of(api: &Api<DynamicObject>, name: &str) -> Option<(String, String, String)> {
+    let object = api.get_opt(name).await.unwrap()?;
+    let conditions = object.data["status"]["conditions"].as_array()?.clone();
+    let ready = conditions.iter().find(|c| c["type"] == "Ready")?;
+    let text = |key: &str| ready[key].as_str().unwrap_or_default().to_owned();
+    Some((text("status"), text("reason"), text("message")))
+}
+
+/// A server that answers every request with something that is not the contract's JSON.
+async fn garbage_server() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\n<html></html")
+                    .await;
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// Plugins that are down, answer garbage or speak another contract each get a Ready
+/// condition naming them and what they did, their objects wait with a condition naming the
+/// plugin, and a healthy plugin's cluster comes up beside them all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn faulty_plugins_are_named_and_block_no_other() {
+    let healthy = ProviderProcess::python(&[]).await;
+    let future = ProviderProcess::python(&["--contract", "v2"]).await;
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let down = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let plane = Plane::start().await;
+    plane.register(PLUGIN, &healthy.endpoint).await;
+    plane.register("down", &down).await;
+    plane.register("garbage", &garbage_server().await).await;
+    plane.register("future", &future.endpoint).await;
+
+    let (reason, message) = plane.plugin_ready("down", "False").await;
+    assert_eq!(reason, "Unreachable");
+    assert!(
+        message.starts_with("ProviderPlugin down: GetInfo: unreachable"),
+        "{message}"
+    );
+    let (reason, message) = plane.plugin_ready("garbage", "False").await;
+    assert_eq!(reason, "ProtocolError");
+    assert!(
+        message.starts_with("ProviderPlugin garbage: GetInfo: answered garbage"),
+        "{message}"
+    );
+    let (reason, message) = plane.plugin_ready("future", "False").await;
+    assert_eq!(reason, "IncompatibleContract");
+    assert!(message.contains("never called"), "{message}");
+    // What the incompatible plugin said is still shown.
+    let future_status = plane
+        .provider_plugins()
+        .get("future")
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(future_status.info.unwrap().contract_versions, ["v2"]);
+
+    // A cluster on the incompatible plugin waits, naming it; one on the healthy plugin comes
+    // up meanwhile.
+    plane
+        .create(json!({
+            "apiVersion": format!("{GROUP}/v1alpha1"), "kind": "PluginCluster",
+            "metadata": { "name": "elsewhere" },
+            "spec": { "plugin": "future" },
+        }))
+        .await;
+    plane
+        .create(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": { "name": "elsewhere" },
+            "spec": { "infrastructureRef": { "apiGroup": GROUP, "kind": "PluginCluster", "name": "elsewhere" } },
+        }))
+        .await;
+    plane.create_cluster(2).await;
+    plane.wait_provisioned(&healthy, 2, "metal-md-v1").await;
+    let clusters = plane.plugin_kind("PluginCluster");
+    let (status, _, message) = eventually("the waiting PluginCluster's condition", || async {
+        ready_of(&clusters, "elsewhere")
+            .await
+            .filter(|(_, reason, _)| reason == "PluginNotReady")
+    })
+    .await;
+    assert_eq!(status, "False");
+    assert!(
+        message.starts_with("ProviderPlugin future is not Ready"),
+        "{message}"
+    );
+    plane.stop().await;
+}
+
+/// A machine the plugin says FAILED fails its Machine (`status.deprecated.v1beta1`'s
+/// failureReason and failureMessage), with the plugin's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_machine_fails_its_machine() {
+    let provider = ProviderProcess::python(&["--hosts", "10.9.9.9", "--faulty", "10.9.9.9"]).await;
+    let plane = Plane::start().await;
+    plane.register(PLUGIN, &provider.endpoint).await;
+    plane.create_cluster(1).await;
+    let machine = eventually("the Machine's failure", || async {
+        let machine = plane.worker_machines().await.into_iter().next()?;
+        let failure = &machine.status.as_ref()?.deprecated.v1beta1;
+        failure.failure_message.is_some().then_some(machine)
+    })
+    .await;
+    let failure = machine.status.unwrap().deprecated.v1beta1;
+    assert_eq!(failure.failure_reason.as_deref(), Some("CreateError"));
+    let message = failure.failure_message.unwrap_or_default();
+    assert!(
+        message.contains("host 10.9.9.9 failed its power-on self test"),
+        "{message}"
+    );
+    let (status, reason, _) = ready_of(
+        &plane.plugin_kind("PluginMachine"),
+        &machine.spec.infrastructure_ref.name,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "MachineFailed")
+    );
+    plane.stop().await;
+}
+
+/// Restarts of the controllers and of the plugin lose nothing and create no second machine:
+/// the plugin keeps its machines by Machine uid (the Python example's state file), and
+/// Corral's calls are keyed by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn restarts_create_no_duplicates() {
+    let state = tempfile::tempdir().unwrap();
+    let state_file = state.path().join("pool.json");
+    let state_arg = state_file.to_str().unwrap().to_owned();
+    let provider = ProviderProcess::python(&["--state", &state_arg]).await;
+    let mut plane = Plane::start().await;
+    plane.register(PLUGIN, &provider.endpoint).await;
+    plane.create_cluster(2).await;
+    let before = plane.wait_provisioned(&provider, 2, "metal-md-v1").await;
+
+    plane.restart_controllers().await;
+    drop(provider);
+    let provider = ProviderProcess::python(&["--state", &state_arg]).await;
+    let patch = json!({ "spec": { "endpoint": provider.endpoint } });
+    plane
+        .provider_plugins()
+        .patch(PLUGIN, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+    plane.scale(3).await;
+    let after = plane.wait_provisioned(&provider, 3, "metal-md-v1").await;
+    for machine in &before {
+        let same = after
+            .iter()
+            .find(|m| m.uid() == machine.uid())
+            .expect("the Machine is kept");
+        assert_eq!(same.spec.provider_id, machine.spec.provider_id);
+    }
+    plane.stop().await;
 }
