@@ -28,6 +28,7 @@ use corral_runtime::shared::Caches;
 use futures::FutureExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::Api;
+use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use crate::api::conditions::{READY, reasons};
@@ -177,6 +178,79 @@ pub(crate) fn call_reason(error: &corral_provider_sdk::CallError) -> &'static st
         CallFailure::Unreachable(_) | CallFailure::Timeout(_) => reasons::UNREACHABLE,
         CallFailure::Garbage(_) => reasons::PROTOCOL_ERROR,
     }
+}
+
+/// A kind whose Ready condition the controllers write.
+pub(crate) trait Conditioned:
+    Resource<DynamicType = ()>
+    + Clone
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+{
+    fn conditions_mut(&mut self) -> &mut Vec<Condition>;
+}
+
+impl Conditioned for PluginCluster {
+    fn conditions_mut(&mut self) -> &mut Vec<Condition> {
+        &mut self.status.get_or_insert_with(Default::default).conditions
+    }
+}
+
+impl Conditioned for PluginMachine {
+    fn conditions_mut(&mut self) -> &mut Vec<Condition> {
+        &mut self.status.get_or_insert_with(Default::default).conditions
+    }
+}
+
+/// Writes `object`'s Ready condition False with `reason` and `message` (a status write only
+/// when that changes it), then `then`.
+pub(crate) async fn not_ready<K: Conditioned>(
+    api: &Api<K>,
+    object: &K,
+    reason: &str,
+    message: impl Into<String>,
+    then: Action,
+) -> Result<Action, Error> {
+    let mut after = object.clone();
+    let generation = object.meta().generation;
+    set_ready(after.conditions_mut(), false, reason, message, generation);
+    write(api, object, &after, Part::Status).await?;
+    Ok(then)
+}
+
+/// A call to `plugin` that failed: Ready False naming the plugin and what happened, and a
+/// retry after the plugin's retry-after or the object's backoff.
+pub(crate) async fn call_failed<K: Conditioned>(
+    context: &Context,
+    api: &Api<K>,
+    object: &K,
+    key: &str,
+    plugin: &str,
+    error: &corral_provider_sdk::CallError,
+) -> Result<Action, Error> {
+    let wait = failed_call(context, key, error);
+    let message = format!("ProviderPlugin {plugin}: {error}");
+    not_ready(
+        api,
+        object,
+        call_reason(error),
+        message,
+        Action::requeue(wait),
+    )
+    .await
+}
+
+/// The wait before calling again after `error`: the plugin's retry-after, else the object's
+/// backoff.
+pub(crate) fn failed_call(
+    context: &Context,
+    key: &str,
+    error: &corral_provider_sdk::CallError,
+) -> Duration {
+    tracing::info!(%error, "A call to the plugin failed");
+    let backoff = context.failures.fail(key);
+    error.retry_after().unwrap_or(backoff)
 }
 
 /// Adds or removes `finalizer`; returns the object as stored (`object` itself when nothing

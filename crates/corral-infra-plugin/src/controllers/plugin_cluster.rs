@@ -17,7 +17,9 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::reflector::ObjectRef;
 
-use super::{Context, Error, call_reason, owner, paused, set_finalizer, set_ready, write};
+use super::{
+    Context, Error, call_failed, not_ready, owner, paused, set_finalizer, set_ready, write,
+};
 use crate::api::conditions::reasons;
 use crate::api::{GROUP, PluginCluster, finalizers};
 
@@ -84,21 +86,18 @@ async fn reconcile(object: Arc<PluginCluster>, context: Arc<Context>) -> Result<
         uid: cluster_uid,
     });
     let config = super::plugin_machine::config_struct(object.spec.config.as_ref());
-    let mut after = (*object).clone();
-    let status = after.status.get_or_insert_with(Default::default);
 
     let client = match context.plugins.ready_client(&object.spec.plugin) {
         Ok(client) => client,
         Err(message) => {
-            set_ready(
-                &mut status.conditions,
-                false,
+            return not_ready(
+                &api,
+                &object,
                 reasons::PLUGIN_NOT_READY,
                 message,
-                generation,
-            );
-            write(&api, &object, &after, Part::Status).await?;
-            return Ok(Action::requeue(super::PLUGIN_WAIT));
+                Action::requeue(super::PLUGIN_WAIT),
+            )
+            .await;
         }
     };
 
@@ -123,30 +122,20 @@ async fn reconcile(object: Arc<PluginCluster>, context: Arc<Context>) -> Result<
                 Ok(Action::await_change())
             }
             Ok(_) => {
-                set_ready(
-                    &mut status.conditions,
-                    false,
+                not_ready(
+                    &api,
+                    &object,
                     reasons::DELETING,
                     format!(
                         "ProviderPlugin {} is deleting the cluster's infrastructure",
                         object.spec.plugin
                     ),
-                    generation,
-                );
-                write(&api, &object, &after, Part::Status).await?;
-                Ok(Action::requeue(context.poll.fail(&key)))
+                    Action::requeue(context.poll.fail(&key)),
+                )
+                .await
             }
             Err(error) => {
-                let wait = failed_call(&context, &key, &error);
-                set_ready(
-                    &mut status.conditions,
-                    false,
-                    call_reason(&error),
-                    format!("ProviderPlugin {}: {error}", object.spec.plugin),
-                    generation,
-                );
-                write(&api, &object, &after, Part::Status).await?;
-                Ok(Action::requeue(wait))
+                call_failed(&context, &api, &object, &key, &object.spec.plugin, &error).await
             }
         };
     }
@@ -162,16 +151,7 @@ async fn reconcile(object: Arc<PluginCluster>, context: Arc<Context>) -> Result<
     let answer = match client.reconcile_cluster(request).await {
         Ok(answer) => answer,
         Err(error) => {
-            let wait = failed_call(&context, &key, &error);
-            set_ready(
-                &mut status.conditions,
-                false,
-                call_reason(&error),
-                format!("ProviderPlugin {}: {error}", object.spec.plugin),
-                generation,
-            );
-            write(&api, &object, &after, Part::Status).await?;
-            return Ok(Action::requeue(wait));
+            return call_failed(&context, &api, &object, &key, &object.spec.plugin, &error).await;
         }
     };
     context.failures.succeed(&key);
@@ -226,16 +206,4 @@ async fn reconcile(object: Arc<PluginCluster>, context: Arc<Context>) -> Result<
     } else {
         Ok(Action::requeue(context.poll.fail(&key)))
     }
-}
-
-/// The wait before calling again after `error`: the plugin's retry-after, else the object's
-/// backoff.
-pub(super) fn failed_call(
-    context: &Context,
-    key: &str,
-    error: &corral_provider_sdk::CallError,
-) -> std::time::Duration {
-    tracing::info!(%error, "A call to the plugin failed");
-    let backoff = context.failures.fail(key);
-    error.retry_after().unwrap_or(backoff)
 }

@@ -28,8 +28,10 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::reflector::ObjectRef;
 
-use super::plugin_cluster::failed_call;
-use super::{Context, Error, call_reason, owner, paused, set_finalizer, set_ready, write};
+use super::{
+    Context, Error, call_failed, failed_call, not_ready, owner, paused, set_finalizer, set_ready,
+    write,
+};
 use crate::api::conditions::reasons;
 use crate::api::{GROUP, PluginMachine, PluginMachineStatus, finalizers};
 
@@ -162,15 +164,14 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
         let client = match context.plugins.ready_client(&object.spec.plugin) {
             Ok(client) => client,
             Err(message) => {
-                set_ready(
-                    &mut status.conditions,
-                    false,
+                return not_ready(
+                    &api,
+                    &object,
                     reasons::PLUGIN_NOT_READY,
                     message,
-                    generation,
-                );
-                write(&api, &object, &after, Part::Status).await?;
-                return Ok(Action::requeue(super::PLUGIN_WAIT));
+                    Action::requeue(super::PLUGIN_WAIT),
+                )
+                .await;
             }
         };
         let request = v1::DeleteMachineRequest {
@@ -182,31 +183,22 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
             Ok(answer) => answer.deleted,
             Err(error) if error.is_not_found() => true,
             Err(error) => {
-                let wait = failed_call(&context, &key, &error);
-                set_ready(
-                    &mut status.conditions,
-                    false,
-                    call_reason(&error),
-                    format!("ProviderPlugin {}: {error}", object.spec.plugin),
-                    generation,
-                );
-                write(&api, &object, &after, Part::Status).await?;
-                return Ok(Action::requeue(wait));
+                return call_failed(&context, &api, &object, &key, &object.spec.plugin, &error)
+                    .await;
             }
         };
         if !deleted {
-            set_ready(
-                &mut status.conditions,
-                false,
+            return not_ready(
+                &api,
+                &object,
                 reasons::DELETING,
                 format!(
                     "ProviderPlugin {} is deleting the machine",
                     object.spec.plugin
                 ),
-                generation,
-            );
-            write(&api, &object, &after, Part::Status).await?;
-            return Ok(Action::requeue(context.poll.fail(&key)));
+                Action::requeue(context.poll.fail(&key)),
+            )
+            .await;
         }
         context.poll.succeed(&key);
         context.failures.succeed(&key);
@@ -226,39 +218,36 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
         .and_then(|status| status.initialization.infrastructure_provisioned)
         == Some(true);
     if !infrastructure_provisioned {
-        set_ready(
-            &mut status.conditions,
-            false,
+        return not_ready(
+            &api,
+            &object,
             reasons::WAITING_FOR_CLUSTER_INFRASTRUCTURE,
             "",
-            generation,
-        );
-        write(&api, &object, &after, Part::Status).await?;
-        return Ok(Action::await_change());
+            Action::await_change(),
+        )
+        .await;
     }
     let Some(secret_name) = machine.spec.bootstrap.data_secret_name.clone() else {
-        set_ready(
-            &mut status.conditions,
-            false,
+        return not_ready(
+            &api,
+            &object,
             reasons::WAITING_FOR_BOOTSTRAP_DATA,
             "",
-            generation,
-        );
-        write(&api, &object, &after, Part::Status).await?;
-        return Ok(Action::await_change());
+            Action::await_change(),
+        )
+        .await;
     };
     let client = match context.plugins.ready_client(&object.spec.plugin) {
         Ok(client) => client,
         Err(message) => {
-            set_ready(
-                &mut status.conditions,
-                false,
+            return not_ready(
+                &api,
+                &object,
                 reasons::PLUGIN_NOT_READY,
                 message,
-                generation,
-            );
-            write(&api, &object, &after, Part::Status).await?;
-            return Ok(Action::requeue(super::PLUGIN_WAIT));
+                Action::requeue(super::PLUGIN_WAIT),
+            )
+            .await;
         }
     };
 
@@ -288,34 +277,23 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
                 .await
         }
     };
-    let status = after.status.get_or_insert_with(Default::default);
     let answer = match answer {
         Ok(answer) => answer,
         Err(error) if error.is_not_found() => {
-            set_ready(
-                &mut status.conditions,
-                false,
+            return not_ready(
+                &api,
+                &object,
                 reasons::MACHINE_NOT_FOUND,
                 format!(
                     "ProviderPlugin {} no longer has the machine: {error}",
                     object.spec.plugin
                 ),
-                generation,
-            );
-            write(&api, &object, &after, Part::Status).await?;
-            return Ok(Action::requeue(failed_call(&context, &key, &error)));
+                Action::requeue(failed_call(&context, &key, &error)),
+            )
+            .await;
         }
         Err(error) => {
-            let wait = failed_call(&context, &key, &error);
-            set_ready(
-                &mut status.conditions,
-                false,
-                call_reason(&error),
-                format!("ProviderPlugin {}: {error}", object.spec.plugin),
-                generation,
-            );
-            write(&api, &object, &after, Part::Status).await?;
-            return Ok(Action::requeue(wait));
+            return call_failed(&context, &api, &object, &key, &object.spec.plugin, &error).await;
         }
     };
     context.failures.succeed(&key);
@@ -326,15 +304,14 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
                 "ProviderPlugin {} answered an unknown machine state {}",
                 object.spec.plugin, answer.state
             );
-            set_ready(
-                &mut status.conditions,
-                false,
+            return not_ready(
+                &api,
+                &object,
                 reasons::PROTOCOL_ERROR,
                 message,
-                generation,
-            );
-            write(&api, &object, &after, Part::Status).await?;
-            return Ok(Action::requeue(context.failures.fail(&key)));
+                Action::requeue(context.failures.fail(&key)),
+            )
+            .await;
         }
     };
 
