@@ -44,6 +44,13 @@ const RESYNC: Duration = Duration::from_secs(300);
 /// How long an object whose plugin is not Ready waits before looking again.
 const PLUGIN_WAIT: Duration = Duration::from_secs(2);
 
+/// How long an object waits while every call slot of its plugin is taken.
+const BUSY_WAIT: Duration = Duration::from_millis(500);
+
+/// How many objects of one kind are reconciled at once: more than one plugin's call slots, so
+/// that a slow plugin leaves workers for the others.
+const CONCURRENCY: u16 = 64;
+
 /// Runs the three controllers until `shutdown` completes, with caches of their own.
 pub async fn run(client: kube::Client, shutdown: impl Future<Output = ()> + Send + 'static) {
     let caches = Caches::new(client.clone());
@@ -64,7 +71,10 @@ pub async fn run_with_caches(
         caches,
         poll: Backoff::new(Duration::from_secs(1), Duration::from_secs(30)),
         failures: Backoff::new(Duration::from_secs(1), Duration::from_secs(60)),
-        config: corral_runtime::Config::default(),
+        config: corral_runtime::Config {
+            concurrency: CONCURRENCY,
+            ..Default::default()
+        },
     });
     futures::join!(
         provider_plugin::run(context.clone(), shutdown.clone()),
@@ -217,6 +227,29 @@ pub(crate) async fn not_ready<K: Conditioned>(
     set_ready(after.conditions_mut(), false, reason, message, generation);
     write(api, object, &after, Part::Status).await?;
     Ok(then)
+}
+
+/// The plugin `name` to call about `object`, holding one of its call slots until dropped; or
+/// the action to return instead: after writing `object`'s Ready condition False naming why
+/// the plugin may not be called (missing, not Ready, incompatible), or, while every slot of
+/// the plugin is taken by slow calls, a short wait, so that a slow plugin holds at most
+/// [`plugins::CALLS_PER_PLUGIN`] of the controller's workers and other plugins go on.
+pub(crate) async fn plugin_call<K: Conditioned>(
+    context: &Context,
+    api: &Api<K>,
+    object: &K,
+    name: &str,
+) -> Result<Result<plugins::PluginCall, Action>, Error> {
+    match context.plugins.call(name) {
+        Ok(call) => Ok(Ok(call)),
+        Err(plugins::NotCallable::Busy) => Ok(Err(Action::requeue(BUSY_WAIT))),
+        Err(plugins::NotCallable::NotReady(message)) => {
+            let wait = Action::requeue(PLUGIN_WAIT);
+            not_ready(api, object, reasons::PLUGIN_NOT_READY, message, wait)
+                .await
+                .map(Err)
+        }
+    }
 }
 
 /// A call to `plugin` that failed: Ready False naming the plugin and what happened, and a

@@ -18,7 +18,8 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::reflector::ObjectRef;
 
 use super::{
-    Context, Error, call_failed, not_ready, owner, paused, set_finalizer, set_ready, write,
+    Context, Error, call_failed, not_ready, owner, paused, plugin_call, set_finalizer, set_ready,
+    write,
 };
 use crate::api::conditions::reasons;
 use crate::api::{GROUP, PluginCluster, finalizers};
@@ -87,19 +88,11 @@ async fn reconcile(object: Arc<PluginCluster>, context: Arc<Context>) -> Result<
     });
     let config = super::plugin_machine::config_struct(object.spec.config.as_ref());
 
-    let client = match context.plugins.ready_client(&object.spec.plugin) {
-        Ok(client) => client,
-        Err(message) => {
-            return not_ready(
-                &api,
-                &object,
-                reasons::PLUGIN_NOT_READY,
-                message,
-                Action::requeue(super::PLUGIN_WAIT),
-            )
-            .await;
-        }
+    let call = match plugin_call(&context, &api, &object, &object.spec.plugin).await? {
+        Ok(call) => call,
+        Err(action) => return Ok(action),
     };
+    let client = &call.client;
 
     if object.metadata.deletion_timestamp.is_some() {
         if !object

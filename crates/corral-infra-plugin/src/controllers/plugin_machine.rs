@@ -29,8 +29,8 @@ use kube::runtime::controller::{Action, trigger_with};
 use kube::runtime::reflector::ObjectRef;
 
 use super::{
-    Context, Error, call_failed, failed_call, not_ready, owner, paused, set_finalizer, set_ready,
-    write,
+    Context, Error, call_failed, failed_call, not_ready, owner, paused, plugin_call, set_finalizer,
+    set_ready, write,
 };
 use crate::api::conditions::reasons;
 use crate::api::{GROUP, PluginMachine, PluginMachineStatus, finalizers};
@@ -161,19 +161,11 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
         {
             return Ok(Action::await_change());
         }
-        let client = match context.plugins.ready_client(&object.spec.plugin) {
-            Ok(client) => client,
-            Err(message) => {
-                return not_ready(
-                    &api,
-                    &object,
-                    reasons::PLUGIN_NOT_READY,
-                    message,
-                    Action::requeue(super::PLUGIN_WAIT),
-                )
-                .await;
-            }
+        let call = match plugin_call(&context, &api, &object, &object.spec.plugin).await? {
+            Ok(call) => call,
+            Err(action) => return Ok(action),
         };
+        let client = &call.client;
         let request = v1::DeleteMachineRequest {
             machine: Some(reference),
             provider_id: object.spec.provider_id.clone().unwrap_or_default(),
@@ -237,19 +229,11 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
         )
         .await;
     };
-    let client = match context.plugins.ready_client(&object.spec.plugin) {
-        Ok(client) => client,
-        Err(message) => {
-            return not_ready(
-                &api,
-                &object,
-                reasons::PLUGIN_NOT_READY,
-                message,
-                Action::requeue(super::PLUGIN_WAIT),
-            )
-            .await;
-        }
+    let call = match plugin_call(&context, &api, &object, &object.spec.plugin).await? {
+        Ok(call) => call,
+        Err(action) => return Ok(action),
     };
+    let client = &call.client;
 
     // The finalizer guards the machine the plugin is about to make.
     let object = Arc::new(set_finalizer(&api, &object, finalizers::PLUGIN_MACHINE, true).await?);

@@ -3,12 +3,13 @@
 //! Ready: reachable and speaking contract `v1`).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use corral_provider_sdk::{Client, ClientConfig, EndpointError};
 use corral_runtime::SharedCache;
 use kube::runtime::reflector::ObjectRef;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::api::{ProviderPlugin, ProviderPluginSpec};
 
@@ -18,6 +19,25 @@ pub struct Plugins {
     clients: Mutex<HashMap<String, (ProviderPluginSpec, Client)>>,
     /// When each ProviderPlugin (by uid) is to be probed next, for the generation probed.
     next_probe: Mutex<HashMap<String, (Option<i64>, Instant)>>,
+    /// The call slots of each plugin, by name.
+    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+/// How many calls one plugin may have in flight from one controller's reconciles.
+pub const CALLS_PER_PLUGIN: usize = 16;
+
+/// A plugin to call, and the call slot held while calling it.
+pub(crate) struct PluginCall {
+    pub client: Client,
+    _slot: OwnedSemaphorePermit,
+}
+
+/// Why a plugin is not called now.
+pub(crate) enum NotCallable {
+    /// Missing, not Ready or incompatible: the message says which.
+    NotReady(String),
+    /// Every call slot is taken.
+    Busy,
 }
 
 impl Plugins {
@@ -26,6 +46,7 @@ impl Plugins {
             cache,
             clients: Mutex::new(HashMap::new()),
             next_probe: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
         }
     }
 
@@ -47,9 +68,27 @@ impl Plugins {
         Ok(client)
     }
 
+    /// The client of the plugin named `name` and one of its call slots, when it may be
+    /// called.
+    pub(crate) fn call(&self, name: &str) -> Result<PluginCall, NotCallable> {
+        let client = self.ready_client(name).map_err(NotCallable::NotReady)?;
+        let slots = self
+            .slots
+            .lock()
+            .expect("plugin slots lock")
+            .entry(name.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(CALLS_PER_PLUGIN)))
+            .clone();
+        let slot = slots.try_acquire_owned().map_err(|_| NotCallable::Busy)?;
+        Ok(PluginCall {
+            client,
+            _slot: slot,
+        })
+    }
+
     /// The client of the plugin named `name`, when it may be called; else why not, for a
     /// condition's message.
-    pub(crate) fn ready_client(&self, name: &str) -> Result<Client, String> {
+    fn ready_client(&self, name: &str) -> Result<Client, String> {
         let Some(plugin) = self.cache.get(&ObjectRef::new(name)) else {
             return Err(format!("ProviderPlugin {name} does not exist"));
         };

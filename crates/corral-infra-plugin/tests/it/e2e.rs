@@ -662,3 +662,162 @@ async fn restarts_create_no_duplicates() {
     }
     plane.stop().await;
 }
+
+/// A provider whose CreateMachine does not answer until released (then UNAVAILABLE), served
+/// by the SDK over HTTP on loopback: a slow plugin.
+struct Stuck {
+    released: tokio::sync::watch::Receiver<bool>,
+}
+
+#[async_trait::async_trait]
+impl corral_provider_sdk::Provider for Stuck {
+    async fn get_info(
+        &self,
+        _: v1::GetInfoRequest,
+    ) -> Result<v1::GetInfoResponse, corral_provider_sdk::ProviderError> {
+        Ok(v1::GetInfoResponse {
+            name: "stuck".into(),
+            contract_versions: vec!["v1".into()],
+            ..Default::default()
+        })
+    }
+    async fn reconcile_cluster(
+        &self,
+        _: v1::ReconcileClusterRequest,
+    ) -> Result<v1::ReconcileClusterResponse, corral_provider_sdk::ProviderError> {
+        Ok(v1::ReconcileClusterResponse {
+            ready: true,
+            ..Default::default()
+        })
+    }
+    async fn delete_cluster(
+        &self,
+        _: v1::DeleteClusterRequest,
+    ) -> Result<v1::DeleteClusterResponse, corral_provider_sdk::ProviderError> {
+        Ok(v1::DeleteClusterResponse { deleted: true })
+    }
+    async fn create_machine(
+        &self,
+        _: v1::CreateMachineRequest,
+    ) -> Result<v1::Machine, corral_provider_sdk::ProviderError> {
+        let mut released = self.released.clone();
+        let _ = released.wait_for(|released| *released).await;
+        Err(corral_provider_sdk::ProviderError::unavailable("released"))
+    }
+    async fn get_machine(
+        &self,
+        _: v1::GetMachineRequest,
+    ) -> Result<v1::Machine, corral_provider_sdk::ProviderError> {
+        Err(corral_provider_sdk::ProviderError::not_found("none"))
+    }
+    async fn delete_machine(
+        &self,
+        _: v1::DeleteMachineRequest,
+    ) -> Result<v1::DeleteMachineResponse, corral_provider_sdk::ProviderError> {
+        Ok(v1::DeleteMachineResponse { deleted: true })
+    }
+}
+
+/// A plugin whose calls hang holds a bounded number of the controllers' workers: with more of
+/// its machines waiting than there are workers, another plugin's cluster still comes up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_plugin_blocks_no_other() {
+    let (release, released) = tokio::sync::watch::channel(false);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stuck_endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let stuck = std::sync::Arc::new(Stuck { released });
+    tokio::spawn(corral_provider_sdk::server::serve_http(
+        stuck,
+        listener,
+        std::future::pending(),
+    ));
+    let healthy = ProviderProcess::python(&["--hosts", "10.0.0.1,10.0.0.2"]).await;
+    let plane = Plane::start().await;
+    plane.register(PLUGIN, &healthy.endpoint).await;
+    plane
+        .create(json!({
+            "apiVersion": "corral.dev/v1alpha1", "kind": "ProviderPlugin",
+            "metadata": { "name": "stuck" },
+            "spec": { "endpoint": stuck_endpoint, "timeoutSeconds": 600 },
+        }))
+        .await;
+    plane.plugin_ready("stuck", "True").await;
+
+    // 80 machines on the stuck plugin, more than the controller's 64 workers.
+    plane
+        .create(json!({
+            "apiVersion": format!("{GROUP}/v1alpha1"), "kind": "PluginCluster",
+            "metadata": { "name": "slow" },
+            "spec": { "plugin": "stuck" },
+        }))
+        .await;
+    plane
+        .create(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": { "name": "slow" },
+            "spec": { "infrastructureRef": { "apiGroup": GROUP, "kind": "PluginCluster", "name": "slow" } },
+        }))
+        .await;
+    plane
+        .create(json!({
+            "apiVersion": format!("{GROUP}/v1alpha1"), "kind": "PluginMachineTemplate",
+            "metadata": { "name": "slow" },
+            "spec": { "template": { "spec": { "plugin": "stuck" } } },
+        }))
+        .await;
+    plane
+        .create(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": { "name": "slow-bootstrap" },
+            "type": "cluster.x-k8s.io/secret",
+            "stringData": { "value": "#cloud-config\n" },
+        }))
+        .await;
+    plane
+        .create(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": { "name": "slow-md" },
+            "spec": {
+                "clusterName": "slow",
+                "replicas": 80,
+                "selector": { "matchLabels": { "pool": "slow" } },
+                "template": {
+                    "metadata": { "labels": { "pool": "slow" } },
+                    "spec": {
+                        "clusterName": "slow",
+                        "bootstrap": { "dataSecretName": "slow-bootstrap" },
+                        "infrastructureRef": { "apiGroup": GROUP, "kind": "PluginMachineTemplate", "name": "slow" },
+                    },
+                },
+            },
+        }))
+        .await;
+    let plugin_machines = plane.plugin_kind("PluginMachine");
+    eventually("the stuck plugin's 80 PluginMachines", || async {
+        let listed = plugin_machines
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items;
+        (listed.len() >= 80).then_some(())
+    })
+    .await;
+
+    plane.create_cluster(2).await;
+    plane.wait_provisioned(&healthy, 2, "metal-md-v1").await;
+    let slow_machines = plugin_machines
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(
+        slow_machines
+            .iter()
+            .filter(|m| m.data["spec"]["plugin"] == "stuck")
+            .all(|m| m.data["spec"]["providerID"].is_null()),
+        "the stuck plugin answered nothing"
+    );
+    // Let the hanging calls end, so that the controllers stop.
+    release.send(true).unwrap();
+    plane.stop().await;
+}
