@@ -64,6 +64,12 @@ pub fn providers() -> Vec<BuiltinProvider> {
             namespace: "capim-system",
             crds: corral_infra_inmemory::crds,
         },
+        BuiltinProvider {
+            type_: ProviderType::InfrastructureProvider,
+            name: corral_infra_plugin::api::PROVIDER_NAME,
+            namespace: "corral-plugin-system",
+            crds: corral_infra_plugin::crds,
+        },
     ]
 }
 
@@ -254,13 +260,16 @@ pub async fn run_controllers(
         caches.clone(),
         shutdown.clone(),
     );
+    // Providers in any language: the generic controllers calling ProviderPlugins.
+    let plugins =
+        corral_infra_plugin::run_with_caches(client.clone(), caches.clone(), shutdown.clone());
     let core = corral_controllers::run_with_caches(
         client,
         corral_controllers::Config::default(),
         caches,
         shutdown,
     );
-    let ((), (), (), core) = tokio::join!(provider, bootstrap, control_plane, core);
+    let ((), (), (), (), core) = tokio::join!(provider, plugins, bootstrap, control_plane, core);
     core.map_err(|error| Error::Api {
         doing: "running the core controllers".into(),
         reason: crate::error::innermost_message(&error),

@@ -179,7 +179,9 @@ pub async fn kubeconfig(
     }
 }
 
-/// The provider inventory, as `kubectl get providers -A` shows it.
+/// The providers: the inventory of the built-in ones, as `kubectl get providers -A` shows
+/// it, then every ProviderPlugin with what its GetInfo said, its transport, its health (its
+/// Ready condition's reason) and its last error.
 pub async fn providers(connection: &Connection, now: Timestamp) -> Result<String, Error> {
     let api: Api<corral_api::clusterctl::Provider> = Api::all(connection.client.clone());
     let list = match api.list(&ListParams::default()).await {
@@ -193,9 +195,20 @@ pub async fn providers(connection: &Connection, now: Timestamp) -> Result<String
         Err(error) => return Err(connection.fail("listing the provider inventory", error)),
     };
     let mut rows = vec![
-        ["NAMESPACE", "NAME", "TYPE", "PROVIDER", "VERSION", "AGE"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "NAMESPACE",
+            "NAME",
+            "TYPE",
+            "PROVIDER",
+            "VERSION",
+            "CONTRACT",
+            "TRANSPORT",
+            "HEALTH",
+            "AGE",
+            "MESSAGE",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for provider in &list.items {
         let type_ = provider
@@ -213,7 +226,52 @@ pub async fn providers(connection: &Connection, now: Timestamp) -> Result<String
             type_,
             provider.provider_name.clone().unwrap_or_default(),
             provider.version.clone().unwrap_or_default(),
+            corral_api::contract::ContractVersion::V1Beta2.to_string(),
+            "in-process".into(),
+            "-".into(),
             age(provider.metadata.creation_timestamp.as_ref(), now),
+            String::new(),
+        ]);
+    }
+    let plugins: Api<corral_infra_plugin::api::ProviderPlugin> =
+        Api::all(connection.client.clone());
+    let plugins = match plugins.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        // The plugin provider's CRDs are not installed: no plugins.
+        Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+        Err(error) => return Err(connection.fail("listing the ProviderPlugins", error)),
+    };
+    for plugin in &plugins {
+        let status = plugin.status.clone().unwrap_or_default();
+        let info = status.info.clone().unwrap_or_default();
+        let ready = corral_runtime::conditions::get(
+            &status.conditions,
+            corral_infra_plugin::api::conditions::READY,
+        );
+        let (health, message) = match ready {
+            Some(ready) if ready.status == "True" => ("Ready".to_owned(), String::new()),
+            Some(ready) => (ready.reason.clone(), ready.message.clone()),
+            None => ("Unknown".to_owned(), "not probed yet".to_owned()),
+        };
+        rows.push(vec![
+            String::new(),
+            plugin.metadata.name.clone().unwrap_or_default(),
+            "InfrastructureProvider".into(),
+            format!(
+                "{}:{}",
+                corral_infra_plugin::api::PROVIDER_NAME,
+                if info.name.is_empty() {
+                    "-"
+                } else {
+                    &info.name
+                }
+            ),
+            info.version.clone(),
+            info.contract_versions.join(","),
+            status.transport.clone().unwrap_or_default(),
+            health,
+            age(plugin.metadata.creation_timestamp.as_ref(), now),
+            message,
         ]);
     }
     Ok(table(&rows))

@@ -116,7 +116,8 @@ enum GenerateCommand {
 struct GenerateClusterArgs {
     /// The cluster's name.
     name: String,
-    /// The infrastructure provider whose templates to use.
+    /// The infrastructure provider whose templates to use: `in-memory`, or
+    /// `plugin:<ProviderPlugin name>` for a provider plugin.
     #[arg(short, long, conflicts_with = "from")]
     infrastructure: Option<String>,
     /// The template flavor: the default (a KubeadmControlPlane) or `machine-based` (the

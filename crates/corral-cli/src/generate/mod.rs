@@ -42,7 +42,28 @@ const EMBEDDED: &[Embedded] = &[
             "../../templates/in-memory/cluster-template-machine-based-control-plane.yaml"
         )),
     },
+    // `--infrastructure plugin:<name>`: the ProviderPlugin `<name>` (PLUGIN_NAME).
+    Embedded {
+        provider: "plugin",
+        flavor: "",
+        text: include_str!("../../templates/plugin/cluster-template.yaml"),
+        per_control_plane_machine: None,
+    },
 ];
+
+/// The ProviderPlugin that `--infrastructure plugin:<name>` names, for the plugin template's
+/// `PLUGIN_NAME` (where clusterctl's `<provider>:<version>` names a version).
+fn plugin_name(source: &Source) -> Option<&str> {
+    match source {
+        Source::Embedded {
+            infrastructure: Some(infrastructure),
+            ..
+        } => infrastructure
+            .strip_prefix("plugin:")
+            .filter(|name| !name.is_empty()),
+        _ => None,
+    }
+}
 
 /// The infrastructure providers with embedded templates.
 pub fn infrastructure_providers() -> Vec<&'static str> {
@@ -170,6 +191,7 @@ fn flag_of(variable: &str) -> Option<&'static str> {
         "NAMESPACE" => Some("--target-namespace"),
         "CONTROL_PLANE_MACHINE_COUNT" => Some("--control-plane-machine-count"),
         "WORKER_MACHINE_COUNT" => Some("--worker-machine-count"),
+        "PLUGIN_NAME" => Some("--infrastructure plugin:<ProviderPlugin name>"),
         _ => None,
     }
 }
@@ -204,6 +226,9 @@ pub fn generate_cluster(request: &GenerateCluster) -> Result<String, Error> {
         "WORKER_MACHINE_COUNT".into(),
         request.worker_machine_count.to_string(),
     );
+    if let Some(plugin) = plugin_name(&request.source) {
+        values.insert("PLUGIN_NAME".into(), plugin.to_owned());
+    }
     let render = |text: &str, values: &BTreeMap<String, String>| {
         envsubst::substitute(text, |name| values.get(name).cloned()).map_err(|missing| {
             let first = &missing[0];

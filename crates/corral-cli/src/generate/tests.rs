@@ -181,3 +181,49 @@ fn a_template_from_a_file_is_rendered_the_same_way() {
     assert_eq!(documents[0]["metadata"]["name"], "dev-x");
     assert_eq!(documents[0]["data"]["k"], "e");
 }
+
+#[test]
+fn plugin_infrastructure_names_the_provider_plugin() {
+    let mut request = request(None);
+    request.source = Source::Embedded {
+        infrastructure: Some("plugin:bare-metal".into()),
+        flavor: None,
+    };
+    let documents = documents(&generate_cluster(&request).unwrap());
+    assert_eq!(
+        kinds(&documents),
+        [
+            "Cluster/dev",
+            "PluginCluster/dev",
+            "KubeadmControlPlane/dev-control-plane",
+            "PluginMachineTemplate/dev-control-plane",
+            "MachineDeployment/dev-md-0",
+            "PluginMachineTemplate/dev-md-0",
+            "KubeadmConfigTemplate/dev-md-0",
+        ]
+    );
+    for document in &documents {
+        if document["kind"] == "PluginCluster" {
+            assert_eq!(document["spec"]["plugin"], "bare-metal");
+        }
+        if document["kind"] == "PluginMachineTemplate" {
+            assert_eq!(document["spec"]["template"]["spec"]["plugin"], "bare-metal");
+        }
+    }
+    assert_eq!(
+        documents[0]["spec"]["infrastructureRef"]["apiGroup"],
+        "infrastructure.corral.dev"
+    );
+
+    // Without a plugin's name, the message says how to give one.
+    request.source = Source::Embedded {
+        infrastructure: Some("plugin".into()),
+        flavor: None,
+    };
+    let message = generate_cluster(&request).unwrap_err().to_string();
+    assert!(message.contains("PLUGIN_NAME is not set"), "{message}");
+    assert!(
+        message.contains("--infrastructure plugin:<ProviderPlugin name>"),
+        "{message}"
+    );
+}

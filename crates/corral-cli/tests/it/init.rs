@@ -77,6 +77,12 @@ async fn init_installs_the_crds_and_upstreams_inventory_and_is_idempotent() {
                 ProviderType::InfrastructureProvider,
                 "in-memory"
             ),
+            entry(
+                "corral-plugin-system",
+                "infrastructure-plugin",
+                ProviderType::InfrastructureProvider,
+                "plugin"
+            ),
         ]
     );
     for provider in &after {
@@ -119,5 +125,95 @@ async fn init_installs_the_crds_and_upstreams_inventory_and_is_idempotent() {
     assert_eq!(
         provider_of("kubeadmcontrolplanes.controlplane.cluster.x-k8s.io").as_deref(),
         Some("control-plane-kubeadm")
+    );
+}
+
+/// `get providers` lists the built-in providers and every ProviderPlugin, with the plugin's
+/// contract, transport, health and last error (the test writes the status a probe would).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_providers_lists_plugins_with_their_health() {
+    use kube::api::{Patch, PatchParams, PostParams};
+    let env = TestEnv::start().await;
+    let connection = Connection::for_url(&env.url()).unwrap();
+    corral_cli::components::init(&connection).await.unwrap();
+    let plugins: Api<corral_infra_plugin::api::ProviderPlugin> = Api::all(env.client.clone());
+    for (name, endpoint) in [
+        ("bare-metal", "http://127.0.0.1:9000"),
+        ("lab", "grpc://127.0.0.1:9001"),
+    ] {
+        let plugin = serde_json::from_value(serde_json::json!({
+            "apiVersion": "corral.dev/v1alpha1", "kind": "ProviderPlugin",
+            "metadata": { "name": name }, "spec": { "endpoint": endpoint },
+        }))
+        .unwrap();
+        plugins
+            .create(&PostParams::default(), &plugin)
+            .await
+            .unwrap();
+    }
+    let now = "2026-01-01T00:00:00Z";
+    let status = serde_json::json!({ "status": {
+        "info": { "name": "bare-metal-pool", "version": "0.1.0", "contractVersions": ["v1"] },
+        "transport": "http",
+        "conditions": [{ "type": "Ready", "status": "True", "reason": "Ready", "message": "", "lastTransitionTime": now }],
+    }});
+    plugins
+        .patch_status("bare-metal", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    let status = serde_json::json!({ "status": {
+        "transport": "grpc",
+        "conditions": [{ "type": "Ready", "status": "False", "reason": "Unreachable",
+            "message": "ProviderPlugin lab: GetInfo: unreachable: connection refused", "lastTransitionTime": now }],
+    }});
+    plugins
+        .patch_status("lab", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+
+    let table = corral_cli::get::providers(&connection, k8s_openapi::jiff::Timestamp::now())
+        .await
+        .unwrap();
+    let line = |name: &str| {
+        table
+            .lines()
+            .find(|line| line.split_whitespace().any(|cell| cell == name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        line("infrastructure-in-memory")[2..8],
+        [
+            "InfrastructureProvider",
+            "in-memory",
+            corral_cli::VERSION,
+            "v1beta2",
+            "in-process",
+            "-"
+        ]
+    );
+    assert_eq!(
+        line("bare-metal")[..7],
+        [
+            "bare-metal",
+            "InfrastructureProvider",
+            "plugin:bare-metal-pool",
+            "0.1.0",
+            "v1",
+            "http",
+            "Ready"
+        ]
+    );
+    let lab = line("lab");
+    assert_eq!(
+        lab[..4],
+        ["lab", "InfrastructureProvider", "plugin:-", "grpc"],
+        "{table}"
+    );
+    assert!(table.contains("Unreachable"), "{table}");
+    assert!(
+        table.contains("ProviderPlugin lab: GetInfo: unreachable: connection refused"),
+        "{table}"
     );
 }
