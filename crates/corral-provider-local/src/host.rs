@@ -1,4 +1,4 @@
-//! Machines on this host. A machine is a network namespace (`corral-<uid>`) with a veth pair
+//! Machines on this host. A machine is a network namespace (`corral-<root>-<uid>`) with a veth pair
 //! onto its cluster's bridge, an address from the cluster's /24, a cgroup holding every process
 //! started in it ([`Host::spawn`]), and a state directory.
 //!
@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 
 pub use cgroup::Cgroup;
 
-/// The prefix of every network namespace a [`Host`] creates.
+/// The prefix of every network namespace a [`Host`] creates: `corral-<root>-<uid>`, where
+/// `<root>` tells the state roots on one host apart.
 pub const NETNS_PREFIX: &str = "corral-";
 
 /// Where the lock that serialises changes to this host's machines lives.
@@ -188,7 +189,7 @@ impl Host {
             cluster_name: request.cluster_name.clone(),
             provider_id: format!("local://{}/{}", request.cluster_name, request.name),
             address,
-            netns: format!("{NETNS_PREFIX}{}", request.uid),
+            netns: self.netns_name(&request.uid),
             host_veth: format!("cvh{id}"),
             bridge: network.bridge.clone(),
         };
@@ -232,7 +233,7 @@ impl Host {
             cgroup.kill_all().await?;
             cgroup.remove()?;
         }
-        let netns = format!("{NETNS_PREFIX}{uid}");
+        let netns = self.netns_name(uid);
         let had_netns = net::netns_exists(&netns);
         if had_netns {
             tracing::info!(%uid, "Deleting local machine");
@@ -248,12 +249,25 @@ impl Host {
         Ok(recorded || had_cgroup || had_netns)
     }
 
-    /// Network namespaces named as this provider names them that no machine under this root
-    /// records: what a crash or another state root left. Their uids.
+    /// The network namespace of the machine with this uid.
+    pub fn netns_name(&self, uid: &str) -> String {
+        format!("{}{uid}", self.netns_prefix())
+    }
+
+    /// `corral-<root>-`: six characters of the state root's hash keep the machines of two
+    /// roots on one host (two providers, two tests) from passing for each other's orphans.
+    fn netns_prefix(&self) -> String {
+        let root = short_id(&self.inner.root.display().to_string());
+        format!("{NETNS_PREFIX}{}-", &root[..6])
+    }
+
+    /// Network namespaces of this state root that no machine records: what a crash left
+    /// between making a machine's namespace and recording it, or a record lost. Their uids.
     pub async fn orphans(&self) -> Result<Vec<String>, HostError> {
+        let prefix = self.netns_prefix();
         let mut orphans = Vec::new();
         for netns in net::list_netns()? {
-            let Some(uid) = netns.strip_prefix(NETNS_PREFIX) else {
+            let Some(uid) = netns.strip_prefix(&prefix) else {
                 continue;
             };
             if self.machine(uid).await?.is_none() {

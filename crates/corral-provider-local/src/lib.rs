@@ -8,8 +8,10 @@
 //! directory, all recorded under a state root so that a restart finds them again. It needs
 //! root (`CAP_NET_ADMIN`, `CAP_SYS_ADMIN`) and iproute2's `ip`.
 //!
-//! The provider plugin on `corral-provider-sdk` (the contract's reference implementation on
-//! real machines) and the node agent started inside each machine are built on it.
+//! [`load_balancer`] is a cluster's control plane endpoint; [`plugin`] is the provider as a
+//! `corral.provider.v1` plugin (the contract's reference implementation on real machines),
+//! which starts the node agent (`corral node`, crate `corral-node`) inside each machine.
 
 pub mod host;
 pub mod load_balancer;
+pub mod plugin;

@@ -19,6 +19,7 @@ mod datadir_lock;
 mod logging;
 mod move_command;
 mod node;
+mod provider;
 mod security;
 mod up;
 
@@ -73,6 +74,9 @@ enum Command {
     /// Run inside a machine of the local provider: do what its bootstrap data asks (files, and
     /// for `kubeadm init` an etcd member and an API server), then keep its Node alive.
     Node(node::NodeArgs),
+    /// Run a provider as a plugin: `corral provider local` serves the local provider
+    /// (machines as network namespaces on this host).
+    Provider(provider::ProviderArgs),
     /// Print the version.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell).
@@ -176,6 +180,7 @@ impl Command {
                 | Command::Controllers(_)
                 | Command::Cloud(_)
                 | Command::Node(_)
+                | Command::Provider(_)
         )
     }
 
@@ -207,6 +212,7 @@ impl Command {
             Command::Apiserver(_) => Some("apiserver"),
             Command::Cloud(_) => Some("cloud"),
             Command::Node(_) => Some("node"),
+            Command::Provider(_) => Some("provider"),
             Command::Generate(_) => Some("generate"),
             Command::Version => Some("version"),
             Command::Completion(_) => Some("completion"),
@@ -270,6 +276,7 @@ fn main() -> ExitCode {
             Command::Controllers(args) => commands::controllers(args).await,
             Command::Cloud(args) => cloud::serve(args).await,
             Command::Node(args) => node::run(args).await,
+            Command::Provider(args) => provider::run(args).await,
             Command::Move(args) => move_command::run(args).await,
             Command::Generate(args) => commands::generate(args),
             Command::Describe(args) => commands::describe(args).await,

@@ -305,7 +305,7 @@ async fn creating_again_after_a_crash_finishes_a_half_made_machine() {
     let _cleanup = Cleanup(host.clone(), "delta");
     let request = request("delta", "delta-1");
     // The namespace was made, then the process died: no veth, no record.
-    let netns = format!("corral-{}", request.uid);
+    let netns = host.netns_name(&request.uid);
     let made = std::process::Command::new("ip")
         .args(["netns", "add", &netns])
         .status()

@@ -17,7 +17,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
-fn require_root() {
+pub(crate) fn require_root() {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     assert_eq!(
@@ -28,9 +28,9 @@ fn require_root() {
 
 /// Deletes the cluster's machines and network when the test ends, passed or not, so that a
 /// failing test leaves no namespace, process or bridge behind on the host.
-struct Cleanup {
-    host: Host,
-    cluster: String,
+pub(crate) struct Cleanup {
+    pub(crate) host: Host,
+    pub(crate) cluster: String,
 }
 
 impl Drop for Cleanup {
@@ -50,7 +50,7 @@ impl Drop for Cleanup {
 }
 
 /// The cluster's four CAs, as the control plane provider generates them.
-fn cluster_cas() -> Vec<WriteFile> {
+pub(crate) fn cluster_cas() -> Vec<WriteFile> {
     let now = time::OffsetDateTime::now_utc();
     let mut files = Vec::new();
     for purpose in Purpose::ALL {
@@ -68,7 +68,7 @@ fn cluster_cas() -> Vec<WriteFile> {
 /// A control plane machine's bootstrap data as the kubeadm bootstrap provider renders it: the
 /// CAs, and kubeadm's configuration — the first machine initializes the cluster with the
 /// endpoint, the others join through it.
-fn bootstrap_data(cas: &[WriteFile], endpoint: &str, command: KubeadmCommand) -> String {
+pub(crate) fn bootstrap_data(cas: &[WriteFile], endpoint: &str, command: KubeadmCommand) -> String {
     let mut files = cas.to_vec();
     files.push(match command {
         KubeadmCommand::Init => WriteFile::root(
