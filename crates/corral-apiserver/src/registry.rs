@@ -321,3 +321,32 @@ pub fn builtins() -> Vec<ResourceInfo> {
         ),
     ]
 }
+
+/// Deployments and DaemonSets (`apps/v1`), which a workload cluster's API server serves beside
+/// the built-ins: a management plane has no use for them, so Corral's API server does not
+/// serve them by default, but a workload cluster has CoreDNS and kube-proxy, which control
+/// plane providers read and update. Served as built-in resources without a schema, like
+/// ConfigMaps. Used by the in-memory provider's simulated workload clusters and by
+/// `corral apiserver --workload-cluster` on real machines.
+pub fn workload_cluster_resources() -> Vec<ResourceInfo> {
+    let base = builtins()
+        .into_iter()
+        .find(|resource| resource.group.is_empty() && resource.plural == "configmaps")
+        .expect("ConfigMaps are built in");
+    let apps = |plural: &str, kind: &str, short_name: &str| ResourceInfo {
+        group: "apps".into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        namespaced: true,
+        short_names: vec![short_name.into()],
+        categories: vec!["all".into()],
+        status_subresource: true,
+        ..base.clone()
+    };
+    vec![
+        apps("deployments", "Deployment", "deploy"),
+        apps("daemonsets", "DaemonSet", "ds"),
+    ]
+}

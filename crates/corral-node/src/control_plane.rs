@@ -156,6 +156,8 @@ impl KubeadmFacts {
 /// A running control plane machine: what the kubelet side needs.
 pub struct ControlPlane {
     pub facts: KubeadmFacts,
+    /// The machine initialized the cluster (`kubeadm init`), rather than joined it.
+    pub initialized: bool,
     /// A client of the machine's own API server, as the admin.
     pub client: kube::Client,
     /// Supervises the etcd member and the API server; they stop with it.
@@ -169,7 +171,7 @@ pub async fn init(options: &Options, config: &str) -> Result<ControlPlane, Error
     pki.issue(options, &facts)?;
     let peer_url = peer_url(options.address);
     let initial_cluster = format!("{}={peer_url}", facts.node_name);
-    start(options, facts, &pki, &initial_cluster, "new").await
+    start(options, facts, &pki, &initial_cluster, "new", true).await
 }
 
 /// Does `kubeadm join --config <config>`'s work on a control plane machine: this machine's
@@ -194,7 +196,7 @@ pub async fn join(options: &Options, config: &str) -> Result<ControlPlane, Error
         .admin_client(&facts, &format!("https://{endpoint}"))
         .await?;
     let initial_cluster = add_etcd_member(options, &facts, &pki, &cluster).await?;
-    start(options, facts, &pki, &initial_cluster, "existing").await
+    start(options, facts, &pki, &initial_cluster, "existing", false).await
 }
 
 fn read_facts(options: &Options, config: &str) -> Result<KubeadmFacts, Error> {
@@ -494,6 +496,7 @@ async fn start(
     pki: &Pki,
     initial_cluster: &str,
     initial_cluster_state: &str,
+    initialized: bool,
 ) -> Result<ControlPlane, Error> {
     let logs = options.root.join("var/log");
     let etcd_log = logs.join("etcd.log");
@@ -521,6 +524,7 @@ async fn start(
         &options.corral,
         vec![
             "apiserver".into(),
+            "--workload-cluster".into(),
             "--data-dir".into(),
             options
                 .root
@@ -567,6 +571,7 @@ async fn start(
     tracing::info!(node = %facts.node_name, "The control plane answers");
     Ok(ControlPlane {
         facts,
+        initialized,
         client,
         _processes: vec![
             tokio_util::task::AbortOnDropHandle::new(etcd),

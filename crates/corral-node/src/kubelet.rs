@@ -82,6 +82,11 @@ pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), E
     renew_lease(&client, &node_name, options.node_lease_duration)
         .await
         .map_err(register)?;
+    if control_plane.facts.control_plane {
+        publish_control_plane(options, &control_plane)
+            .await
+            .map_err(register)?;
+    }
     let sentinel = crate::cloud_config::under_root(
         &options.root,
         corral_kubeadm::bootstrap::cloud_init::SENTINEL_PATH,
@@ -128,6 +133,72 @@ pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), E
                 }
             }
         }
+    }
+}
+
+/// What kubeadm leaves in the cluster (`corral_workload`): this machine's control plane
+/// static Pods, running and Ready (the agent supervises etcd and the API server; the
+/// controller manager's and scheduler's parts it needs are its own); and, on the machine that
+/// initialized the cluster, kubeadm-config, kubelet-config, kube-proxy and CoreDNS. Objects
+/// already there are left as they are.
+async fn publish_control_plane(
+    options: &Options,
+    control_plane: &ControlPlane,
+) -> Result<(), kube::Error> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    let client = &control_plane.client;
+    let facts = &control_plane.facts;
+    let version = facts.kubernetes_version.as_deref();
+    let namespace = corral_workload::KUBE_SYSTEM;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    for component in corral_workload::COMPONENTS {
+        let pod = corral_workload::static_pod(
+            component,
+            &facts.node_name,
+            version,
+            true,
+            Default::default(),
+        );
+        create_or_keep(&pods, &pod).await?;
+        // A Pod's status is not taken on create.
+        pods.patch_status(
+            &corral_workload::static_pod_name(component, &facts.node_name),
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "status": pod.status })),
+        )
+        .await?;
+    }
+    if !control_plane.initialized {
+        return Ok(());
+    }
+    let endpoint = facts
+        .control_plane_endpoint
+        .clone()
+        .unwrap_or_else(|| format!("{}:{}", options.address, facts.bind_port));
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    for config_map in [
+        corral_workload::kubeadm_config(&facts.cluster_name, &endpoint, version),
+        corral_workload::kubelet_config(),
+        corral_workload::kube_proxy_config(),
+        corral_workload::coredns_config(),
+    ] {
+        create_or_keep(&config_maps, &config_map).await?;
+    }
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
+    create_or_keep(&daemon_sets, &corral_workload::kube_proxy(version)).await?;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    create_or_keep(&deployments, &corral_workload::coredns()).await
+}
+
+async fn create_or_keep<K>(api: &Api<K>, object: &K) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(error),
     }
 }
 

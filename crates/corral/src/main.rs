@@ -125,6 +125,11 @@ struct ApiserverArgs {
         "token_auth_file", "anonymous_auth",
     ])]
     insecure_http: bool,
+    /// Also serve what a workload cluster's API server serves beside the built-ins (apps/v1
+    /// Deployments and DaemonSets, for kube-proxy and CoreDNS): for the API servers the node
+    /// agent runs on control plane machines.
+    #[arg(long)]
+    workload_cluster: bool,
     /// Serving certificate (PEM, with its chain), read again when it changes; without it,
     /// the data directory's CA (`<data-dir>/pki/`) issues one and renews it before it expires.
     #[arg(long, value_name = "FILE", requires = "tls_private_key_file")]
@@ -420,6 +425,11 @@ pub(crate) async fn start_apiserver(
     let server = Server::start(listener, store, config)
         .await
         .map_err(|e| anyhow::anyhow!("cannot start the API server: {e}"))?;
+    if args.workload_cluster {
+        for resource in corral_apiserver::registry::workload_cluster_resources() {
+            server.state().registry.insert(resource);
+        }
+    }
     let url = security::client_url(server.local_addr(), https);
     let kubeconfig = write_kubeconfig(&args.data_dir, &security.kubeconfig(&url))?;
     datadir_lock::record_url(&url)?;

@@ -42,7 +42,7 @@
 //! created again and boots again, and its Node registers again.
 
 mod boot;
-pub mod control_plane;
+pub use corral_workload as control_plane;
 pub mod etcd;
 mod in_process;
 pub mod remote;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use corral_apiserver::registry::{ResourceInfo, builtins};
+use corral_apiserver::registry::workload_cluster_resources;
 use corral_apiserver::{Server, ServerConfig, WatchCacheConfig};
 use corral_store::memory::MemoryStore;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
@@ -60,7 +60,7 @@ impl WorkloadCluster {
                 cluster: key.clone(),
                 message: error.to_string(),
             })?;
-        for resource in simulated_resources() {
+        for resource in workload_cluster_resources() {
             server.state().registry.insert(resource);
         }
         let port = server.local_addr().port();
@@ -270,33 +270,6 @@ fn server_config() -> ServerConfig {
         watch_cache: WatchCacheConfig::small(),
         ..ServerConfig::default()
     }
-}
-
-/// Deployments and DaemonSets (`apps/v1`): a management plane has no use for them, so Corral's
-/// API server does not serve them, but a workload cluster has CoreDNS and kube-proxy, which
-/// control plane providers read and update. They are served as built-in resources without a
-/// schema, like ConfigMaps (Nodes and Pods are built in already).
-fn simulated_resources() -> Vec<ResourceInfo> {
-    let base = builtins()
-        .into_iter()
-        .find(|resource| resource.group.is_empty() && resource.plural == "configmaps")
-        .expect("ConfigMaps are built in");
-    let apps = |plural: &str, kind: &str, short_name: &str| ResourceInfo {
-        group: "apps".into(),
-        plural: plural.into(),
-        singular: kind.to_lowercase(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
-        namespaced: true,
-        short_names: vec![short_name.into()],
-        categories: vec!["all".into()],
-        status_subresource: true,
-        ..base.clone()
-    };
-    vec![
-        apps("deployments", "Deployment", "deploy"),
-        apps("daemonsets", "DaemonSet", "ds"),
-    ]
 }
 
 /// The admin kubeconfig of a workload cluster, named as upstream names it. The simulated API

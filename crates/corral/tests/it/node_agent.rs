@@ -14,7 +14,7 @@ use corral_kubeadm::certs::{self, KeyAlgorithm, Purpose};
 use corral_provider_local::host::{Host, LocalMachine, MachineRequest};
 use corral_provider_local::load_balancer::LoadBalancer;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::Api;
 
 pub(crate) fn require_root() {
@@ -270,6 +270,30 @@ async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registe
         lease.spec.unwrap().holder_identity.as_deref(),
         Some(machine.name.as_str())
     );
+    // What kubeadm init leaves for the control plane provider: the static Pods, Ready, and
+    // the ClusterConfiguration.
+    let pods = Api::<Pod>::namespaced(client.clone(), "kube-system");
+    for component in corral_workload::COMPONENTS {
+        let pod = pods
+            .get(&format!("{component}-{}", machine.name))
+            .await
+            .unwrap();
+        let ready = pod
+            .status
+            .and_then(|status| status.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .any(|condition| condition.type_ == "Ready" && condition.status == "True");
+        assert!(ready, "{component} is not Ready");
+    }
+    let kubeadm_config = Api::<ConfigMap>::namespaced(client.clone(), "kube-system")
+        .get("kubeadm-config")
+        .await
+        .unwrap();
+    assert!(
+        kubeadm_config.data.unwrap()["ClusterConfiguration"]
+            .contains(&format!("controlPlaneEndpoint: {}:6443", machine.address))
+    );
     // The API server keeps its objects in the machine's etcd member.
     assert!(started.root.join("var/lib/etcd/member").is_dir());
 
@@ -349,6 +373,11 @@ async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_
     let nodes = Api::<Node>::all(client.clone());
     let listed = nodes.list(&Default::default()).await.unwrap();
     assert_eq!(listed.items.len(), 3);
+    let static_pods = Api::<Pod>::namespaced(client.clone(), "kube-system")
+        .list(&kube::api::ListParams::default().labels("tier=control-plane"))
+        .await
+        .unwrap();
+    assert_eq!(static_pods.items.len(), 12, "four static Pods per machine");
 
     // The third machine's agent dies (as a kubelet can; etcd and the API server stay): the
     // other control plane machines mark its Node Ready=Unknown once the grace period passes.

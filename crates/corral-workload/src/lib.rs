@@ -1,11 +1,14 @@
-//! The objects a simulated control plane consists of, as kubeadm creates them in a real
-//! cluster and as upstream's in-memory backend fakes them (`inmemorymachine_backend.go`): per
-//! control plane machine the static Pods of etcd, kube-apiserver, kube-controller-manager and
-//! kube-scheduler (`kube-system/<component>-<node>`, labelled `component=<component>` and
+//! The objects kubeadm leaves in a workload cluster, which a control plane provider reads to
+//! judge a control plane's health and version: per control plane machine the static Pods of
+//! etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+//! (`kube-system/<component>-<node>`, labelled `component=<component>` and
 //! `tier=control-plane`); per cluster the `kubeadm-config` ConfigMap (the
 //! ClusterConfiguration), `kubelet-config`, and the kube-proxy DaemonSet and CoreDNS Deployment
-//! with their ConfigMaps. These are what a control plane provider reads to judge a control
-//! plane's health and version. Nothing runs: every object is written by the simulation.
+//! with their ConfigMaps.
+//!
+//! Two writers: the node agent (`corral-node`) on the local provider's real machines, and the
+//! in-memory provider's simulated cloud, as upstream's in-memory backend fakes them
+//! (`inmemorymachine_backend.go`). Pure builders; the writers decide when.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +19,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 /// The namespace of the control plane.
-pub(crate) const KUBE_SYSTEM: &str = "kube-system";
+pub const KUBE_SYSTEM: &str = "kube-system";
 
 /// The control plane components that run as static Pods on every control plane machine, etcd
 /// first (kubeadm's `constants.go` names).
@@ -54,18 +57,18 @@ fn image(component: &str, version: Option<&str>) -> String {
 }
 
 /// The Ready condition of a Pod.
-pub(crate) fn pod_ready_condition(ready: bool) -> PodCondition {
+pub fn pod_ready_condition(ready: bool) -> PodCondition {
     PodCondition {
         type_: "Ready".into(),
         status: if ready { "True" } else { "False" }.into(),
         reason: (!ready).then(|| "NodeNotReady".into()),
-        message: (!ready).then(|| "simulated: the Node of this Pod is not ready".into()),
+        message: (!ready).then(|| "the Node of this Pod is not ready".into()),
         ..Default::default()
     }
 }
 
 /// A control plane component's static Pod on `node`, running, Ready as `ready` says.
-pub(crate) fn static_pod(
+pub fn static_pod(
     component: &str,
     node: &str,
     version: Option<&str>,
@@ -120,7 +123,7 @@ fn config_map(name: &str, data: &[(&str, String)]) -> ConfigMap {
 /// `kube-system/kubeadm-config`: the ClusterConfiguration `kubeadm init` stored, which a
 /// control plane provider reads and updates on upgrades (upstream KCP's
 /// `UpdateClusterConfiguration`).
-pub(crate) fn kubeadm_config(cluster: &str, endpoint: &str, version: Option<&str>) -> ConfigMap {
+pub fn kubeadm_config(cluster: &str, endpoint: &str, version: Option<&str>) -> ConfigMap {
     let version = version.unwrap_or("");
     config_map(
         "kubeadm-config",
@@ -151,7 +154,7 @@ scheduler: {{}}
 }
 
 /// `kube-system/kubelet-config`: the kubelet configuration every joining node reads.
-pub(crate) fn kubelet_config() -> ConfigMap {
+pub fn kubelet_config() -> ConfigMap {
     config_map(
         "kubelet-config",
         &[(
@@ -178,7 +181,7 @@ staticPodPath: /etc/kubernetes/manifests
 }
 
 /// `kube-system/kube-proxy`, the ConfigMap of kube-proxy's configuration.
-pub(crate) fn kube_proxy_config() -> ConfigMap {
+pub fn kube_proxy_config() -> ConfigMap {
     config_map(
         "kube-proxy",
         &[(
@@ -193,7 +196,7 @@ mode: iptables
 }
 
 /// `kube-system/coredns`, CoreDNS's Corefile.
-pub(crate) fn coredns_config() -> ConfigMap {
+pub fn coredns_config() -> ConfigMap {
     config_map(
         "coredns",
         &[(
@@ -233,7 +236,7 @@ fn pod_template(app_label: (&str, &str), container: &str, image: String) -> PodT
 }
 
 /// The `kube-system/kube-proxy` DaemonSet, at the control plane's version.
-pub(crate) fn kube_proxy(version: Option<&str>) -> DaemonSet {
+pub fn kube_proxy(version: Option<&str>) -> DaemonSet {
     let app = ("k8s-app", "kube-proxy");
     DaemonSet {
         metadata: ObjectMeta {
@@ -255,7 +258,7 @@ pub(crate) fn kube_proxy(version: Option<&str>) -> DaemonSet {
 }
 
 /// The `kube-system/coredns` Deployment.
-pub(crate) fn coredns() -> Deployment {
+pub fn coredns() -> Deployment {
     let app = ("k8s-app", "kube-dns");
     Deployment {
         metadata: ObjectMeta {
