@@ -271,14 +271,42 @@ fn node(options: &Options, name: &str, version: Option<&str>, control_plane: boo
 async fn post_status(nodes: &Api<Node>, name: &str, node: &Node) -> Result<(), kube::Error> {
     let now = Time(now());
     let mut status = node.status.clone().unwrap_or_default();
-    status.conditions = Some(vec![NodeCondition {
-        type_: "Ready".into(),
-        status: "True".into(),
-        reason: Some("KubeletReady".into()),
-        message: Some("kubelet is posting ready status".into()),
+    // The kubelet's conditions, as Cluster API's NodeHealthy reads them: the three pressures
+    // False, Ready True.
+    let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
         last_heartbeat_time: Some(now.clone()),
-        last_transition_time: Some(now),
-    }]);
+        last_transition_time: Some(now.clone()),
+    };
+    status.conditions = Some(vec![
+        condition(
+            "MemoryPressure",
+            "False",
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available",
+        ),
+        condition(
+            "DiskPressure",
+            "False",
+            "KubeletHasNoDiskPressure",
+            "kubelet has no disk pressure",
+        ),
+        condition(
+            "PIDPressure",
+            "False",
+            "KubeletHasSufficientPID",
+            "kubelet has sufficient PID available",
+        ),
+        condition(
+            "Ready",
+            "True",
+            "KubeletReady",
+            "kubelet is posting ready status",
+        ),
+    ]);
     let patch = serde_json::json!({ "status": status });
     nodes
         .patch_status(
