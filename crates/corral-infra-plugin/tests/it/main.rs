@@ -1,6 +1,7 @@
 //! corral-infra-plugin's integration tests: the checked-in CRDs, and end to end with the core
 //! controllers and the example providers of `examples/` running as processes (`e2e.rs`).
 
+mod admission;
 mod crds;
 mod e2e;
 
