@@ -442,6 +442,71 @@ async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_
     assert!(host.delete_network("default", &cluster).await.unwrap());
 }
 
+/// BENCHMARKS.md's numbers for real machines: creating a control plane machine to its Node
+/// Ready (kubeadm's sentinel, written once the Node is registered), the resident memory of its
+/// processes (agent, etcd, API server), and three control plane machines to all Ready.
+/// `cargo nextest run -p corral --test it measure_real_machines --run-ignored only --no-capture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run it by name"]
+async fn measure_real_machines() {
+    require_root();
+    let state = tempfile::tempdir().unwrap();
+    let host = Host::new(state.path(), 77).expect("a cgroup hierarchy");
+    let cluster = format!("measure-{}", std::process::id());
+    let _cleanup = Cleanup {
+        host: host.clone(),
+        cluster: cluster.clone(),
+    };
+    let network = host.ensure_network("default", &cluster).await.unwrap();
+    let balancer = LoadBalancer::start(SocketAddr::from((network.gateway, 6443)), vec![])
+        .await
+        .unwrap();
+    let endpoint = balancer.address().to_string();
+    let cas = cluster_cas();
+    let all = std::time::Instant::now();
+    let mut machines = Vec::new();
+    for index in 1..=3 {
+        let command = if index == 1 {
+            KubeadmCommand::Init
+        } else {
+            KubeadmCommand::Join
+        };
+        let one = std::time::Instant::now();
+        let mut started = start_machine(&host, &cluster, &format!("{cluster}-cp-{index}"), |_| {
+            bootstrap_data(&cas, &endpoint, command)
+        })
+        .await;
+        let mut backends = balancer.backends();
+        backends.push(SocketAddr::from((started.machine.address, 6443)));
+        balancer.set_backends(backends);
+        started.bootstrapped().await;
+        let kib: u64 = host
+            .cgroup(&started.machine.uid)
+            .processes()
+            .unwrap()
+            .iter()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+            .filter_map(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("VmRSS:"))
+                    .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .sum();
+        eprintln!(
+            "control plane machine {index} ({:?}): create to Node Ready {:.2} s, resident memory of its processes {} MiB",
+            command,
+            one.elapsed().as_secs_f64(),
+            kib / 1024
+        );
+        machines.push(started);
+    }
+    eprintln!(
+        "three control plane machines, all Ready: {:.2} s",
+        all.elapsed().as_secs_f64()
+    );
+}
+
 fn assert_gone(pid: i32) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat
