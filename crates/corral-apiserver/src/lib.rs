@@ -27,6 +27,7 @@ mod patch;
 pub mod pki;
 mod protobuf;
 pub mod query;
+pub mod rbac;
 pub mod registry;
 mod render;
 pub mod rest;
