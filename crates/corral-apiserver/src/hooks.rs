@@ -141,7 +141,7 @@ pub fn validate(
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         causes.extend(crate::webhook::validate_configuration(kind, object));
     } else if let Some(kind) = crate::rbac::kind_of(target) {
-        causes.extend(crate::rbac::admit(state, kind, target, object, old)?);
+        crate::rbac::admit(state, kind, target, object, old)?;
     } else if is(target, "", "secrets") {
         use base64::Engine;
         if let Some(data) = object.get("data") {

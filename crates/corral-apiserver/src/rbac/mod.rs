@@ -358,18 +358,26 @@ pub fn prepare(kind: Kind, object: &mut Value) {
     validate::set_defaults(kind, object);
 }
 
-/// Refuses a write that grants more than its requester holds, then validates the object.
+/// Refuses a write that grants more than its requester holds, then validates the object
+/// (422 naming the kind with its group, as kube-apiserver's `NewInvalid`).
 pub fn admit(
     state: &ApiState,
     kind: Kind,
     target: &Target,
     object: &Value,
     old: Option<&Value>,
-) -> Result<Vec<crate::error::Cause>, ApiError> {
+) -> Result<(), ApiError> {
     if let Some(user) = requester() {
         escalation::check(state, &user, kind, target, object, old)?;
     }
-    Ok(validate::validate(kind, object, old))
+    let causes = validate::validate(kind, object, old);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let qualified = format!("{}.{GROUP}", kind.kind());
+    let mut error = ApiError::invalid(target.subject(name_of(object)), &qualified, causes);
+    error.kind = Some(kind.kind().to_string());
+    Err(error)
 }
 
 /// An object was stored (created, updated, marked for deletion).

@@ -113,7 +113,9 @@ impl Attributes {
                         .requires_exact_match("metadata.name")
                         .map(str::to_string)
                 });
-            if let Some(name) = named.filter(|name| valid_path_segment(name)) {
+            if let Some(name) =
+                named.filter(|name| crate::names::is_valid_path_segment_name(name).is_ok())
+            {
                 attributes.name = name;
             }
         }
@@ -153,11 +155,6 @@ impl Attributes {
             )
         }
     }
-}
-
-/// apimachinery's `IsValidPathSegmentName`.
-pub fn valid_path_segment(name: &str) -> bool {
-    name != "." && name != ".." && !name.contains('/') && !name.contains('%')
 }
 
 fn list(field: &Option<Vec<String>>) -> &[String] {

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{GROUP, Kind};
 use crate::error::Cause;
-use crate::schema::field::{FieldError, Path};
+use crate::schema::field::{FieldError, Path, go_quote};
 
 /// `roleRef.apiGroup` and a User's or Group's `apiGroup` default to the RBAC group.
 pub fn set_defaults(kind: Kind, object: &mut Value) {
@@ -45,27 +45,12 @@ fn strings(value: Option<&Value>) -> Vec<&str> {
 /// The field errors of an RBAC object being written (`old` for updates).
 pub fn validate(kind: Kind, object: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut errors = Vec::new();
-    let name = object.pointer("/metadata/name").and_then(Value::as_str);
-    if let Some(name) = name
-        && !super::rules::valid_path_segment(name)
-    {
-        errors.push(FieldError::invalid(
-            "metadata.name",
-            name,
-            path_segment_message(name),
-        ));
-    }
     match kind {
         Kind::Role | Kind::ClusterRole => {
             let rules_path = Path::root().child("rules");
             let rules = object.get("rules").and_then(Value::as_array);
             for (index, rule) in rules.into_iter().flatten().enumerate() {
-                validate_rule(
-                    rule,
-                    kind == Kind::Role,
-                    &rules_path.index(index),
-                    &mut errors,
-                );
+                validate_rule(rule, &rules_path.index(index), &mut errors);
             }
             if kind == Kind::ClusterRole
                 && let Some(aggregation) = object.get("aggregationRule").filter(|a| !a.is_null())
@@ -84,18 +69,54 @@ pub fn validate(kind: Kind, object: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
         Kind::RoleBinding | Kind::ClusterRoleBinding => {
             validate_binding(kind, object, &mut errors);
-            if let Some(old) = old
-                && old.get("roleRef") != object.get("roleRef")
-            {
-                errors.push(FieldError::invalid(
-                    "roleRef",
-                    role_ref_go(object.get("roleRef")),
-                    "cannot change roleRef",
-                ));
-            }
         }
     }
-    errors.iter().map(FieldError::to_cause).collect()
+    let mut causes: Vec<Cause> = errors.iter().map(FieldError::to_cause).collect();
+    // Values Go prints with `%#v`, which the generic field errors do not know.
+    for (index, rule) in object
+        .get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let urls = strings(rule.get("nonResourceURLs"));
+        if urls.is_empty() {
+            continue;
+        }
+        let quoted: Vec<String> = urls.iter().map(|u| go_quote(u)).collect();
+        let value = format!("[]string{{{}}}", quoted.join(", "));
+        let mut invalid = |detail: &str| {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {value}: {detail}"),
+                field: format!("rules[{index}].nonResourceURLs"),
+            })
+        };
+        if kind == Kind::Role {
+            invalid("namespaced rules cannot apply to non-resource URLs");
+        }
+        let with_resources = ["apiGroups", "resources", "resourceNames"]
+            .iter()
+            .any(|field| !strings(rule.get(*field)).is_empty());
+        if with_resources {
+            invalid("rules cannot apply to both regular resources and non-resource URLs");
+        }
+    }
+    if let Some(old) = old
+        && matches!(kind, Kind::RoleBinding | Kind::ClusterRoleBinding)
+        && old.get("roleRef") != object.get("roleRef")
+    {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: {}: cannot change roleRef",
+                role_ref_go(object.get("roleRef"))
+            ),
+            field: "roleRef".into(),
+        });
+    }
+    causes
 }
 
 /// Go's `%v` of a `RoleRef`, as the message of an immutable roleRef prints it.
@@ -108,50 +129,22 @@ fn role_ref_go(role_ref: Option<&Value>) -> String {
             .to_string()
     };
     format!(
-        "{{APIGroup:{} Kind:{} Name:{}}}",
-        field("apiGroup"),
-        field("kind"),
-        field("name")
+        "rbac.RoleRef{{APIGroup:{}, Kind:{}, Name:{}}}",
+        go_quote(&field("apiGroup")),
+        go_quote(&field("kind")),
+        go_quote(&field("name"))
     )
 }
 
-fn path_segment_message(name: &str) -> String {
-    if name == "." || name == ".." {
-        format!("may not be '{name}'")
-    } else if name.contains('/') {
-        "may not contain '/'".to_string()
-    } else {
-        "may not contain '%'".to_string()
-    }
-}
-
-fn validate_rule(rule: &Value, namespaced: bool, path: &Path, errors: &mut Vec<FieldError>) {
+fn validate_rule(rule: &Value, path: &Path, errors: &mut Vec<FieldError>) {
     if strings(rule.get("verbs")).is_empty() {
         errors.push(FieldError::required(
             path.child("verbs").render(),
             "verbs must contain at least one value",
         ));
     }
-    let urls = strings(rule.get("nonResourceURLs"));
-    if !urls.is_empty() {
-        let value = json!(urls);
-        if namespaced {
-            errors.push(FieldError::invalid(
-                path.child("nonResourceURLs").render(),
-                value.clone(),
-                "namespaced rules cannot apply to non-resource URLs",
-            ));
-        }
-        let with_resources = ["apiGroups", "resources", "resourceNames"]
-            .iter()
-            .any(|field| !strings(rule.get(*field)).is_empty());
-        if with_resources {
-            errors.push(FieldError::invalid(
-                path.child("nonResourceURLs").render(),
-                value,
-                "rules cannot apply to both regular resources and non-resource URLs",
-            ));
-        }
+    if !strings(rule.get("nonResourceURLs")).is_empty() {
+        // Checked by the caller, which prints the URLs as Go does.
         return;
     }
     if strings(rule.get("apiGroups")).is_empty() {
@@ -199,12 +192,10 @@ fn validate_binding(kind: Kind, object: &Value, errors: &mut Vec<FieldError>) {
     let role_name = field("name");
     if role_name.is_empty() {
         errors.push(FieldError::required("roleRef.name", ""));
-    } else if !super::rules::valid_path_segment(role_name) {
-        errors.push(FieldError::invalid(
-            "roleRef.name",
-            role_name,
-            path_segment_message(role_name),
-        ));
+    } else if let Err(messages) = crate::names::validate_path_segment_name(role_name, false) {
+        for message in messages {
+            errors.push(FieldError::invalid("roleRef.name", role_name, message));
+        }
     }
     let subjects_path = Path::root().child("subjects");
     let subjects = object.get("subjects").and_then(Value::as_array);
