@@ -523,7 +523,9 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
             .extensions
             .get::<Arc<UserInfo>>()
             .unwrap_or(&unsecured);
-        if let Some(answer) = crate::rbac::review::serve(&state, user, rest, body).await {
+        if let Some(answer) =
+            crate::rbac::review::serve(&state, user, rest, &parts.headers, body).await
+        {
             return answer;
         }
         return Err(ApiError::no_route());

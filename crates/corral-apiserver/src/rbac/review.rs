@@ -29,6 +29,7 @@ pub async fn serve(
     state: &ApiState,
     user: &UserInfo,
     rest: &[&str],
+    headers: &http::HeaderMap,
     body: Body,
 ) -> Option<Result<Response, ApiError>> {
     let (namespace, resource) = match rest {
@@ -43,7 +44,7 @@ pub async fn serve(
         (Some(_), "localsubjectaccessreviews") => "LocalSubjectAccessReview",
         _ => return None,
     };
-    Some(answer(state, user, kind, namespace, body).await)
+    Some(answer(state, user, kind, namespace, headers, body).await)
 }
 
 async fn answer(
@@ -51,19 +52,11 @@ async fn answer(
     user: &UserInfo,
     kind: &str,
     namespace: Option<&str>,
+    headers: &http::HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = crate::body::read(body).await?;
-    let mut review: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::bad_request(format!(
-            "the body of the request was in an unknown format: {e}"
-        ))
-    })?;
-    if !review.is_object() {
-        return Err(ApiError::bad_request(
-            "the body of the request is not an object",
-        ));
-    }
+    let mut review = crate::body::decode_object(&crate::body::content_type(headers), &bytes)?;
     let spec = review.get("spec").cloned().unwrap_or(json!({}));
     let status = match kind {
         "SelfSubjectRulesReview" => {

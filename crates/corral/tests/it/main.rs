@@ -42,4 +42,5 @@ mod kubectl_machinery;
 mod layering;
 mod move_clusters;
 mod python_client;
+mod rbac;
 mod security;
