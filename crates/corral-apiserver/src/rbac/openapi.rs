@@ -125,10 +125,21 @@ pub fn schemas() -> Vec<(String, Value)> {
                 "AggregationRule selects the ClusterRoles whose rules make up this one's.",
                 vec![(
                     "clusterRoleSelectors",
-                    atomic(list_of(
-                        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
-                        "Selectors of ClusterRoles; the rules of every match are aggregated.",
-                    )),
+                    atomic(json!({
+                        "type": "array",
+                        "description": "Selectors of ClusterRoles; the rules of every match are aggregated.",
+                        "items": object(
+                            "A label selector: every matchLabels entry and matchExpressions requirement must hold.",
+                            vec![
+                                ("matchLabels", json!({"type": "object", "additionalProperties": {"type": "string", "default": ""}, "description": "Labels that must all be present with these values."})),
+                                ("matchExpressions", atomic(json!({"type": "array", "description": "Requirements that must all hold.", "items": object("A label requirement.", vec![
+                                    ("key", string("The label key.")),
+                                    ("operator", string("In, NotIn, Exists or DoesNotExist.")),
+                                    ("values", atomic(string_list("The values, for In and NotIn."))),
+                                ])}))),
+                            ],
+                        ),
+                    })),
                 )],
             ),
         ),

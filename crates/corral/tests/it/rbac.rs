@@ -123,6 +123,10 @@ async fn kubectl_viewers_get_403_can_i_lists_their_bindings_and_grants_are_bound
         kubectl_ok(&k, &admin, &["create", "namespace", "b"]);
         kubectl_ok(&k, &admin, &["create", "rolebinding", "alice-view", "--clusterrole=view", "--user=alice", "-n", "a"]);
         kubectl_ok(&k, &admin, &["create", "rolebinding", "bob-admin", "--clusterrole=admin", "--user=bob", "-n", "a"]);
+        let table = kubectl_ok(&k, &admin, &["get", "rolebindings", "-n", "a", "-o", "wide"]);
+        let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(header, ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"], "{table}");
+        assert!(table.lines().any(|l| l.starts_with("alice-view") && l.contains("ClusterRole/view") && l.contains("alice")), "{table}");
         let alice = user_kubeconfig(&env, &server, "alice", &[]);
         let bob = user_kubeconfig(&env, &server, "bob", &["developers"]);
 
