@@ -8,11 +8,11 @@ use std::sync::{Arc, Weak};
 use corral_store::RangeRequest;
 use serde_json::Value;
 
-use super::{GROUP, Kind};
+use super::Kind;
 use crate::error::ApiError;
 use crate::object;
 use crate::query::Query;
-use crate::rest::{Change, Target};
+use crate::rest::Change;
 use crate::selector::LabelSelector;
 use crate::server::ApiState;
 
@@ -48,14 +48,11 @@ async fn run(state: Weak<ApiState>) {
 
 /// Brings the rules of every aggregated ClusterRole up to date.
 async fn aggregate(state: &ApiState) -> Result<(), ApiError> {
-    let resource = state
-        .registry
-        .get(GROUP, Kind::ClusterRole.plural())
-        .expect("the RBAC kinds are built in");
+    let target = super::cluster_target(state, Kind::ClusterRole);
     let page = state
         .store
         .range(RangeRequest {
-            prefix: resource.key_prefix(),
+            prefix: target.resource.key_prefix(),
             ..Default::default()
         })
         .await?;
@@ -64,13 +61,6 @@ async fn aggregate(state: &ApiState) -> Result<(), ApiError> {
         .iter()
         .map(object::decode_stored)
         .collect::<Result<_, _>>()?;
-    let target = Target {
-        resource,
-        version: "v1".into(),
-        namespace: None,
-        name: None,
-        subresource: None,
-    };
     for role in &roles {
         let Some(selectors) = role
             .pointer("/aggregationRule/clusterRoleSelectors")

@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 
 use super::{GROUP, Kind};
 use crate::error::ApiError;
-use crate::rest::Target;
 use crate::server::ApiState;
 
 const READ: [&str; 3] = ["get", "list", "watch"];
@@ -323,17 +322,7 @@ pub async fn ensure(state: &ApiState) -> Result<(), ApiError> {
         (Kind::ClusterRole, cluster_roles()),
         (Kind::ClusterRoleBinding, cluster_role_bindings()),
     ] {
-        let resource = state
-            .registry
-            .get(GROUP, kind.plural())
-            .expect("the RBAC kinds are built in");
-        let target = Target {
-            resource,
-            version: "v1".into(),
-            namespace: None,
-            name: None,
-            subresource: None,
-        };
+        let target = super::cluster_target(state, kind);
         for object in objects {
             let name = object["metadata"]["name"].as_str().unwrap_or("");
             let key = target.resource.key(None, name);

@@ -109,6 +109,20 @@ pub fn kind_of(target: &Target) -> Option<Kind> {
     }
 }
 
+/// A request's target for a cluster-scoped RBAC kind, for the server's own writes.
+fn cluster_target(state: &ApiState, kind: Kind) -> Target {
+    Target {
+        resource: state
+            .registry
+            .get(GROUP, kind.plural())
+            .expect("the RBAC kinds are built in"),
+        version: "v1".into(),
+        namespace: None,
+        name: None,
+        subresource: None,
+    }
+}
+
 /// The authorizer's state of a server.
 #[derive(Default)]
 pub struct Rbac {

@@ -12,21 +12,6 @@ use corral_apiserver::pki::{self, KeyMaterial};
 
 use crate::support::{self, Backend, ServerProcess, TestEnv, tool_available};
 
-fn kubectl_path() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("kubectl"))
-            .find(|candidate| candidate.is_file())
-    });
-    tool_available(
-        found.is_some(),
-        "kubectl",
-        "CORRAL_REQUIRE_KUBECTL",
-        "install kubectl",
-    )
-    .then(|| found.unwrap())
-}
-
 /// A kubeconfig for `user` (in `groups`) with a client certificate of the server's CA.
 fn user_kubeconfig(env: &TestEnv, server: &ServerProcess, user: &str, groups: &[&str]) -> PathBuf {
     let pki_dir = server.data_dir().join("pki");
@@ -116,7 +101,7 @@ fn forbidden(path: &Path, kubeconfig: &Path, args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_viewers_get_403_can_i_lists_their_bindings_and_grants_are_bounded() {
     support::run(Backend::Sqlite, |env| async move {
-        let Some(k) = kubectl_path() else { return };
+        let Some(k) = support::kubectl() else { return };
         let server = env.start_server().await;
         let admin = server.kubeconfig().to_path_buf();
         kubectl_ok(&k, &admin, &["create", "namespace", "a"]);
@@ -186,7 +171,7 @@ async fn kubectl_viewers_get_403_can_i_lists_their_bindings_and_grants_are_bound
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_component_may_do_its_job_and_nothing_more() {
     support::run(Backend::Sqlite, |env| async move {
-        let Some(k) = kubectl_path() else { return };
+        let Some(k) = support::kubectl() else { return };
         let server = env.start_server().await;
         let admin = server.kubeconfig().to_path_buf();
         let init = Command::new(env!("CARGO_BIN_EXE_corral"))

@@ -92,7 +92,7 @@ async fn the_written_kubeconfig_is_https_with_the_admin_certificate() {
 async fn kubectl_authenticates_as_the_admin_and_anonymous_requests_get_401() {
     sqlite(|env| async move {
         let server = env.start_server().await;
-        if let Some(kubectl) = kubectl() {
+        if let Some(kubectl) = support::kubectl() {
             let output = std::process::Command::new(&kubectl)
                 .arg("--kubeconfig")
                 .arg(server.kubeconfig())
@@ -212,23 +212,6 @@ async fn any_address_is_served_over_tls_and_plain_http_only_on_loopback() {
         list_namespaces(server.kubeconfig()).await.unwrap();
     })
     .await;
-}
-
-/// kubectl, if here.
-fn kubectl() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("kubectl"))
-            .find(|candidate| candidate.is_file())
-    });
-    let available = found.is_some();
-    support::tool_available(
-        available,
-        "kubectl",
-        "CORRAL_REQUIRE_KUBECTL",
-        "install kubectl",
-    )
-    .then(|| found.unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
