@@ -2,7 +2,11 @@
 //! `Impersonate-User` (and optionally `Impersonate-Group`, repeated) is served as that user
 //! if its sender may `impersonate` the user (`users`, or `serviceaccounts` in the account's
 //! namespace for `system:serviceaccount:NS:NAME`) and every group (`groups`). The impersonated
-//! user is in `system:authenticated` unless a group given says otherwise.
+//! user is in `system:authenticated` unless a group given says otherwise; a ServiceAccount
+//! given no groups is in `system:serviceaccounts` and `system:serviceaccounts:NS`.
+//!
+//! Differences from kube-apiserver: `Impersonate-Extra-*` headers are ignored (users carry no
+//! extra here), and groups or a uid without a user are a 400, not a 500.
 
 use std::sync::Arc;
 
@@ -50,10 +54,10 @@ pub fn impersonate(
         ..Default::default()
     };
     let mut checks = Vec::new();
-    match name
+    let service_account = name
         .strip_prefix("system:serviceaccount:")
-        .and_then(|rest| rest.split_once(':'))
-    {
+        .and_then(|rest| rest.split_once(':'));
+    match service_account {
         Some((namespace, account)) => {
             checks.push(acting_as("serviceaccounts", namespace, account));
         }
@@ -73,6 +77,15 @@ pub fn impersonate(
         }
     }
     let mut groups = groups;
+    if let Some((namespace, _)) = service_account
+        && groups.is_empty()
+    {
+        // A ServiceAccount's groups are known: kube adds them when none are given.
+        groups = vec![
+            "system:serviceaccounts".to_string(),
+            format!("system:serviceaccounts:{namespace}"),
+        ];
+    }
     if name != ANONYMOUS_USER {
         let says_otherwise = groups
             .iter()

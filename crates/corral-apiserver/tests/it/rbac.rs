@@ -440,5 +440,15 @@ async fn access_and_rules_reviews_answer_can_i_and_impersonation_needs_impersona
         r#"users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#
     );
     assert_eq!(body["details"], json!({"kind": "users", "name": "bob"}));
+    // A ServiceAccount impersonated without groups is in its namespace's group.
+    let mut group_binding = binding("a", "robots-view", "ClusterRole", "view", "");
+    group_binding["subjects"] = json!([{"kind": "Group", "name": "system:serviceaccounts:a"}]);
+    create(&bindings, group_binding).await.unwrap();
+    let robot = [("impersonate-user", "system:serviceaccount:a:robot")];
+    let (status, body) = tls
+        .get("/api/v1/namespaces/a/configmaps", Some(&tls.admin), &robot)
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
     tls.server.shutdown().await;
 }
