@@ -452,3 +452,73 @@ async fn access_and_rules_reviews_answer_can_i_and_impersonation_needs_impersona
     assert_eq!(status, 200, "{body}");
     tls.server.shutdown().await;
 }
+
+/// Two API servers on one store: a binding written through one authorizes requests on the
+/// other once its watch delivers it (the index follows the store, not only its own writes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binding_written_through_another_server_takes_effect_here() {
+    let ca = pki::generate_ca("test-ca").unwrap();
+    let store = corral_store::testing::memory().await;
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let config = ServerConfig {
+            tls: Some(tls_config(
+                &ca,
+                pki::CERTIFICATE_VALIDITY,
+                Duration::from_secs(3600),
+            )),
+            authentication: Some(AuthenticationConfig::default()),
+            rbac: true,
+            ..ServerConfig::default()
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        servers.push(
+            corral_apiserver::Server::start(listener, store.store.clone(), config)
+                .await
+                .unwrap(),
+        );
+    }
+    let client = |server: &corral_apiserver::Server, user: &KeyMaterial| {
+        let text = corral_apiserver::kubeconfig::render_tls(
+            &server.url(),
+            "test",
+            Some(&ca.certificate_pem),
+            &user.certificate_pem,
+            &user.private_key_pem,
+        );
+        async move {
+            let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .unwrap();
+            kube::Client::try_from(config).unwrap()
+        }
+    };
+    let admin =
+        pki::issue_client(&ca, "admin", &["system:masters"], Duration::from_secs(3600)).unwrap();
+    let alice = pki::issue_client(&ca, "alice", &[], Duration::from_secs(3600)).unwrap();
+    let on_second: Api<ConfigMap> = Api::namespaced(client(&servers[1], &alice).await, "default");
+    forbidden(on_second.list(&ListParams::default()).await);
+    let bindings: Api<RoleBinding> = Api::namespaced(client(&servers[0], &admin).await, "default");
+    create(
+        &bindings,
+        binding("default", "alice-view", "ClusterRole", "view", "alice"),
+    )
+    .await
+    .unwrap();
+    eventually("the second server to see the binding", || async {
+        on_second.list(&ListParams::default()).await.is_ok()
+    })
+    .await;
+    bindings
+        .delete("alice-view", &Default::default())
+        .await
+        .unwrap();
+    eventually("the second server to see the binding gone", || async {
+        on_second.list(&ListParams::default()).await.is_err()
+    })
+    .await;
+    for server in servers {
+        server.shutdown().await;
+    }
+}
