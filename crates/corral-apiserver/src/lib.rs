@@ -16,6 +16,7 @@ mod conversion;
 pub mod crd;
 mod discovery;
 pub mod error;
+mod follow;
 pub mod gc;
 mod hooks;
 pub mod kubeconfig;

@@ -224,7 +224,16 @@ pub fn forbidden_about(group: &str, resource: &str, name: &str, why: String) -> 
 pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
     for kind in Kind::ALL {
         let subscription = load(state, kind).await?;
-        tokio::spawn(follow(Arc::downgrade(state), kind, subscription));
+        tokio::spawn(crate::follow::follow(
+            Arc::downgrade(state),
+            "RBAC objects",
+            subscription,
+            move |state, event| {
+                let object = (event.kind == EventKind::Put).then_some(&*event.object);
+                observe(state, kind, &event.object, event.revision, object);
+            },
+            Box::new(move |state| Box::pin(async move { load(&state, kind).await })),
+        ));
     }
     if state.config.rbac {
         bootstrap::ensure(state).await?;
@@ -292,50 +301,6 @@ fn namespace_of(object: &Value) -> &str {
 
 fn name_of(object: &Value) -> &str {
     object::name(object).unwrap_or("")
-}
-
-/// Applies the changes of a subscription; when it ends while the server lives, reads
-/// everything again and resubscribes.
-async fn follow(
-    state: std::sync::Weak<ApiState>,
-    kind: Kind,
-    mut subscription: Option<watch_cache::Subscription>,
-) {
-    let retry = std::time::Duration::from_secs(1);
-    loop {
-        if let Some(mut current) = subscription.take() {
-            let backlog = std::mem::take(&mut current.backlog);
-            let mut backlog = backlog.into_iter();
-            loop {
-                let event = match backlog.next() {
-                    Some(event) => event,
-                    None => match current.receiver.recv().await {
-                        Some(event) => event,
-                        None => break,
-                    },
-                };
-                let Some(state) = state.upgrade() else { return };
-                let object = (event.kind == EventKind::Put).then_some(&*event.object);
-                observe(&state, kind, &event.object, event.revision, object);
-            }
-        } else {
-            tokio::time::sleep(retry).await;
-        }
-        let Some(state) = state.upgrade() else { return };
-        if state.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        tracing::debug!(
-            kind = kind.kind(),
-            "Reading RBAC objects again: their watch ended"
-        );
-        match load(&state, kind).await {
-            Ok(resubscribed) => subscription = resubscribed,
-            Err(error) => {
-                tracing::warn!(kind = kind.kind(), %error, "Reading RBAC objects failed");
-            }
-        }
-    }
 }
 
 fn observe(
