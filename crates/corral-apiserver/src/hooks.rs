@@ -38,6 +38,8 @@ pub fn prepare_create(target: &Target, object: &mut Value) -> Result<(), ApiErro
         }
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::prepare(kind, object);
+    } else if let Some(kind) = crate::rbac::kind_of(target) {
+        crate::rbac::prepare(kind, object);
     } else if is(target, "", "secrets") {
         merge_string_data(object);
         let map = object.as_object_mut().unwrap();
@@ -104,6 +106,8 @@ pub fn prepare_update(target: &Target, current: &Value, new: &mut Value) -> Resu
         crd::prepare(new, Some(current));
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::prepare(kind, new);
+    } else if let Some(kind) = crate::rbac::kind_of(target) {
+        crate::rbac::prepare(kind, new);
     } else if is(target, "", "secrets") {
         merge_string_data(new);
         let old_type = current.get("type").cloned();
@@ -123,7 +127,7 @@ pub fn prepare_update(target: &Target, current: &Value, new: &mut Value) -> Resu
 
 /// Validation beyond metadata for built-in kinds. `old` is set for updates.
 pub fn validate(
-    _state: &ApiState,
+    state: &ApiState,
     target: &Target,
     object: &Value,
     old: Option<&Value>,
@@ -136,6 +140,8 @@ pub fn validate(
         }
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         causes.extend(crate::webhook::validate_configuration(kind, object));
+    } else if let Some(kind) = crate::rbac::kind_of(target) {
+        crate::rbac::admit(state, kind, target, object, old)?;
     } else if is(target, "", "secrets") {
         use base64::Engine;
         if let Some(data) = object.get("data") {
@@ -246,6 +252,8 @@ pub async fn after_write(state: &ApiState, target: &Target, object: &Value) {
         }
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::after_write(state, kind, object);
+    } else if let Some(kind) = crate::rbac::kind_of(target) {
+        crate::rbac::after_write(state, kind, object);
     }
 }
 
@@ -258,6 +266,9 @@ pub async fn after_delete(state: &ApiState, target: &Target, object: &Value) {
     }
     if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::after_delete(state, kind, object);
+    }
+    if let Some(kind) = crate::rbac::kind_of(target) {
+        crate::rbac::after_delete(state, kind, object);
     }
     if is_crds(target) {
         let group = object.pointer("/spec/group").and_then(Value::as_str);

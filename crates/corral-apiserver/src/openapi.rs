@@ -18,7 +18,7 @@
 //! link changes when a CRD changes; a hashed URL is served as immutable. Documents are built
 //! once per registry state and kept until a resource is added, changed or removed.
 
-mod schemas;
+pub(crate) mod schemas;
 #[cfg(test)]
 mod tests;
 

@@ -19,7 +19,8 @@
 //! merge, a later scalar replaces an earlier one, as in Go.
 //!
 //! Supported: `v1` ConfigMap, Secret, Namespace and Event, `events.k8s.io/v1` Event,
-//! `coordination.k8s.io/v1` Lease, and DeleteOptions of any group version. Anything else is
+//! `coordination.k8s.io/v1` Lease, the `rbac.authorization.k8s.io/v1` kinds, the
+//! `authorization.k8s.io/v1` reviews, and DeleteOptions of any group version. Anything else is
 //! [`ProtobufError::UnsupportedKind`], which the server answers with 415.
 
 #[cfg(test)]
@@ -141,6 +142,14 @@ pub fn decode(bytes: &[u8]) -> Result<Value> {
         ("v1", "Event") => &CORE_EVENT,
         ("events.k8s.io/v1", "Event") => &EVENTS_EVENT,
         ("coordination.k8s.io/v1", "Lease") => &LEASE,
+        ("rbac.authorization.k8s.io/v1", "Role") => &ROLE,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => &CLUSTER_ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => &SELF_SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io/v1", "SubjectAccessReview" | "LocalSubjectAccessReview") => {
+            &SUBJECT_ACCESS_REVIEW
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => &SELF_SUBJECT_RULES_REVIEW,
         // Every group version registers metav1.DeleteOptions; typed clients send it with
         // their own.
         (_, "DeleteOptions") => &DELETE_OPTIONS,
@@ -463,6 +472,202 @@ static LEASE_SPEC: Message = Message {
         field(6, "strategy", Type::String, Omit::IfNil),
         field(7, "preferredHolder", Type::String, Omit::IfNil),
     ],
+};
+
+static POLICY_RULE: Message = Message {
+    name: "PolicyRule",
+    fields: &[
+        field(1, "verbs", Type::Strings, Omit::Never),
+        field(2, "apiGroups", Type::Strings, Omit::IfEmpty),
+        field(3, "resources", Type::Strings, Omit::IfEmpty),
+        field(4, "resourceNames", Type::Strings, Omit::IfEmpty),
+        field(5, "nonResourceURLs", Type::Strings, Omit::IfEmpty),
+    ],
+};
+
+static ROLE: Message = Message {
+    name: "Role",
+    fields: &[
+        metadata(),
+        field(2, "rules", Type::Messages(&POLICY_RULE), Omit::Never),
+    ],
+};
+
+static CLUSTER_ROLE: Message = Message {
+    name: "ClusterRole",
+    fields: &[
+        metadata(),
+        field(2, "rules", Type::Messages(&POLICY_RULE), Omit::Never),
+        field(
+            3,
+            "aggregationRule",
+            Type::Message(&AGGREGATION_RULE),
+            Omit::IfNil,
+        ),
+    ],
+};
+
+static AGGREGATION_RULE: Message = Message {
+    name: "AggregationRule",
+    fields: &[field(
+        1,
+        "clusterRoleSelectors",
+        Type::Messages(&LABEL_SELECTOR),
+        Omit::IfEmpty,
+    )],
+};
+
+static LABEL_SELECTOR: Message = Message {
+    name: "LabelSelector",
+    fields: &[
+        field(1, "matchLabels", Type::StringMap, Omit::IfEmpty),
+        field(
+            2,
+            "matchExpressions",
+            Type::Messages(&LABEL_SELECTOR_REQUIREMENT),
+            Omit::IfEmpty,
+        ),
+    ],
+};
+
+static LABEL_SELECTOR_REQUIREMENT: Message = Message {
+    name: "LabelSelectorRequirement",
+    fields: &[
+        field(1, "key", Type::String, Omit::Never),
+        field(2, "operator", Type::String, Omit::Never),
+        field(3, "values", Type::Strings, Omit::IfEmpty),
+    ],
+};
+
+/// RoleBinding and ClusterRoleBinding.
+static ROLE_BINDING: Message = Message {
+    name: "RoleBinding",
+    fields: &[
+        metadata(),
+        field(2, "subjects", Type::Messages(&SUBJECT), Omit::IfEmpty),
+        field(3, "roleRef", Type::Message(&ROLE_REF), Omit::Never),
+    ],
+};
+
+static SUBJECT: Message = Message {
+    name: "Subject",
+    fields: &[
+        field(1, "kind", Type::String, Omit::Never),
+        text(2, "apiGroup"),
+        field(3, "name", Type::String, Omit::Never),
+        text(4, "namespace"),
+    ],
+};
+
+static ROLE_REF: Message = Message {
+    name: "RoleRef",
+    fields: &[
+        field(1, "apiGroup", Type::String, Omit::Never),
+        field(2, "kind", Type::String, Omit::Never),
+        field(3, "name", Type::String, Omit::Never),
+    ],
+};
+
+static SELF_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SelfSubjectAccessReview",
+    fields: &[
+        metadata(),
+        field(
+            2,
+            "spec",
+            Type::Message(&SELF_SUBJECT_ACCESS_REVIEW_SPEC),
+            Omit::Never,
+        ),
+    ],
+};
+
+static SELF_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SelfSubjectAccessReviewSpec",
+    fields: &[
+        field(
+            1,
+            "resourceAttributes",
+            Type::Message(&RESOURCE_ATTRIBUTES),
+            Omit::IfNil,
+        ),
+        field(
+            2,
+            "nonResourceAttributes",
+            Type::Message(&NON_RESOURCE_ATTRIBUTES),
+            Omit::IfNil,
+        ),
+    ],
+};
+
+/// SubjectAccessReview and LocalSubjectAccessReview.
+static SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SubjectAccessReview",
+    fields: &[
+        metadata(),
+        field(
+            2,
+            "spec",
+            Type::Message(&SUBJECT_ACCESS_REVIEW_SPEC),
+            Omit::Never,
+        ),
+    ],
+};
+
+static SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SubjectAccessReviewSpec",
+    fields: &[
+        field(
+            1,
+            "resourceAttributes",
+            Type::Message(&RESOURCE_ATTRIBUTES),
+            Omit::IfNil,
+        ),
+        field(
+            2,
+            "nonResourceAttributes",
+            Type::Message(&NON_RESOURCE_ATTRIBUTES),
+            Omit::IfNil,
+        ),
+        text(3, "user"),
+        field(4, "groups", Type::Strings, Omit::IfEmpty),
+        text(6, "uid"),
+    ],
+};
+
+static RESOURCE_ATTRIBUTES: Message = Message {
+    name: "ResourceAttributes",
+    fields: &[
+        text(1, "namespace"),
+        text(2, "verb"),
+        text(3, "group"),
+        text(4, "version"),
+        text(5, "resource"),
+        text(6, "subresource"),
+        text(7, "name"),
+    ],
+};
+
+static NON_RESOURCE_ATTRIBUTES: Message = Message {
+    name: "NonResourceAttributes",
+    fields: &[text(1, "path"), text(2, "verb")],
+};
+
+static SELF_SUBJECT_RULES_REVIEW: Message = Message {
+    name: "SelfSubjectRulesReview",
+    fields: &[
+        metadata(),
+        field(
+            2,
+            "spec",
+            Type::Message(&SELF_SUBJECT_RULES_REVIEW_SPEC),
+            Omit::Never,
+        ),
+    ],
+};
+
+static SELF_SUBJECT_RULES_REVIEW_SPEC: Message = Message {
+    name: "SelfSubjectRulesReviewSpec",
+    fields: &[text(1, "namespace")],
 };
 
 static DELETE_OPTIONS: Message = Message {

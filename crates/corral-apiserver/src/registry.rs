@@ -319,6 +319,38 @@ pub fn builtins() -> Vec<ResourceInfo> {
             false,
             &[],
         ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "roles",
+            "Role",
+            true,
+            &[],
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            &[],
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            &[],
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            &[],
+        ),
     ]
 }
 

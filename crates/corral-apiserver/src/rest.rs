@@ -433,6 +433,10 @@ fn validate_metadata(target: &Target, object: &Value) -> Result<(), ApiError> {
     let name_errors = if target.resource.plural == "namespaces" && target.resource.group.is_empty()
     {
         names::is_dns1123_label(&name)
+    } else if crate::rbac::kind_of(target).is_some() {
+        // RBAC names need only be path segments (`system:discovery`), as kube's
+        // `ValidateRBACName`; the check below.
+        Ok(())
     } else {
         names::is_dns1123_subdomain(&name)
     };

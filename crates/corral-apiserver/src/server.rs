@@ -36,6 +36,9 @@ pub struct ServerConfig {
     /// request is [`UserInfo::unsecured`]. Client certificates need [`ServerConfig::tls`] with
     /// a client CA.
     pub authentication: Option<crate::auth::AuthenticationConfig>,
+    /// RBAC authorization (see `rbac/`): requests are authorized, and the bootstrap policy is
+    /// created at start; off (the library's default, for tests) authorizes everything.
+    pub rbac: bool,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +49,7 @@ impl Default for ServerConfig {
             compaction_interval: Some(std::time::Duration::from_secs(300)),
             tls: None,
             authentication: None,
+            rbac: false,
         }
     }
 }
@@ -66,6 +70,8 @@ pub struct ApiState {
     pub(crate) gc: crate::gc::Collector,
     /// The admission webhook configurations, compiled; see `webhook/`.
     pub(crate) webhooks: crate::webhook::Webhooks,
+    /// The RBAC objects, compiled for the authorizer; see `rbac/`.
+    pub(crate) rbac: crate::rbac::Rbac,
     /// Set by [`Server::shutdown`]: background work whose watch ends stops instead of reading
     /// again (the shutdown closes every watch).
     pub(crate) stopping: std::sync::atomic::AtomicBool,
@@ -87,6 +93,7 @@ impl ApiState {
             namespace_cache: Default::default(),
             gc: crate::gc::Collector::new(),
             webhooks: Default::default(),
+            rbac: Default::default(),
             stopping: Default::default(),
             this: this.clone(),
         });
@@ -96,6 +103,7 @@ impl ApiState {
         namespaces::resume_cleanups(&state).await?;
         follow_crds(&state).await?;
         crate::webhook::start(&state).await?;
+        crate::rbac::start(&state).await?;
         crate::gc::start(&state);
         if let Some(interval) = state.config.compaction_interval {
             tokio::spawn(compact_periodically(Arc::downgrade(&state), interval));
@@ -202,6 +210,12 @@ impl Server {
             self.state.clone(),
             Gate::Fixed(self.in_process_user.clone()),
         )
+    }
+
+    /// Like [`Server::in_process`], with the requests made as `user` (authorized as its
+    /// requests over the wire would be).
+    pub fn in_process_as(&self, user: UserInfo) -> axum::Router {
+        router(self.state.clone(), Gate::Fixed(Arc::new(user)))
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -390,8 +404,15 @@ async fn handle(State(front): State<Front>, mut request: Request) -> Response {
             }
         },
     };
-    request.extensions_mut().insert(user);
-    serve_request(front.state, request).await
+    let user = match crate::rbac::impersonate(&front.state, user, request.headers()) {
+        Ok(user) => user,
+        Err(error) => return error.into_response(),
+    };
+    if let Err(error) = crate::rbac::authorize_request(&front.state, &user, &request) {
+        return error.into_response();
+    }
+    request.extensions_mut().insert(user.clone());
+    crate::rbac::serving(user, serve_request(front.state, request)).await
 }
 
 /// How long a client may take over the TLS handshake.
@@ -494,6 +515,21 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().trim_end_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if let ["apis", crate::rbac::review::GROUP, "v1", rest @ ..] = segments.as_slice()
+        && parts.method == Method::POST
+    {
+        let unsecured = Arc::new(UserInfo::unsecured());
+        let user = parts
+            .extensions
+            .get::<Arc<UserInfo>>()
+            .unwrap_or(&unsecured);
+        if let Some(answer) =
+            crate::rbac::review::serve(&state, user, rest, &parts.headers, body).await
+        {
+            return answer;
+        }
+        return Err(ApiError::no_route());
+    }
     let accept = parts
         .headers
         .get(http::header::ACCEPT)

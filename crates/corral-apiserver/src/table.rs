@@ -85,6 +85,10 @@ enum Cells {
     Pod,
     Event,
     CustomResourceDefinition,
+    /// Role and ClusterRole: name and creation time.
+    Role,
+    /// RoleBinding and ClusterRoleBinding: name, role, age, subjects by kind.
+    RoleBinding,
     /// Name and Age.
     Default,
 }
@@ -265,6 +269,40 @@ impl Printer {
                 ],
                 Cells::CustomResourceDefinition,
             )
+        } else if resource.builtin
+            && resource.group == crate::rbac::GROUP
+            && matches!(resource.plural.as_str(), "roles" | "clusterroles")
+        {
+            (
+                vec![
+                    Column::name_column(),
+                    Column::new("Created At", "date", "When the role was created."),
+                ],
+                Cells::Role,
+            )
+        } else if resource.builtin
+            && resource.group == crate::rbac::GROUP
+            && matches!(
+                resource.plural.as_str(),
+                "rolebindings" | "clusterrolebindings"
+            )
+        {
+            (
+                vec![
+                    Column::name_column(),
+                    Column::new("Role", "string", "The role granted, as Kind/name."),
+                    age(),
+                    Column::new("Users", "string", "The users bound.").wide(),
+                    Column::new("Groups", "string", "The groups bound.").wide(),
+                    Column::new(
+                        "ServiceAccounts",
+                        "string",
+                        "The service accounts bound, as namespace:name.",
+                    )
+                    .wide(),
+                ],
+                Cells::RoleBinding,
+            )
         } else {
             (vec![Column::name_column(), age()], Cells::Default)
         };
@@ -392,6 +430,45 @@ impl Printer {
                 name(),
                 json!(str_at(object, &["metadata", "creationTimestamp"]).unwrap_or("")),
             ],
+            Cells::Role => vec![
+                name(),
+                json!(str_at(object, &["metadata", "creationTimestamp"]).unwrap_or("")),
+            ],
+            Cells::RoleBinding => {
+                let role = format!(
+                    "{}/{}",
+                    str_at(object, &["roleRef", "kind"]).unwrap_or(""),
+                    str_at(object, &["roleRef", "name"]).unwrap_or("")
+                );
+                let subjects = |kind: &str| {
+                    let names: Vec<String> = object
+                        .get("subjects")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter(|s| s.get("kind").and_then(Value::as_str) == Some(kind))
+                        .map(|s| {
+                            let name = s.get("name").and_then(Value::as_str).unwrap_or("");
+                            if kind == "ServiceAccount" {
+                                let namespace =
+                                    s.get("namespace").and_then(Value::as_str).unwrap_or("");
+                                format!("{namespace}:{name}")
+                            } else {
+                                name.to_string()
+                            }
+                        })
+                        .collect();
+                    json!(names.join(", "))
+                };
+                vec![
+                    name(),
+                    json!(role),
+                    age(),
+                    subjects("User"),
+                    subjects("Group"),
+                    subjects("ServiceAccount"),
+                ]
+            }
             Cells::Default => vec![name(), age()],
         }
     }

@@ -88,9 +88,12 @@ pub struct InitReport {
     pub crds: Vec<String>,
     /// Inventory entries as `namespace/name`.
     pub providers: Vec<String>,
+    /// The components' ClusterRoles (`roles.rs`).
+    pub cluster_roles: Vec<String>,
 }
 
-/// Installs every built-in provider's CRDs and its inventory entry, as `clusterctl init` does.
+/// Installs every built-in provider's CRDs, its inventory entry and its least-privilege
+/// ClusterRole (`roles.rs`), as `clusterctl init` does.
 /// Idempotent: a second run changes nothing (server-side apply of the same objects).
 pub async fn init(connection: &Connection) -> Result<InitReport, Error> {
     let mut report = InitReport::default();
@@ -105,6 +108,11 @@ pub async fn init(connection: &Connection) -> Result<InitReport, Error> {
         report
             .providers
             .push(install_inventory(connection, provider).await?);
+    }
+    for provider in &providers {
+        report
+            .cluster_roles
+            .extend(crate::roles::install(connection, provider).await?);
     }
     Ok(report)
 }

@@ -20,6 +20,7 @@ pub mod get;
 pub mod leader;
 pub mod mover;
 pub mod resource;
+pub mod roles;
 pub mod rollout;
 pub mod scale;
 

@@ -109,6 +109,17 @@ enum StoreKind {
     Memory,
 }
 
+/// How authenticated requests are authorized (kube-apiserver's `--authorization-mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum AuthorizationMode {
+    /// Role-based access control: Roles, ClusterRoles and their bindings decide (the default).
+    #[value(name = "RBAC")]
+    Rbac,
+    /// Every authenticated request is allowed.
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
+}
+
 #[derive(clap::Args)]
 struct ApiserverArgs {
     /// Where the store and the admin kubeconfig live (and `corral up`'s log). One process at
@@ -122,7 +133,7 @@ struct ApiserverArgs {
     /// Serve plain HTTP without authentication (every request is trusted), on loopback only.
     #[arg(long, conflicts_with_all = [
         "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_san",
-        "token_auth_file", "anonymous_auth",
+        "token_auth_file", "anonymous_auth", "authorization_mode",
     ])]
     insecure_http: bool,
     /// Also serve what a workload cluster's API server serves beside the built-ins (apps/v1
@@ -153,6 +164,11 @@ struct ApiserverArgs {
     /// `system:unauthenticated`); without it they get 401.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_name = "BOOL")]
     anonymous_auth: bool,
+    /// How authenticated requests are authorized: RBAC, with kube-apiserver's bootstrap
+    /// roles (`system:masters`, the admin kubeconfig's group, may do anything), or
+    /// AlwaysAllow.
+    #[arg(long, value_enum, default_value = "RBAC", value_name = "MODE")]
+    authorization_mode: AuthorizationMode,
     /// Storage backend.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
@@ -420,6 +436,8 @@ pub(crate) async fn start_apiserver(
     let config = ServerConfig {
         tls: security.tls.clone(),
         authentication: security.authentication.clone(),
+        rbac: security.authentication.is_some()
+            && args.authorization_mode == AuthorizationMode::Rbac,
         ..ServerConfig::default()
     };
     let server = Server::start(listener, store, config)

@@ -114,9 +114,14 @@ async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
     })
     .await?;
     // This process's own work (installing the providers, the demo view) goes in-process too,
-    // as the controllers' (below).
+    // as the controllers' (below), as the admin: it installs CRDs and ClusterRoles.
+    let admin = corral_apiserver::UserInfo::authenticated(
+        crate::security::ADMIN_USER,
+        "",
+        vec![corral_apiserver::auth::MASTERS_GROUP.into()],
+    );
     let connection = corral_cli::Connection {
-        client: kube::Client::new(server.in_process(), "default"),
+        client: kube::Client::new(server.in_process_as(admin), "default"),
         server: server.url(),
         default_namespace: "default".into(),
     };
@@ -142,7 +147,8 @@ async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     let cloud = args.cloud.open().await?;
     // The controllers call this process's own server in-process: the same requests and
-    // watches without the loopback socket and HTTP framing on both ends.
+    // watches without the loopback socket and HTTP framing on both ends, as
+    // `system:corral-controllers` with the least-privilege ClusterRoles `init` bound to it.
     let in_process = kube::Client::new(server.in_process(), "default");
     let controllers = corral_cli::components::start_controllers(in_process, cloud, shutdown);
     progress.done(

@@ -10,7 +10,8 @@
 //! The user of every request that passes is in its extensions as an `Arc<UserInfo>` (see
 //! [`user`]), for the authorizer. A server without authentication settings gives every request
 //! [`UserInfo::unsecured`] (kube-apiserver's insecure port did the same); in-process clients
-//! ([`crate::Server::in_process`]) are [`UserInfo::controllers`].
+//! ([`crate::Server::in_process`]) are [`UserInfo::controllers`], or whom
+//! [`crate::Server::in_process_as`] names.
 
 mod tokens;
 pub(crate) mod x509;
@@ -33,6 +34,9 @@ pub const ANONYMOUS_USER: &str = "system:anonymous";
 pub const MASTERS_GROUP: &str = "system:masters";
 /// The user of in-process clients: the controllers of `corral up`.
 pub const CONTROLLERS_USER: &str = "system:corral-controllers";
+/// Their group, which `corral init` binds the controllers' and providers' least-privilege
+/// ClusterRoles to (`corral_cli::roles::CONTROLLERS_GROUP`).
+pub const CONTROLLERS_GROUP: &str = "system:corral-controllers";
 /// The user of every request of a server without authentication.
 pub const UNSECURED_USER: &str = "system:unsecured";
 
@@ -71,9 +75,10 @@ impl UserInfo {
         }
     }
 
-    /// The identity of in-process clients.
+    /// The identity of in-process clients: with RBAC on, they may do what the ClusterRoles
+    /// bound to [`CONTROLLERS_GROUP`] grant.
     pub fn controllers() -> Self {
-        UserInfo::authenticated(CONTROLLERS_USER, "", vec![MASTERS_GROUP.into()])
+        UserInfo::authenticated(CONTROLLERS_USER, "", vec![CONTROLLERS_GROUP.into()])
     }
 
     /// The identity of every request to a server without authentication.

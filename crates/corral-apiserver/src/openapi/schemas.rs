@@ -36,7 +36,7 @@ pub fn reference(name: &str, description: &str) -> Value {
     json!({"$ref": schema_ref(name), "description": description})
 }
 
-fn string(description: &str) -> Value {
+pub(crate) fn string(description: &str) -> Value {
     json!({"type": "string", "description": description})
 }
 
@@ -64,11 +64,11 @@ fn string_map(description: &str) -> Value {
     json!({"type": "object", "additionalProperties": {"type": "string", "default": ""}, "description": description})
 }
 
-fn string_list(description: &str) -> Value {
+pub(crate) fn string_list(description: &str) -> Value {
     json!({"type": "array", "items": {"type": "string", "default": ""}, "description": description})
 }
 
-fn list_of(name: &str, description: &str) -> Value {
+pub(crate) fn list_of(name: &str, description: &str) -> Value {
     json!({"type": "array", "items": {"$ref": schema_ref(name)}, "description": description})
 }
 
@@ -78,7 +78,7 @@ fn any(description: &str) -> Value {
 }
 
 /// An object schema with these properties.
-fn object(description: &str, properties: Vec<(&str, Value)>) -> Value {
+pub(crate) fn object(description: &str, properties: Vec<(&str, Value)>) -> Value {
     let properties: Map<String, Value> = properties
         .into_iter()
         .map(|(name, schema)| (name.to_string(), schema))
@@ -91,7 +91,7 @@ fn with(mut schema: Value, key: &str, value: Value) -> Value {
     schema
 }
 
-fn required(schema: Value, fields: &[&str]) -> Value {
+pub(crate) fn required(schema: Value, fields: &[&str]) -> Value {
     with(schema, "required", json!(fields))
 }
 
@@ -101,7 +101,7 @@ pub fn group_version_kinds(group: &str, version: &str, kind: &str) -> Value {
 }
 
 /// The schema of a top-level kind: `apiVersion`, `kind`, `metadata` and `fields`.
-fn kind(
+pub(crate) fn kind(
     description: &str,
     (group, version, kind): (&str, &str, &str),
     fields: Vec<(&str, Value)>,
@@ -154,6 +154,7 @@ pub fn library() -> &'static BTreeMap<String, Value> {
         autoscaling(&mut schemas);
         apiextensions(&mut schemas);
         schemas.extend(crate::webhook::openapi::schemas());
+        schemas.extend(crate::rbac::openapi::schemas());
         schemas
     });
     &LIBRARY
@@ -179,6 +180,12 @@ pub fn builtin_models(group: &str, plural: &str) -> Option<(String, String)> {
             crate::webhook::openapi::PACKAGE,
             "MutatingWebhookConfiguration",
         ),
+        (crate::rbac::GROUP, "roles") => (crate::rbac::openapi::PACKAGE, "Role"),
+        (crate::rbac::GROUP, "clusterroles") => (crate::rbac::openapi::PACKAGE, "ClusterRole"),
+        (crate::rbac::GROUP, "rolebindings") => (crate::rbac::openapi::PACKAGE, "RoleBinding"),
+        (crate::rbac::GROUP, "clusterrolebindings") => {
+            (crate::rbac::openapi::PACKAGE, "ClusterRoleBinding")
+        }
         _ => return None,
     };
     Some((format!("{package}.{kind}"), format!("{package}.{kind}List")))

@@ -52,6 +52,7 @@ fn the_index_links_every_group_version_by_hash() {
         "apis/coordination.k8s.io/v1",
         "apis/events.k8s.io/v1",
         "apis/example.com/v1",
+        "apis/rbac.authorization.k8s.io/v1",
     ] {
         let etag = &built.documents[path].1;
         assert_eq!(
@@ -59,7 +60,7 @@ fn the_index_links_every_group_version_by_hash() {
             format!("/openapi/v3/{path}?hash={etag}")
         );
     }
-    assert_eq!(paths.len(), 6);
+    assert_eq!(paths.len(), 7);
 }
 
 #[test]

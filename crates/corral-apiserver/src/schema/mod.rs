@@ -21,7 +21,7 @@
 #[cfg(feature = "cel")]
 mod cel;
 mod coerce;
-mod field;
+pub(crate) mod field;
 mod format;
 mod structural;
 mod validate;

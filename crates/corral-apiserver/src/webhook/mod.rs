@@ -134,7 +134,17 @@ impl Webhooks {
 pub async fn start(state: &Arc<ApiState>) -> Result<(), ApiError> {
     for kind in [Kind::Mutating, Kind::Validating] {
         let subscription = load(state, kind).await?;
-        tokio::spawn(follow(Arc::downgrade(state), kind, subscription));
+        tokio::spawn(crate::follow::follow(
+            Arc::downgrade(state),
+            "webhook configurations",
+            subscription,
+            move |state, event| {
+                let name = object::name(&event.object).unwrap_or("");
+                let object = (event.kind == EventKind::Put).then_some(&*event.object);
+                state.webhooks.observe(kind, name, event.revision, object);
+            },
+            Box::new(move |state| Box::pin(async move { load(&state, kind).await })),
+        ));
     }
     Ok(())
 }
@@ -180,52 +190,6 @@ async fn load(
                 "Subscribing to webhook configuration changes failed"
             );
             Ok(None)
-        }
-    }
-}
-
-/// Applies the changes of a subscription; when it ends (the watch cache dropped or expired
-/// it) while the server lives, reads everything again and resubscribes.
-async fn follow(
-    state: std::sync::Weak<ApiState>,
-    kind: Kind,
-    mut subscription: Option<crate::watch_cache::Subscription>,
-) {
-    let retry = std::time::Duration::from_secs(1);
-    loop {
-        if let Some(mut current) = subscription.take() {
-            let backlog = std::mem::take(&mut current.backlog);
-            let mut backlog = backlog.into_iter();
-            loop {
-                let event = match backlog.next() {
-                    Some(event) => event,
-                    None => match current.receiver.recv().await {
-                        Some(event) => event,
-                        None => break,
-                    },
-                };
-                let Some(state) = state.upgrade() else { return };
-                let name = object::name(&event.object).unwrap_or("");
-                let object = (event.kind == EventKind::Put).then_some(&*event.object);
-                state.webhooks.observe(kind, name, event.revision, object);
-            }
-        } else {
-            tokio::time::sleep(retry).await;
-        }
-        let Some(state) = state.upgrade() else { return };
-        // The shutdown closed the watch: nothing to follow any more.
-        if state.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        tracing::debug!(
-            kind = kind.kind(),
-            "Reading webhook configurations again: their watch ended"
-        );
-        match load(&state, kind).await {
-            Ok(resubscribed) => subscription = resubscribed,
-            Err(error) => {
-                tracing::warn!(kind = kind.kind(), %error, "Reading webhook configurations failed");
-            }
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 
-use crate::support::tool_available;
+use crate::support::{self, tool_available};
 
 /// How long a cluster may take to come up or go. Generous: CI machines are busy compiling.
 const DEADLINE: Duration = Duration::from_secs(180);
@@ -181,22 +181,6 @@ async fn client(kubeconfig: &Path) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
-/// kubectl, if here.
-fn kubectl() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("kubectl"))
-            .find(|candidate| candidate.is_file())
-    });
-    tool_available(
-        found.is_some(),
-        "kubectl",
-        "CORRAL_REQUIRE_KUBECTL",
-        "install kubectl, e.g. Debian's kubernetes-client",
-    )
-    .then(|| found.unwrap())
-}
-
 /// Generates a machine-based cluster and applies it with kubectl (or, without kubectl, with
 /// `corral_cli::apply`'s server-side apply through kube-rs).
 async fn create_cluster(kubeconfig: &Path, name: &str, workers: u32, scratch: &Path) {
@@ -216,7 +200,7 @@ async fn create_cluster(kubeconfig: &Path, name: &str, workers: u32, scratch: &P
             &workers.to_string(),
         ],
     );
-    match kubectl() {
+    match support::kubectl() {
         Some(kubectl) => {
             let file = scratch.join(format!("{name}.yaml"));
             std::fs::write(&file, &yaml).unwrap();

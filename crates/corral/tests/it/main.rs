@@ -44,4 +44,5 @@ mod local_provider;
 mod move_clusters;
 mod node_agent;
 mod python_client;
+mod rbac;
 mod security;

@@ -92,7 +92,7 @@ async fn the_written_kubeconfig_is_https_with_the_admin_certificate() {
 async fn kubectl_authenticates_as_the_admin_and_anonymous_requests_get_401() {
     sqlite(|env| async move {
         let server = env.start_server().await;
-        if let Some(kubectl) = kubectl() {
+        if let Some(kubectl) = support::kubectl() {
             let output = std::process::Command::new(&kubectl)
                 .arg("--kubeconfig")
                 .arg(server.kubeconfig())
@@ -120,9 +120,30 @@ async fn kubectl_authenticates_as_the_admin_and_anonymous_requests_get_401() {
             "anonymous",
         );
         assert_unauthorized(list_namespaces(&anonymous).await);
-        // Restarted with anonymous requests allowed, they pass (no authorizer yet: everything).
+        // Restarted with anonymous requests allowed, they pass authentication; RBAC lets
+        // system:anonymous see health and version only (system:public-info-viewer).
         server.kill_9();
         let server = env.start_server_with(&["--anonymous-auth"]).await;
+        let anonymous = with_user(
+            server.kubeconfig(),
+            serde_yaml::Value::Mapping(Default::default()),
+            "anonymous",
+        );
+        match list_namespaces(&anonymous).await {
+            Err(kube::Error::Api(status)) => assert_eq!(
+                (status.code, status.message.as_str()),
+                (
+                    403,
+                    r#"namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope"#
+                )
+            ),
+            other => panic!("expected 403, got {other:?}"),
+        }
+        // With --authorization-mode AlwaysAllow, everything authenticated passes.
+        server.kill_9();
+        let server = env
+            .start_server_with(&["--anonymous-auth", "--authorization-mode", "AlwaysAllow"])
+            .await;
         let anonymous = with_user(
             server.kubeconfig(),
             serde_yaml::Value::Mapping(Default::default()),
@@ -138,7 +159,12 @@ async fn kubectl_authenticates_as_the_admin_and_anonymous_requests_get_401() {
 async fn tokens_of_the_token_file_authenticate_and_others_get_401() {
     sqlite(|env| async move {
         let tokens = env.scratch_dir().join("tokens.csv");
-        std::fs::write(&tokens, "s3cr3t-t0ken,alice,alice-uid,\"team-a,team-b\"\n").unwrap();
+        // In system:masters, so that RBAC lets the token's user list namespaces.
+        std::fs::write(
+            &tokens,
+            "s3cr3t-t0ken,alice,alice-uid,\"team-a,system:masters\"\n",
+        )
+        .unwrap();
         let server = env
             .start_server_with(&["--token-auth-file", tokens.to_str().unwrap()])
             .await;
@@ -186,23 +212,6 @@ async fn any_address_is_served_over_tls_and_plain_http_only_on_loopback() {
         list_namespaces(server.kubeconfig()).await.unwrap();
     })
     .await;
-}
-
-/// kubectl, if here.
-fn kubectl() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("kubectl"))
-            .find(|candidate| candidate.is_file())
-    });
-    let available = found.is_some();
-    support::tool_available(
-        available,
-        "kubectl",
-        "CORRAL_REQUIRE_KUBECTL",
-        "install kubectl",
-    )
-    .then(|| found.unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

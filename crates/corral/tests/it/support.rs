@@ -241,3 +241,19 @@ pub fn tool_available(found: bool, what: &str, require: &str, install_hint: &str
     eprintln!("SKIP: {what} not found ({install_hint}); test skipped (set {require}=1 to fail)");
     false
 }
+
+/// kubectl, if here (else the test is skipped, or fails under `CORRAL_REQUIRE_KUBECTL`).
+pub fn kubectl() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("kubectl"))
+            .find(|candidate| candidate.is_file())
+    });
+    tool_available(
+        found.is_some(),
+        "kubectl",
+        "CORRAL_REQUIRE_KUBECTL",
+        "install kubectl, e.g. Debian's kubernetes-client",
+    )
+    .then(|| found.unwrap())
+}
