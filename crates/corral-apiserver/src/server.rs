@@ -36,6 +36,9 @@ pub struct ServerConfig {
     /// request is [`UserInfo::unsecured`]. Client certificates need [`ServerConfig::tls`] with
     /// a client CA.
     pub authentication: Option<crate::auth::AuthenticationConfig>,
+    /// The kinds' own admission rules (upstream's defaulting and validating webhooks), run on
+    /// every write of those kinds; see `admission.rs`.
+    pub admission: corral_admission::RuleSet,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +49,7 @@ impl Default for ServerConfig {
             compaction_interval: Some(std::time::Duration::from_secs(300)),
             tls: None,
             authentication: None,
+            admission: Default::default(),
         }
     }
 }
