@@ -1,8 +1,11 @@
 //! What an API server needs to know of a kind to admit its writes as that kind's own admission
 //! webhooks would, without knowing the kind: [`KindRules`] (default, validate a create, validate
 //! an update against the stored object), collected per group and kind in a [`RuleSet`] that the
-//! API server runs on every write, and the field errors they answer with ([`field`], the words
-//! of apimachinery's `field` package, which the API server's schema validation speaks too).
+//! API server runs on every write, and what they answer with: field errors ([`field`], the
+//! words of apimachinery's `field` package, which the API server's schema validation speaks
+//! too), the syntax checks of names, label keys and values ([`names`], apimachinery's
+//! `util/validation`) and label and field selectors ([`selector`], apimachinery's `labels`
+//! and `fields`).
 //!
 //! The rules themselves live with the types they guard (`corral_api::admission`, the providers'
 //! `api/admission.rs`); the binary hands the server the set of every built-in provider.
@@ -10,6 +13,8 @@
 //! pruned and defaulted it, so a rule may rely on the schema's types and required fields.
 
 pub mod field;
+pub mod names;
+pub mod selector;
 
 use std::sync::Arc;
 

@@ -17,6 +17,7 @@
 //! all optional are embedded by value and left out when empty (upstream's `omitzero`); optional
 //! lists and maps are left out when empty.
 
+pub mod admission;
 pub mod annotations;
 pub mod cluster;
 pub mod clusterctl;

@@ -398,6 +398,7 @@ pub(crate) async fn start_apiserver(
     let config = ServerConfig {
         tls: security.tls.clone(),
         authentication: security.authentication.clone(),
+        admission: corral_cli::components::admission_rules(),
         ..ServerConfig::default()
     };
     let server = Server::start(listener, store, config)
