@@ -91,7 +91,7 @@ fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
         ));
     }
     errors.extend(validate_machine_naming(
-        new,
+        str_at(new, "/spec/machineNaming/template"),
         &Path::new(&["spec", "machineNaming"]),
     ));
     errors

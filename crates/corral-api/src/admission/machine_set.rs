@@ -33,7 +33,7 @@ impl KindRules for MachineSetRules {
 fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
     let mut errors = super::validate_machine_template_owner(old, new, false);
     errors.extend(validate_machine_naming(
-        new,
+        str_at(new, "/spec/machineNaming/template"),
         &Path::new(&["spec", "machineNaming"]),
     ));
     errors

@@ -234,11 +234,22 @@ fn validate_machine_template_owner(
     errors
 }
 
-/// `ObjectMeta.Validate` of a template: its labels and annotations are valid.
+/// `ObjectMeta.Validate` of `spec.template.metadata`.
 fn validate_template_metadata(new: &Value) -> ErrorList {
-    let path = Path::new(&["spec", "template", "metadata"]);
+    validate_template_metadata_at(
+        new.pointer("/spec/template/metadata"),
+        &Path::new(&["spec", "template", "metadata"]),
+    )
+}
+
+/// `ObjectMeta.Validate` of a template's metadata (`clusterv1.ObjectMeta`) at `path`: its label
+/// keys and values and its annotation keys are valid.
+pub fn validate_template_metadata_at(metadata: Option<&Value>, path: &Path) -> ErrorList {
     let mut errors = ErrorList::new();
-    if let Some(Value::Object(template_labels)) = new.pointer("/spec/template/metadata/labels") {
+    let Some(metadata) = metadata else {
+        return errors;
+    };
+    if let Some(Value::Object(template_labels)) = metadata.get("labels") {
         for (key, value) in template_labels {
             if let Err(messages) = corral_admission::names::is_qualified_name(key) {
                 for message in messages {
@@ -257,9 +268,7 @@ fn validate_template_metadata(new: &Value) -> ErrorList {
             }
         }
     }
-    if let Some(Value::Object(template_annotations)) =
-        new.pointer("/spec/template/metadata/annotations")
-    {
+    if let Some(Value::Object(template_annotations)) = metadata.get("annotations") {
         for key in template_annotations.keys() {
             if let Err(messages) = corral_admission::names::is_qualified_name(&key.to_lowercase()) {
                 for message in messages {
@@ -316,7 +325,7 @@ fn default_machine_template_owner(
 
 /// `intstr.GetScaledValueFromIntOrPercent` succeeds: an integer, or a string of an integer and
 /// `%`. Upstream reports `must be either an int or a percentage: <why>`.
-fn validate_int_or_percent(value: &Value, path: &Path) -> ErrorList {
+pub fn validate_int_or_percent(value: &Value, path: &Path) -> ErrorList {
     let why = match value {
         Value::Number(_) => return ErrorList::new(),
         Value::String(text) => match text.strip_suffix('%') {
@@ -345,9 +354,9 @@ fn go_atoi(text: &str) -> bool {
     !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && text.parse::<i64>().is_ok()
 }
 
-/// `machineNaming.template`, when set, contains `{{ .random }}`.
-fn validate_machine_naming(new: &Value, path: &Path) -> ErrorList {
-    let template = str_at(new, "/spec/machineNaming/template");
+/// `machineNaming.template`, when set, contains `{{ .random }}`; `path` is the
+/// `machineNaming` field.
+pub fn validate_machine_naming(template: &str, path: &Path) -> ErrorList {
     if template.is_empty() || template.contains("{{ .random }}") {
         return ErrorList::new();
     }
