@@ -18,8 +18,8 @@
 //! functions in [`planner`].
 //!
 //! Validation (replicas odd with stacked etcd, maxSurge 0 or 1, maxSurge 0 with at least 3
-//! replicas, no version downgrade) is in the CRD's schema (see `api/controlplane.rs`), so
-//! invalid specs never reach the controller.
+//! replicas, no minor version skipped) is upstream's webhook, `api/admission.rs`, which the API
+//! server runs, so invalid specs never reach the controller.
 //!
 //! In Cluster API v1beta2 the Cluster takes `controlPlaneEndpoint` from the infrastructure
 //! cluster, so the KubeadmControlPlane does not set it.
