@@ -119,6 +119,11 @@ pub enum Error {
         #[from]
         source: corral_runtime::naming::NamingError,
     },
+    #[error("cannot make the Cluster an owner of the infrastructure template")]
+    OwnInfrastructureTemplate {
+        #[source]
+        source: Box<corral_runtime::external::Error>,
+    },
     #[error("cannot create the infrastructure object of Machine {machine}")]
     CreateInfrastructure {
         machine: String,
@@ -670,6 +675,21 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     }
 
     let paused = is_paused(&kcp, &cluster);
+    if !paused {
+        // Upstream's `reconcileExternalReference`: the infrastructure template the control
+        // plane clones goes with the Cluster (and an owner reference stripped from it comes
+        // back here). A missing template is reported when a Machine is to be created from it.
+        let reference = &kcp.spec.machine_template.spec.infrastructure_ref;
+        if reference.kind.ends_with("Template") {
+            context
+                .external
+                .ensure_cluster_owner(reference, &namespace, &cluster)
+                .await
+                .map_err(|source| Error::OwnInfrastructureTemplate {
+                    source: Box::new(source),
+                })?;
+        }
+    }
     let cluster_status = cluster.status.clone().unwrap_or_default();
     let infrastructure_ready = cluster_status.initialization.infrastructure_provisioned
         == Some(true)
