@@ -41,5 +41,6 @@ mod kubectl;
 mod kubectl_machinery;
 mod layering;
 mod move_clusters;
+mod owner_references;
 mod python_client;
 mod security;
