@@ -71,7 +71,9 @@ pub fn providers() -> Vec<BuiltinProvider> {
 /// validating webhooks), for the API server that serves their CRDs
 /// (`corral_apiserver::ServerConfig::admission`).
 pub fn admission_rules() -> corral_admission::RuleSet {
-    corral_api::admission::rules().extend(corral_kubeadm::api::admission::rules())
+    corral_api::admission::rules()
+        .extend(corral_kubeadm::api::admission::rules())
+        .extend(corral_infra_inmemory::api::admission::rules())
 }
 
 /// corral-kubeadm's CRDs of one of its two providers, by API group.

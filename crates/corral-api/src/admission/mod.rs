@@ -11,6 +11,7 @@
 mod cluster;
 mod machine;
 mod machine_deployment;
+mod machine_health_check;
 mod machine_set;
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,11 @@ pub fn rules() -> RuleSet {
             GROUP,
             "MachineDeployment",
             machine_deployment::MachineDeploymentRules,
+        )
+        .with(
+            GROUP,
+            "MachineHealthCheck",
+            machine_health_check::MachineHealthCheckRules,
         )
 }
 
@@ -364,5 +370,65 @@ pub fn validate_machine_naming(template: &str, path: &Path) -> ErrorList {
         path.child("template"),
         template,
         "invalid template, {{ .random }} is missing",
+    )]
+}
+
+/// The paths a JSON merge patch from `old` to `new` would set or remove (a list changes as a
+/// whole), as upstream's webhooks find what an update changed.
+pub fn merge_patch_paths(
+    old: &Value,
+    new: &Value,
+    prefix: &mut Vec<String>,
+    out: &mut Vec<Vec<String>>,
+) {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            for (key, new_value) in new {
+                prefix.push(key.clone());
+                match old.get(key) {
+                    Some(old_value) if old_value == new_value => {}
+                    Some(old_value @ Value::Object(_)) if new_value.is_object() => {
+                        merge_patch_paths(old_value, new_value, prefix, out);
+                    }
+                    // A new object is added whole: its leaves are the changed paths.
+                    None if new_value.is_object() => {
+                        merge_patch_paths(&Value::Object(Map::new()), new_value, prefix, out)
+                    }
+                    _ => out.push(prefix.clone()),
+                }
+                prefix.pop();
+            }
+            for key in old.keys().filter(|key| !new.contains_key(*key)) {
+                prefix.push(key.clone());
+                out.push(prefix.clone());
+                prefix.pop();
+            }
+        }
+        _ => out.push(prefix.clone()),
+    }
+}
+
+/// A template's `spec.template.spec` cannot change (upstream's template webhooks, Invalid with
+/// the whole object): `head` is the kind's sentence, followed by the changed paths.
+pub fn validate_template_spec_unchanged(old: &Value, new: &Value, head: &str) -> ErrorList {
+    let (old_spec, new_spec) = (
+        old.pointer("/spec/template/spec"),
+        new.pointer("/spec/template/spec"),
+    );
+    if old_spec == new_spec {
+        return ErrorList::new();
+    }
+    let mut changed = Vec::new();
+    merge_patch_paths(
+        old_spec.unwrap_or(&Value::Null),
+        new_spec.unwrap_or(&Value::Null),
+        &mut Vec::new(),
+        &mut changed,
+    );
+    let diff: Vec<String> = changed.iter().map(|path| path.join(".")).collect();
+    vec![FieldError::invalid(
+        Path::new(&["spec", "template", "spec"]),
+        new.clone(),
+        format!("{head} Diff: {}", diff.join(", ")),
     )]
 }

@@ -85,20 +85,6 @@ fn tolerated() -> Vec<Tolerated> {
         // MachineHealthCheck (core/webhooks/admission/machinehealthcheck.go).
         entry(
             "machinehealthchecks",
-            ".spec",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: the selector must not be empty and must not select another cluster",
-        ),
-        entry(
-            "machinehealthchecks",
-            ".spec.clusterName",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: clusterName is immutable",
-        ),
-        entry(
-            "machinehealthchecks",
             ".spec.checks",
             "default",
             Added,
@@ -110,20 +96,6 @@ fn tolerated() -> Vec<Tolerated> {
             "default",
             Added,
             "webhook: nodeStartupTimeoutSeconds defaults to 600",
-        ),
-        entry(
-            "machinehealthchecks",
-            ".spec.checks.nodeStartupTimeoutSeconds",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: nodeStartupTimeoutSeconds is 0 or at least 30",
-        ),
-        entry(
-            "machinehealthchecks",
-            ".spec.remediation.triggerIf.unhealthyLessThanOrEqualTo",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: unhealthyLessThanOrEqualTo must be an integer or a percentage",
         ),
     ]
 }

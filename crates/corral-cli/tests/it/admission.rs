@@ -392,3 +392,61 @@ async fn kubeadm_rules() {
             Expect::Refused(&[(INVALID, "spec.template.spec.files[1].path")])),
     ]).await;
 }
+
+fn health_check(name: &str, spec: Value) -> Value {
+    let mut object = core(
+        "MachineHealthCheck",
+        name,
+        json!({ "clusterName": "dev", "selector": { "matchLabels": { "pool": "a" } } }),
+    );
+    for (key, value) in spec.as_object().unwrap() {
+        object["spec"][key] = value.clone();
+    }
+    object
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_health_check_rules() {
+    let env = env().await;
+    run(&env, vec![
+        row("machinehealthcheck-selector-not-empty", health_check("h1", json!({ "selector": {} })), None,
+            Expect::Refused(&[(REQUIRED, "spec.selector")])),
+        row("machinehealthcheck-selector-in-its-cluster", health_check("h2",
+                json!({ "selector": { "matchLabels": { "cluster.x-k8s.io/cluster-name": "other" } } })), None,
+            Expect::Refused(&[(INVALID, "spec.selector")])),
+        row("machinehealthcheck-cluster-name-is-immutable", health_check("h3", json!({})),
+            Some(json!({ "spec": { "clusterName": "other" } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.clusterName")])),
+        row("machinehealthcheck-node-startup-timeout", health_check("h4",
+                json!({ "checks": { "nodeStartupTimeoutSeconds": 10 } })), None,
+            Expect::Refused(&[(INVALID, "spec.checks.nodeStartupTimeoutSeconds")])),
+        row("machinehealthcheck-unhealthy-bound", health_check("h5",
+                json!({ "remediation": { "triggerIf": { "unhealthyLessThanOrEqualTo": "40" } } })), None,
+            Expect::Refused(&[(INVALID, "spec.remediation.triggerIf.unhealthyLessThanOrEqualTo")])),
+        row("machinehealthcheck-defaults", health_check("h6", json!({})), None,
+            Expect::Accepted(&[("/metadata/labels/cluster.x-k8s.io~1cluster-name", "dev")])),
+    ]).await;
+}
+
+fn dev_template(kind: &str, name: &str) -> Value {
+    json!({ "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": kind,
+        "metadata": { "name": name },
+        "spec": { "template": { "spec": { "backend": { "inMemory": {} } } } } })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_template_rules() {
+    let env = env().await;
+    let mut bad_labels = dev_template("DevMachineTemplate", "i3");
+    bad_labels["spec"]["template"]["metadata"] = json!({ "labels": { "a": "-not-a-value-" } });
+    run(&env, vec![
+        row("devmachinetemplate-spec-is-immutable", dev_template("DevMachineTemplate", "i1"),
+            Some(json!({ "spec": { "template": { "spec": { "providerID": "in-memory://x" } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.spec")])),
+        row("devclustertemplate-spec-is-immutable", dev_template("DevClusterTemplate", "i2"),
+            Some(json!({ "spec": { "template": { "spec": { "controlPlaneEndpoint": { "host": "h", "port": 6443 } } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.spec")])),
+        row("devmachinetemplate-metadata-is-valid", bad_labels, None,
+            Expect::Refused(&[(INVALID, "spec.template.metadata.labels")])),
+    ]).await;
+}

@@ -10,7 +10,8 @@
 
 use corral_admission::{ErrorList, FieldError, KindRules, Path, RuleSet};
 use corral_api::admission::{
-    default_version, object_at, str_at, validate_machine_naming, validate_template_metadata_at,
+    default_version, merge_patch_paths, object_at, str_at, validate_machine_naming,
+    validate_template_metadata_at, validate_template_spec_unchanged,
 };
 use serde_json::{Map, Value};
 
@@ -843,39 +844,6 @@ fn forbidden_changes(old: &Value, new: &Value) -> ErrorList {
         .collect()
 }
 
-fn merge_patch_paths(
-    old: &Value,
-    new: &Value,
-    prefix: &mut Vec<String>,
-    out: &mut Vec<Vec<String>>,
-) {
-    match (old, new) {
-        (Value::Object(old), Value::Object(new)) => {
-            for (key, new_value) in new {
-                prefix.push(key.clone());
-                match old.get(key) {
-                    Some(old_value) if old_value == new_value => {}
-                    Some(old_value @ Value::Object(_)) if new_value.is_object() => {
-                        merge_patch_paths(old_value, new_value, prefix, out);
-                    }
-                    // A new object is added whole: its leaves are the changed paths.
-                    None if new_value.is_object() => {
-                        merge_patch_paths(&Value::Object(Map::new()), new_value, prefix, out)
-                    }
-                    _ => out.push(prefix.clone()),
-                }
-                prefix.pop();
-            }
-            for key in old.keys().filter(|key| !new.contains_key(*key)) {
-                prefix.push(key.clone());
-                out.push(prefix.clone());
-                prefix.pop();
-            }
-        }
-        _ => out.push(prefix.clone()),
-    }
-}
-
 /// Upstream's `pathsMatch`.
 fn paths_match(allowed: &[&str], path: &[String]) -> bool {
     if allowed.is_empty() || path.is_empty() {
@@ -937,29 +905,11 @@ impl KindRules for KubeadmControlPlaneTemplateRules {
 
     /// `spec.template.spec` cannot change at all.
     fn validate_update(&self, old: &Value, new: &Value) -> ErrorList {
-        let (old_spec, new_spec) = (
-            old.pointer("/spec/template/spec"),
-            new.pointer("/spec/template/spec"),
-        );
-        if old_spec == new_spec {
-            return ErrorList::new();
-        }
-        let mut changed = Vec::new();
-        merge_patch_paths(
-            old_spec.unwrap_or(&Value::Null),
-            new_spec.unwrap_or(&Value::Null),
-            &mut Vec::new(),
-            &mut changed,
-        );
-        let diff: Vec<String> = changed.iter().map(|path| path.join(".")).collect();
-        vec![FieldError::invalid(
-            Path::new(&["spec", "template", "spec"]),
-            new.clone(),
-            format!(
-                "KubeadmControlPlaneTemplate spec.template.spec field is immutable. Please create new resource instead. Diff: {}",
-                diff.join(", ")
-            ),
-        )]
+        validate_template_spec_unchanged(
+            old,
+            new,
+            "KubeadmControlPlaneTemplate spec.template.spec field is immutable. Please create new resource instead.",
+        )
     }
 }
 
