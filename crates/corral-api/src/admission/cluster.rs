@@ -40,18 +40,8 @@ fn is_set(object: &Value, pointer: &str) -> bool {
 }
 
 fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
-    let mut errors = ErrorList::new();
-    let name = str_at(new, "/metadata/name");
-    if let Err(messages) = corral_admission::names::is_valid_label_value(name) {
-        for message in messages {
-            errors.push(FieldError::invalid(
-                Path::new(&["metadata", "name"]),
-                name,
-                // Upstream's Cluster words it without the colon its MachineDeployment has.
-                format!("must be a valid label value {message}"),
-            ));
-        }
-    }
+    // Upstream's Cluster words it without the colon its MachineDeployment has.
+    let mut errors = super::validate_name_is_label_value(new, "must be a valid label value ");
     let spec = Path::new(&["spec"]);
     let was_set = |pointer: &str| old.is_some_and(|old| is_set(old, pointer));
     if !is_set(new, "/spec/infrastructureRef") && was_set("/spec/infrastructureRef") {

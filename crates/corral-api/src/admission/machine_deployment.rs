@@ -38,17 +38,7 @@ impl KindRules for MachineDeploymentRules {
 }
 
 fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
-    let mut errors = ErrorList::new();
-    let name = str_at(new, "/metadata/name");
-    if let Err(messages) = corral_admission::names::is_valid_label_value(name) {
-        for message in messages {
-            errors.push(FieldError::invalid(
-                Path::new(&["metadata", "name"]),
-                name,
-                format!("must be a valid label value: {message}"),
-            ));
-        }
-    }
+    let mut errors = super::validate_name_is_label_value(new, "must be a valid label value: ");
     errors.extend(super::validate_machine_template_owner(old, new, true));
     let strategy = Path::new(&["spec", "rollout", "strategy"]);
     let rolling_update = new.pointer("/spec/rollout/strategy/rollingUpdate");

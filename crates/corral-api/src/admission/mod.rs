@@ -100,6 +100,25 @@ pub fn validate_version(version: &str, path: &Path) -> ErrorList {
     errors
 }
 
+/// The object's name is a valid label value, since it becomes one (Invalid `metadata.name`,
+/// each message after `lead`, which upstream words differently per kind).
+pub fn validate_name_is_label_value(object: &Value, lead: &str) -> ErrorList {
+    let name = str_at(object, "/metadata/name");
+    match corral_admission::names::is_valid_label_value(name) {
+        Ok(()) => ErrorList::new(),
+        Err(messages) => messages
+            .into_iter()
+            .map(|message| {
+                FieldError::invalid(
+                    Path::new(&["metadata", "name"]),
+                    name,
+                    format!("{lead}{message}"),
+                )
+            })
+            .collect(),
+    }
+}
+
 /// `spec.clusterName` cannot change (upstream's `field is immutable`, Forbidden).
 pub fn validate_cluster_name_unchanged(old: Option<&Value>, new: &Value) -> ErrorList {
     match old {
