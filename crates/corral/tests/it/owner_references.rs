@@ -234,6 +234,27 @@ async fn a_generated_cluster_has_upstreams_owner_references_and_leaves_nothing_w
     )
     .await;
 
+    // The same for the control plane's certificate Secrets, which its reconcile checks at
+    // most once per poll interval (woken here by another change).
+    dynamic(&client, "", "Secret")
+        .patch(
+            "own-ca",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "ownerReferences": null } })),
+        )
+        .await
+        .unwrap();
+    eventually("the control plane to control its CA Secret again", || async {
+        dynamic(&client, "controlplane.cluster.x-k8s.io", "KubeadmControlPlane")
+            .patch("own-control-plane", &PatchParams::default(),
+                &Patch::Merge(json!({ "metadata": { "annotations": { "example.com/poke": format!("{:?}", std::time::Instant::now()) } } })))
+            .await
+            .unwrap();
+        let owners = owners(&client, "", "Secret", "own-ca").await;
+        (owners == owned_by("KubeadmControlPlane", "own-control-plane", true)).then_some(())
+    })
+    .await;
+
     // Deleted, the cluster leaves nothing of it in the namespace: every namespaced kind the
     // server serves is listed (Events aside, which nothing owns, upstream as here).
     let deleted = corral_ok(
