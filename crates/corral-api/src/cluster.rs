@@ -141,30 +141,7 @@ use crate::schema::{self, is_default};
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend(
-    "minProperties" = 1,
-    "x-kubernetes-validations" = [
-        {
-            "rule": "has(self.controlPlaneRef) || has(self.infrastructureRef) || has(self.topology)",
-            "message": "one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set",
-        },
-        {
-            "rule": "!has(oldSelf.infrastructureRef) || has(self.infrastructureRef)",
-            "message": "cannot be removed",
-            "fieldPath": ".infrastructureRef",
-        },
-        {
-            "rule": "!has(oldSelf.controlPlaneRef) || has(self.controlPlaneRef)",
-            "message": "cannot be removed",
-            "fieldPath": ".controlPlaneRef",
-        },
-        {
-            "rule": "!has(oldSelf.topology) || has(self.topology)",
-            "message": "cannot be removed from an existing Cluster",
-            "fieldPath": ".topology",
-        },
-    ]
-))]
+#[schemars(extend("minProperties" = 1))]
 pub struct ClusterSpec {
     /// paused stops the reconciliation of the Cluster and all its objects while true.
     #[serde(default, skip_serializing_if = "Option::is_none")]

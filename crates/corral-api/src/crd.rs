@@ -22,9 +22,9 @@ use crate::{Cluster, Machine, MachineDeployment, MachineHealthCheck, MachineSet}
 /// provider inventory (`providers.clusterctl.cluster.x-k8s.io`), in a stable order.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
-        finish(Cluster::crd(), name_is_label_value),
-        finish(Machine::crd(), machine_rules),
-        finish(MachineDeployment::crd(), name_is_label_value),
+        finish(Cluster::crd(), |_| {}),
+        finish(Machine::crd(), machine_defaults),
+        finish(MachineDeployment::crd(), |_| {}),
         finish(MachineHealthCheck::crd(), |_| {}),
         finish(MachineSet::crd(), |_| {}),
         crate::clusterctl::provider_crd(),
@@ -122,42 +122,17 @@ pub fn walk_schemas(schema: &mut Value) {
     }
 }
 
-/// Upstream's webhooks reject Cluster and MachineDeployment names that are not valid label
-/// values, because the names become label values. A DNS subdomain name is a valid label value
-/// when it is at most 63 characters long.
-fn name_is_label_value(root: &mut Value) {
-    add_rule(
-        root,
-        "size(self.metadata.name) <= 63",
-        "metadata.name must be a valid label value: must be no more than 63 characters",
-    );
-}
-
-/// What upstream's Machine webhook does (`core/webhooks/admission/machine.go`) and a schema can
-/// say: `spec.deletion.nodeDeletionTimeoutSeconds` defaults to 10, `spec.clusterName` cannot
-/// change, and the bootstrap data must come from somewhere. The MachineSpec type is shared with
-/// the templates of MachineSets and MachineDeployments, where upstream does not default or freeze
-/// anything (their own bootstrap rules are on their specs), so this is done on the Machine's CRD
-/// rather than on the type.
-///
-/// Upstream exempts Machines of a MachinePool (label `cluster.x-k8s.io/pool-name`) from the
-/// bootstrap rule; a schema rule cannot read labels, and Corral has no MachinePools.
-fn machine_rules(root: &mut Value) {
+/// The default of upstream's Machine webhook (`core/webhooks/admission/machine.go`) that a
+/// schema can say: `spec.deletion.nodeDeletionTimeoutSeconds` defaults to 10. The MachineSpec
+/// type is shared with the templates of MachineSets and MachineDeployments, where upstream does
+/// not default it, so this is done on the Machine's CRD rather than on the type. The webhook's
+/// validation is `admission::machine`.
+fn machine_defaults(root: &mut Value) {
     let spec = &mut root["properties"]["spec"];
-    add_rule(
-        spec,
-        "has(self.bootstrap.configRef) || has(self.bootstrap.dataSecretName)",
-        "expected either spec.bootstrap.dataSecretName or spec.bootstrap.configRef to be populated",
-    );
     let timeout = DEFAULT_NODE_DELETION_TIMEOUT_SECONDS;
     let deletion = &mut spec["properties"]["deletion"];
     deletion["default"] = json!({ "nodeDeletionTimeoutSeconds": timeout });
     deletion["properties"]["nodeDeletionTimeoutSeconds"]["default"] = json!(timeout);
-    add_rule(
-        &mut spec["properties"]["clusterName"],
-        "self == oldSelf",
-        "field is immutable",
-    );
 }
 
 /// Adds an `x-kubernetes-validations` rule to a JSON schema (for a CRD's schema after the

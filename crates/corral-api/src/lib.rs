@@ -3,11 +3,10 @@
 //! objects (the contract). Pure data: nothing here does I/O.
 //!
 //! The types follow upstream's field names, optionality, enums and validation (upstream
-//! `api/core/v1beta2`), so manifests written for upstream apply unchanged. Where upstream
-//! validates or defaults in an admission webhook and a schema can say the same, Corral's CRDs
-//! say it in the schema (`default`, CEL `x-kubernetes-validations`); each such place names the
-//! upstream webhook it stands for. A test compares the generated schemas with upstream's and
-//! lists every difference it tolerates.
+//! `api/core/v1beta2`), so manifests written for upstream apply unchanged. Upstream's admission
+//! webhooks are [`admission`], rules Corral's API server runs on every write; the defaults a
+//! schema can say are schema defaults, each naming the webhook it stands for. A test compares
+//! the generated schemas with upstream's and lists every difference it tolerates.
 //!
 //! Install the CRDs from [`crds()`]: kube's `Kind::crd()` gives the derive's raw output, without
 //! the finishing [`crds()`] applies (no nullable fields, explicit `listKind`, the Machine's
@@ -17,6 +16,7 @@
 //! all optional are embedded by value and left out when empty (upstream's `omitzero`); optional
 //! lists and maps are left out when empty.
 
+pub mod admission;
 pub mod annotations;
 pub mod cluster;
 pub mod clusterctl;

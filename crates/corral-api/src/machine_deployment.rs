@@ -102,12 +102,6 @@ use crate::schema::{self, is_default};
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "has(self.template.spec.bootstrap.configRef) || has(self.template.spec.bootstrap.dataSecretName)",
-        "message": "expected either spec.template.spec.bootstrap.dataSecretName or spec.template.spec.bootstrap.configRef to be populated",
-    },
-]))]
 pub struct MachineDeploymentSpec {
     /// clusterName is the name of the Cluster the MachineDeployment belongs to.
     #[schemars(length(min = 1, max = 63))]
@@ -205,7 +199,7 @@ pub struct MachineDeploymentRemediationSpec {
     /// maxInFlight is how many Machines (a number, or a percentage of replicas) may be
     /// remediated at the same time; unset means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "schema::int_or_percent")]
+    #[schemars(schema_with = "schema::int_or_string")]
     pub max_in_flight: Option<IntOrString>,
 }
 
@@ -336,19 +330,8 @@ fn default_rollout(rollout: &mut Schema) {
     let strategy = schema::property(rollout, "strategy");
     strategy.insert("default".into(), default_strategy);
     let rolling_update = schema::property(strategy, "rollingUpdate");
-    schema::add_rule(
-        rolling_update,
-        // "0%" is a string, which equals no integer: only the integers 0 count, as upstream.
-        "!(has(self.maxSurge) && has(self.maxUnavailable) && self.maxSurge == 0 && self.maxUnavailable == 0)",
-        "maxUnavailable and maxSurge cannot both be 0",
-    );
     for (bound, default) in [("maxSurge", 1), ("maxUnavailable", 0)] {
         let bound = schema::property(rolling_update, bound);
         bound.insert("default".into(), json!(default));
-        schema::add_rule(
-            bound,
-            schema::INT_OR_PERCENT_RULE,
-            schema::INT_OR_PERCENT_MESSAGE,
-        );
     }
 }

@@ -67,24 +67,9 @@ pub const MIN_NODE_STARTUP_TIMEOUT_SECONDS: i32 = 30;
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",
-        "message": "selector must not be empty",
-        "fieldPath": ".selector",
-    },
-    {
-        "rule": "!has(self.selector.matchLabels) || !('cluster.x-k8s.io/cluster-name' in self.selector.matchLabels) || self.selector.matchLabels['cluster.x-k8s.io/cluster-name'] == self.clusterName",
-        "message": "cannot specify a cluster selector other than the one specified by ClusterName",
-        "fieldPath": ".selector",
-    },
-]))]
 pub struct MachineHealthCheckSpec {
     /// clusterName is the name of the Cluster whose Machines are checked. It cannot change.
-    #[schemars(
-        length(min = 1, max = 63),
-        extend("x-kubernetes-validations" = [{ "rule": "self == oldSelf", "message": "field is immutable" }])
-    )]
+    #[schemars(length(min = 1, max = 63))]
     pub cluster_name: String,
     /// selector picks the Machines to check, among those of the Cluster. It must not be empty.
     #[schemars(schema_with = "schema::label_selector")]
@@ -95,7 +80,6 @@ pub struct MachineHealthCheckSpec {
     pub checks: MachineHealthCheckChecks,
     /// remediation says what happens to unhealthy Machines.
     #[serde(default, skip_serializing_if = "is_default")]
-    #[schemars(transform = remediation_rules)]
     pub remediation: MachineHealthCheckRemediation,
 }
 
@@ -269,8 +253,9 @@ pub struct MachineHealthCheckV1Beta1DeprecatedStatus {
     pub conditions: Vec<V1Beta1Condition>,
 }
 
-/// Upstream's webhook defaults `nodeStartupTimeoutSeconds` to 600 and rejects 1 to 29
-/// (`core/webhooks/admission/machinehealthcheck.go`). Corral says the same in the schema. The
+/// Upstream's webhook defaults `nodeStartupTimeoutSeconds` to 600
+/// (`core/webhooks/admission/machinehealthcheck.go`); Corral says it in the schema (the
+/// webhook's validation is `admission::machine_health_check`). The
 /// default of `checks` itself is a complete object because the API server validates a default as
 /// written, without applying the defaults nested in it, and `checks` has `minProperties: 1`.
 ///
@@ -284,21 +269,4 @@ fn checks_rules(checks: &mut Schema) {
     );
     let node_startup_timeout = schema::property(checks, "nodeStartupTimeoutSeconds");
     node_startup_timeout.insert("default".into(), json!(timeout));
-    schema::add_rule(
-        node_startup_timeout,
-        &format!("self == 0 || self >= {MIN_NODE_STARTUP_TIMEOUT_SECONDS}"),
-        &format!("must be at least {MIN_NODE_STARTUP_TIMEOUT_SECONDS}s"),
-    );
-}
-
-/// Upstream's webhook rejects an `unhealthyLessThanOrEqualTo` that is neither an integer nor a
-/// percentage. Attached here for the same reason as [`checks_rules`].
-fn remediation_rules(remediation: &mut Schema) {
-    let trigger_if = schema::property(remediation, "triggerIf");
-    let bound = schema::property(trigger_if, "unhealthyLessThanOrEqualTo");
-    schema::add_rule(
-        bound,
-        schema::INT_OR_PERCENT_RULE,
-        schema::INT_OR_PERCENT_MESSAGE,
-    );
 }

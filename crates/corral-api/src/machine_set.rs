@@ -87,22 +87,9 @@ use crate::schema::{self, is_default};
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "self.clusterName == self.template.spec.clusterName",
-        "message": "spec.clusterName and spec.template.spec.clusterName must be set to the same value",
-    },
-    {
-        "rule": "has(self.template.spec.bootstrap.configRef) || has(self.template.spec.bootstrap.dataSecretName)",
-        "message": "expected either spec.template.spec.bootstrap.dataSecretName or spec.template.spec.bootstrap.configRef to be populated",
-    },
-]))]
 pub struct MachineSetSpec {
     /// clusterName is the name of the Cluster the MachineSet belongs to. It cannot change.
-    #[schemars(
-        length(min = 1, max = 63),
-        extend("x-kubernetes-validations" = [{ "rule": "self == oldSelf", "message": "field is immutable" }])
-    )]
+    #[schemars(length(min = 1, max = 63))]
     pub cluster_name: String,
     /// replicas is the number of Machines wanted. Upstream's webhook defaults it from the
     /// autoscaler's min-size annotation, else to 1; Corral's controllers treat unset the same way.
@@ -143,13 +130,7 @@ pub struct MachineNamingSpec {
     /// `{{ .random }}`. Unset means `{{ .machineSet.name }}-{{ .random }}`. Names longer than 63
     /// characters are cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(min = 1, max = 256),
-        extend("x-kubernetes-validations" = [{
-            "rule": "self.contains('{{ .random }}')",
-            "message": "invalid template, {{ .random }} is missing",
-        }])
-    )]
+    #[schemars(length(min = 1, max = 256))]
     pub template: Option<String>,
 }
 

@@ -152,11 +152,21 @@ impl ApiError {
                 }
             })
             .collect::<Vec<_>>();
+        // The message names the group kind, as `apierrors.NewInvalid` prints a `GroupKind`
+        // (`Widget.example.com`, `ConfigMap`); a kind already qualified is left as it is.
+        let qualified = if subject.group.is_empty() || kind.contains('.') {
+            kind.to_string()
+        } else {
+            format!("{kind}.{}", subject.group)
+        };
         let message = if details.len() == 1 {
-            format!("{kind} \"{}\" is invalid: {}", subject.name, details[0])
+            format!(
+                "{qualified} \"{}\" is invalid: {}",
+                subject.name, details[0]
+            )
         } else {
             format!(
-                "{kind} \"{}\" is invalid: [{}]",
+                "{qualified} \"{}\" is invalid: [{}]",
                 subject.name,
                 details.join(", ")
             )

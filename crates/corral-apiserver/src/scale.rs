@@ -16,7 +16,9 @@ use axum::response::Response;
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::{Map, Value, json};
 
-use crate::error::{ApiError, Cause};
+use corral_admission::FieldError;
+
+use crate::error::ApiError;
 use crate::patch::{Patch, PatchType};
 use crate::query::Query;
 use crate::registry::ScalePaths;
@@ -75,7 +77,6 @@ pub async fn serve(
         }
     };
     let url_name = name.to_string();
-    let kind = target.resource.kind.clone();
     let subject_resource = target.resource.plural.clone();
     let subject_group = target.resource.group.clone();
     let change_paths = paths.clone();
@@ -85,7 +86,7 @@ pub async fn serve(
             group: &subject_group,
             name: &url_name,
         };
-        apply_scale(current, &change_paths, &update, subject, &kind)
+        apply_scale(current, &change_paths, &update, subject)
     }));
     let response = rest::update(state, target, name, query, change).await?;
 
@@ -232,7 +233,6 @@ fn apply_scale(
     paths: &ScalePaths,
     update: &Update,
     subject: crate::error::Subject<'_>,
-    kind: &str,
 ) -> Result<Value, ApiError> {
     let (scale, precondition) = match update {
         Update::Replace(scale) => (
@@ -251,14 +251,7 @@ fn apply_scale(
             (patched, precondition)
         }
     };
-    finish(
-        current,
-        paths,
-        &scale,
-        precondition.as_deref(),
-        subject,
-        kind,
-    )
+    finish(current, paths, &scale, precondition.as_deref(), subject)
 }
 
 fn finish(
@@ -267,7 +260,6 @@ fn finish(
     scale: &Value,
     precondition: Option<&str>,
     subject: crate::error::Subject<'_>,
-    kind: &str,
 ) -> Result<Value, ApiError> {
     check_scale(scale, subject.name)?;
     let replicas = match scale.pointer("/spec/replicas") {
@@ -291,22 +283,8 @@ fn finish(
             ))
         })?,
     };
-    if replicas < 0 || replicas > i64::from(i32::MAX) {
-        let message = if replicas < 0 {
-            "should be a non-negative integer".to_string()
-        } else {
-            format!("should be less than or equal to {}", i32::MAX)
-        };
-        return Err(ApiError::invalid(
-            subject,
-            kind,
-            vec![Cause {
-                reason: "FieldValueInvalid".into(),
-                message: format!("Invalid value: {replicas}: {message}"),
-                field: paths.spec_replicas.clone(),
-            }],
-        ));
-    }
+    // A negative count is refused by admission (`validate_spec_replicas`), which every write
+    // of the object passes through, this one included.
     let mut new = current.clone();
     set_int(&mut new, &paths.spec_replicas, replicas)?;
     let metadata = object::metadata_mut(&mut new);
@@ -319,6 +297,25 @@ fn finish(
         }
     }
     Ok(new)
+}
+
+/// apiextensions' `ValidateScaleSpec`: the value at `specReplicasPath` of an object being
+/// written is a non-negative int32. The field is the path as the CRD writes it
+/// (`.spec.replicas`), as kube-apiserver names it.
+pub fn validate_spec_replicas(object: &Value, paths: &ScalePaths) -> Option<FieldError> {
+    let replicas = int_at(object, &paths.spec_replicas).ok()??;
+    let detail = if replicas < 0 {
+        "should be a non-negative integer".to_string()
+    } else if replicas > i64::from(i32::MAX) {
+        format!("should be less than or equal to {}", i32::MAX)
+    } else {
+        return None;
+    };
+    Some(FieldError::invalid(
+        paths.spec_replicas.clone(),
+        replicas,
+        detail,
+    ))
 }
 
 fn set_int(object: &mut Value, path: &str, value: i64) -> Result<(), ApiError> {

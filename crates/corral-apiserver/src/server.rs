@@ -39,6 +39,9 @@ pub struct ServerConfig {
     /// RBAC authorization (see `rbac/`): requests are authorized, and the bootstrap policy is
     /// created at start; off (the library's default, for tests) authorizes everything.
     pub rbac: bool,
+    /// The kinds' own admission rules (upstream's defaulting and validating webhooks), run on
+    /// every write of those kinds; see `admission.rs`.
+    pub admission: corral_admission::RuleSet,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +53,7 @@ impl Default for ServerConfig {
             tls: None,
             authentication: None,
             rbac: false,
+            admission: Default::default(),
         }
     }
 }

@@ -503,7 +503,12 @@ struct Side {
 impl Side {
     async fn start(name: &'static str, store: DynStore, config: &Config) -> anyhow::Result<Side> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let server = Server::start(listener, store.clone(), ServerConfig::default())
+        // The Machines it writes are admitted by their kind's rules, as the binary's server does.
+        let server_config = ServerConfig {
+            admission: corral_api::admission::rules(),
+            ..ServerConfig::default()
+        };
+        let server = Server::start(listener, store.clone(), server_config)
             .await
             .with_context(|| format!("starting the API server over {name}"))?;
         let http = Http::new(&server.url());

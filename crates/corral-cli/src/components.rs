@@ -2,8 +2,8 @@
 //! with its CRDs, its inventory entry and its controllers. `init` installs the CRDs and the
 //! inventory; `controllers` and `corral up` run the controllers.
 //!
-//! A new built-in provider is one more entry in [`providers`] and one more task in
-//! [`start_controllers`].
+//! A new built-in provider is one more entry in [`providers`], one more task in
+//! [`start_controllers`], and its admission rules in [`admission_rules`].
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -71,6 +71,15 @@ pub fn providers() -> Vec<BuiltinProvider> {
             crds: corral_infra_plugin::crds,
         },
     ]
+}
+
+/// The admission rules of every built-in provider's kinds (upstream's defaulting and
+/// validating webhooks), for the API server that serves their CRDs
+/// (`corral_apiserver::ServerConfig::admission`).
+pub fn admission_rules() -> corral_admission::RuleSet {
+    corral_api::admission::rules()
+        .extend(corral_kubeadm::api::admission::rules())
+        .extend(corral_infra_inmemory::api::admission::rules())
 }
 
 /// corral-kubeadm's CRDs of one of its two providers, by API group.

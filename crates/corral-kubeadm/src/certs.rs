@@ -40,7 +40,7 @@ use corral_runtime::cluster_cache::ClusterCache;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384,
@@ -293,6 +293,51 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error("cannot make {owner} the controller of Secret {name}")]
+    Own {
+        name: String,
+        owner: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Upstream's `ensureCertificatesOwnerRef`: a certificate Secret of the cluster type (Corral's
+/// or a user's) is controlled by `owner`, whoever controlled it before; so an owner reference
+/// stripped from it comes back. Other Secrets are left as they are.
+async fn ensure_controlled_by(
+    secrets: &SecretReader,
+    secret: &Secret,
+    owner: &OwnerReference,
+) -> Result<(), Error> {
+    if secret.type_.as_deref() != Some(corral_api::CLUSTER_SECRET_TYPE) {
+        return Ok(());
+    }
+    let current = secret.metadata.owner_references.clone().unwrap_or_default();
+    if current.iter().any(|existing| existing == owner) {
+        return Ok(());
+    }
+    let mut owners: Vec<OwnerReference> = current
+        .into_iter()
+        .filter(|existing| existing.controller != Some(true) && existing.uid != owner.uid)
+        .collect();
+    owners.push(owner.clone());
+    let name = secret.metadata.name.clone().unwrap_or_default();
+    let namespace = secret.metadata.namespace.clone().unwrap_or_default();
+    tracing::info!(secret = %name, "Making {} {} the controller of Secret {name}", owner.kind, owner.name);
+    let patch = serde_json::json!({ "metadata": {
+        "ownerReferences": owners,
+        "resourceVersion": secret.metadata.resource_version,
+    }});
+    let api: Api<Secret> = Api::namespaced(secrets.client().clone(), &namespace);
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Own {
+            name,
+            owner: format!("{} {}", owner.kind, owner.name),
+            source,
+        })?;
+    Ok(())
 }
 
 impl Purpose {
@@ -639,7 +684,16 @@ async fn lookup_or_generate_one(
         source,
     };
     if let Some(existing) = secrets.get(namespace, &name).await.map_err(read)? {
-        return checked(purpose, &name, &existing);
+        let material = checked(purpose, &name, &existing)?;
+        // Only a controller takes Secrets over (the KubeadmControlPlane); a plain owner (the
+        // Cluster, for a KubeadmConfig's init) is given to new Secrets only.
+        if let Some(owner) = owner
+            .as_ref()
+            .filter(|owner| owner.controller == Some(true))
+        {
+            ensure_controlled_by(secrets, &existing, owner).await?;
+        }
+        return Ok(material);
     }
     let material = generate(purpose, algorithm, OffsetDateTime::now_utc())?;
     tracing::info!(secret = %name, "Creating the {} of cluster {cluster}", purpose.describe());

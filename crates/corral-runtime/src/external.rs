@@ -549,6 +549,48 @@ impl ExternalObjects {
         Ok(object.map(|object| ExternalObject { object, kind }))
     }
 
+    /// Adds `cluster` as an owner (not the controller) of a template the object it names,
+    /// read through the kind's cache, when it is not one already: upstream's
+    /// `reconcileExternalTemplateReference` (MachineSet, MachineDeployment) and
+    /// `reconcileExternalReference` (KubeadmControlPlane), so that the templates a Cluster's
+    /// objects clone go with the Cluster. `None` when the object does not exist.
+    pub async fn ensure_cluster_owner(
+        &self,
+        reference: &ContractVersionedObjectReference,
+        namespace: &str,
+        cluster: &corral_api::Cluster,
+    ) -> Result<Option<ExternalObject>, Error> {
+        let Some(object) = self.get_cached(reference, namespace).await? else {
+            return Ok(None);
+        };
+        let Some(uid) = cluster.uid() else {
+            return Ok(Some(object));
+        };
+        if object
+            .object
+            .owner_references()
+            .iter()
+            .any(|owner| owner.uid == uid)
+        {
+            return Ok(Some(object));
+        }
+        let mut after = object.object.clone();
+        after
+            .metadata
+            .owner_references
+            .get_or_insert_with(Vec::new)
+            .push(OwnerReference {
+                api_version: format!("{}/{}", corral_api::GROUP, corral_api::VERSION),
+                kind: "Cluster".into(),
+                name: cluster.name_any(),
+                uid,
+                controller: None,
+                block_owner_deletion: None,
+            });
+        self.patch(&object, &after).await?;
+        Ok(Some(object))
+    }
+
     /// Writes the object's metadata and spec from `after` when they differ from `before`.
     pub async fn patch(&self, before: &ExternalObject, after: &DynamicObject) -> Result<(), Error> {
         let namespace = before.object.namespace().unwrap_or_default();

@@ -8,6 +8,8 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use corral_api::labels::{base64url_no_pad, fnv32a, format_label_value, is_valid_label_value};
+
 /// The longest object name that is also a valid label value.
 const MAX_NAME_LENGTH: usize = 63;
 
@@ -106,61 +108,6 @@ pub fn machine_name(
         name.push_str(&random());
     }
     Ok(name)
-}
-
-/// FNV-1a, 32 bits, as Go's `hash/fnv.New32a`.
-pub fn fnv32a(bytes: &[u8]) -> u32 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in bytes {
-        hash ^= u32::from(*byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    hash
-}
-
-/// Whether a string is a valid label value: at most 63 characters, empty or alphanumeric at
-/// both ends, with `-`, `_` and `.` inside.
-pub fn is_valid_label_value(value: &str) -> bool {
-    if value.len() > MAX_NAME_LENGTH {
-        return false;
-    }
-    if value.is_empty() {
-        return true;
-    }
-    let bytes = value.as_bytes();
-    let edge = |byte: u8| byte.is_ascii_alphanumeric();
-    edge(bytes[0])
-        && edge(bytes[bytes.len() - 1])
-        && bytes
-            .iter()
-            .all(|&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'))
-}
-
-/// The value itself when it is a valid label value, else `hash_<base64url(fnv32a)>_z` (upstream
-/// `MustFormatValue`): MachineSet names longer than 63 characters are labelled so.
-pub fn format_label_value(value: &str) -> String {
-    if is_valid_label_value(value) {
-        return value.to_owned();
-    }
-    let hash = fnv32a(value.as_bytes()).to_be_bytes();
-    format!("hash_{}_z", base64url_no_pad(&hash))
-}
-
-fn base64url_no_pad(bytes: &[u8]) -> String {
-    const TABLE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let mut buffer = [0u8; 3];
-        buffer[..chunk.len()].copy_from_slice(chunk);
-        let group =
-            (u32::from(buffer[0]) << 16) | (u32::from(buffer[1]) << 8) | u32::from(buffer[2]);
-        let symbols = chunk.len() + 1;
-        for index in 0..symbols {
-            let shift = 18 - 6 * index;
-            out.push(TABLE[((group >> shift) & 0x3f) as usize] as char);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -27,10 +27,25 @@ impl TestEnv {
 
     /// A server over the given store.
     pub async fn with_store(store: TestStore) -> TestEnv {
+        Self::with_config(store, ServerConfig::default()).await
+    }
+
+    /// A server over a fresh in-memory store that admits the given kinds as their rules say
+    /// (`ServerConfig::admission`).
+    pub async fn with_admission(rules: corral_admission::RuleSet) -> TestEnv {
+        let config = ServerConfig {
+            admission: rules,
+            ..ServerConfig::default()
+        };
+        Self::with_config(corral_store::testing::memory().await, config).await
+    }
+
+    /// A server over the given store with the given settings.
+    pub async fn with_config(store: TestStore, config: ServerConfig) -> TestEnv {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a free loopback port");
-        let server = Server::start(listener, store.store.clone(), ServerConfig::default())
+        let server = Server::start(listener, store.store.clone(), config)
             .await
             .expect("the API server starts");
         let config = kube::Config::new(server.url().parse().expect("a valid URL"));

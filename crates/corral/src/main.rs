@@ -438,6 +438,7 @@ pub(crate) async fn start_apiserver(
         authentication: security.authentication.clone(),
         rbac: security.authentication.is_some()
             && args.authorization_mode == AuthorizationMode::Rbac,
+        admission: corral_cli::components::admission_rules(),
         ..ServerConfig::default()
     };
     let server = Server::start(listener, store, config)

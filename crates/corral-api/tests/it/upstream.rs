@@ -28,45 +28,17 @@ const KINDS: [&str; 5] = [
 ///
 /// All entries today are of one sort, their reasons starting with `webhook:`: upstream validates
 /// or defaults in an admission webhook (the file named in each group), and Corral says the same
-/// in the schema so that any API server enforces it, Corral's or a real kube-apiserver, with no
-/// webhook to deploy. Such rules only reject what upstream's webhook rejects and only default
-/// what it defaults; `tests/it/cel.rs` checks them case by case.
+/// in the schema. Such rules only reject what upstream's webhook rejects and only default what it
+/// defaults; `tests/it/cel.rs` checks them case by case. The webhooks' other rules, which a
+/// schema cannot say with upstream's field paths and error types, are `corral_api::admission`,
+/// which Corral's API server runs.
 fn tolerated() -> Vec<Tolerated> {
     use Change::*;
     let entry = |kind, path, attribute, change, reason| {
         Tolerated::new(kind, path, attribute, change, reason)
     };
     vec![
-        // Cluster (core/webhooks/admission/cluster.go).
-        entry(
-            "clusters",
-            ".",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: the name must be a valid label value (at most 63 characters)",
-        ),
-        entry(
-            "clusters",
-            ".spec",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: one of controlPlaneRef, infrastructureRef, topology must be set; none of them can be removed",
-        ),
         // Machine (core/webhooks/admission/machine.go).
-        entry(
-            "machines",
-            ".spec",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: bootstrap.configRef or bootstrap.dataSecretName must be set",
-        ),
-        entry(
-            "machines",
-            ".spec.clusterName",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: clusterName is immutable",
-        ),
         entry(
             "machines",
             ".spec.deletion",
@@ -81,57 +53,7 @@ fn tolerated() -> Vec<Tolerated> {
             Added,
             "webhook: nodeDeletionTimeoutSeconds defaults to 10",
         ),
-        // MachineSet (core/webhooks/admission/machineset.go).
-        entry(
-            "machinesets",
-            ".spec",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: template.spec.clusterName must equal clusterName; the template needs bootstrap data",
-        ),
-        entry(
-            "machinesets",
-            ".spec.clusterName",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: clusterName is immutable",
-        ),
-        entry(
-            "machinesets",
-            ".spec.machineNaming.template",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: the naming template must use {{ .random }}",
-        ),
         // MachineDeployment (core/webhooks/admission/machinedeployment.go).
-        entry(
-            "machinedeployments",
-            ".",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: the name must be a valid label value (at most 63 characters)",
-        ),
-        entry(
-            "machinedeployments",
-            ".spec",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: the template needs bootstrap data",
-        ),
-        entry(
-            "machinedeployments",
-            ".spec.machineNaming.template",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: the naming template must use {{ .random }}",
-        ),
-        entry(
-            "machinedeployments",
-            ".spec.remediation.maxInFlight",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: maxInFlight must be an integer or a percentage",
-        ),
         entry(
             "machinedeployments",
             ".spec.rollout",
@@ -148,24 +70,10 @@ fn tolerated() -> Vec<Tolerated> {
         ),
         entry(
             "machinedeployments",
-            ".spec.rollout.strategy.rollingUpdate",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: maxSurge and maxUnavailable cannot both be 0",
-        ),
-        entry(
-            "machinedeployments",
             ".spec.rollout.strategy.rollingUpdate.maxSurge",
             "default",
             Added,
             "webhook: maxSurge defaults to 1",
-        ),
-        entry(
-            "machinedeployments",
-            ".spec.rollout.strategy.rollingUpdate.maxSurge",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: maxSurge must be an integer or a percentage",
         ),
         entry(
             "machinedeployments",
@@ -174,28 +82,7 @@ fn tolerated() -> Vec<Tolerated> {
             Added,
             "webhook: maxUnavailable defaults to 0",
         ),
-        entry(
-            "machinedeployments",
-            ".spec.rollout.strategy.rollingUpdate.maxUnavailable",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: maxUnavailable must be an integer or a percentage",
-        ),
         // MachineHealthCheck (core/webhooks/admission/machinehealthcheck.go).
-        entry(
-            "machinehealthchecks",
-            ".spec",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: the selector must not be empty and must not select another cluster",
-        ),
-        entry(
-            "machinehealthchecks",
-            ".spec.clusterName",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: clusterName is immutable",
-        ),
         entry(
             "machinehealthchecks",
             ".spec.checks",
@@ -209,20 +96,6 @@ fn tolerated() -> Vec<Tolerated> {
             "default",
             Added,
             "webhook: nodeStartupTimeoutSeconds defaults to 600",
-        ),
-        entry(
-            "machinehealthchecks",
-            ".spec.checks.nodeStartupTimeoutSeconds",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: nodeStartupTimeoutSeconds is 0 or at least 30",
-        ),
-        entry(
-            "machinehealthchecks",
-            ".spec.remediation.triggerIf.unhealthyLessThanOrEqualTo",
-            "x-kubernetes-validations",
-            Added,
-            "webhook: unhealthyLessThanOrEqualTo must be an integer or a percentage",
         ),
     ]
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{GROUP, Kind};
 use crate::error::Cause;
-use crate::schema::field::{FieldError, Path, go_quote};
+use crate::schema::field::{FieldError, Path, go_quote, to_cause};
 
 /// `roleRef.apiGroup` and a User's or Group's `apiGroup` default to the RBAC group.
 pub fn set_defaults(kind: Kind, object: &mut Value) {
@@ -71,7 +71,7 @@ pub fn validate(kind: Kind, object: &Value, old: Option<&Value>) -> Vec<Cause> {
             validate_binding(kind, object, &mut errors);
         }
     }
-    let mut causes: Vec<Cause> = errors.iter().map(FieldError::to_cause).collect();
+    let mut causes: Vec<Cause> = errors.iter().map(to_cause).collect();
     // Values Go prints with `%#v`, which the generic field errors do not know.
     for (index, rule) in object
         .get("rules")

@@ -56,7 +56,7 @@ fn a_patch_changes_only_the_replicas() {
     let patch = Update::Patch(Patch::Merge(
         json!({"spec": {"replicas": 5}, "status": {"replicas": 9}}),
     ));
-    let new = apply_scale(&widget(), &paths(), &patch, subject(), "Widget").unwrap();
+    let new = apply_scale(&widget(), &paths(), &patch, subject()).unwrap();
     let mut expected = widget();
     expected["spec"]["replicas"] = json!(5);
     expected["metadata"]
@@ -68,7 +68,7 @@ fn a_patch_changes_only_the_replicas() {
     let stale = Update::Patch(Patch::Merge(
         json!({"metadata": {"resourceVersion": "3"}, "spec": {"replicas": 5}}),
     ));
-    let new = apply_scale(&widget(), &paths(), &stale, subject(), "Widget").unwrap();
+    let new = apply_scale(&widget(), &paths(), &stale, subject()).unwrap();
     assert_eq!(new["metadata"]["resourceVersion"], "3");
 }
 
@@ -76,14 +76,7 @@ fn a_patch_changes_only_the_replicas() {
 fn a_replacement_keeps_its_resource_version_as_precondition() {
     let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
         "metadata": {"name": "w1", "resourceVersion": "7"}, "spec": {"replicas": 0}});
-    let new = apply_scale(
-        &widget(),
-        &paths(),
-        &Update::Replace(scale),
-        subject(),
-        "Widget",
-    )
-    .unwrap();
+    let new = apply_scale(&widget(), &paths(), &Update::Replace(scale), subject()).unwrap();
     assert_eq!(new["spec"]["replicas"], 0);
     assert_eq!(new["metadata"]["resourceVersion"], "7");
 }
@@ -91,35 +84,36 @@ fn a_replacement_keeps_its_resource_version_as_precondition() {
 #[test]
 fn invalid_scales_are_refused() {
     let negative = Update::Patch(Patch::Merge(json!({"spec": {"replicas": -1}})));
-    let error = apply_scale(&widget(), &paths(), &negative, subject(), "Widget").unwrap_err();
-    assert_eq!(error.code, StatusCode::UNPROCESSABLE_ENTITY);
+    let written = apply_scale(&widget(), &paths(), &negative, subject()).unwrap();
+    let error = validate_spec_replicas(&written, &paths()).expect("refused by admission");
     assert_eq!(
-        error.message,
-        "Widget \"w1\" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer"
+        error.message(),
+        ".spec.replicas: Invalid value: -1: should be a non-negative integer"
     );
+    assert_eq!(error.type_.reason(), "FieldValueInvalid");
 
     let not_a_number = Update::Patch(Patch::Merge(json!({"spec": {"replicas": "3"}})));
-    let error = apply_scale(&widget(), &paths(), &not_a_number, subject(), "Widget").unwrap_err();
+    let error = apply_scale(&widget(), &paths(), &not_a_number, subject()).unwrap_err();
     assert_eq!(error.code, StatusCode::BAD_REQUEST);
 
     let other_name = Update::Replace(json!({"metadata": {"name": "w2"}, "spec": {"replicas": 1}}));
-    let error = apply_scale(&widget(), &paths(), &other_name, subject(), "Widget").unwrap_err();
+    let error = apply_scale(&widget(), &paths(), &other_name, subject()).unwrap_err();
     assert_eq!(error.code, StatusCode::BAD_REQUEST);
 
     let other_kind = Update::Replace(json!({"kind": "Widget", "spec": {"replicas": 1}}));
-    let error = apply_scale(&widget(), &paths(), &other_kind, subject(), "Widget").unwrap_err();
+    let error = apply_scale(&widget(), &paths(), &other_kind, subject()).unwrap_err();
     assert_eq!(error.code, StatusCode::BAD_REQUEST);
 
     // Without replicas in the object, a write must set them.
     let unset = json!({"metadata": {"name": "w1"}, "spec": {}});
     let empty = Update::Patch(Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})));
-    let error = apply_scale(&unset, &paths(), &empty, subject(), "Widget").unwrap_err();
+    let error = apply_scale(&unset, &paths(), &empty, subject()).unwrap_err();
     assert_eq!(
         error.message,
         "the spec replicas field \".spec.replicas\" cannot be empty"
     );
     let set = Update::Patch(Patch::Merge(json!({"spec": {"replicas": 1}})));
-    let new = apply_scale(&unset, &paths(), &set, subject(), "Widget").unwrap();
+    let new = apply_scale(&unset, &paths(), &set, subject()).unwrap();
     assert_eq!(new["spec"]["replicas"], 1);
 }
 
@@ -136,7 +130,7 @@ fn nested_replica_paths_are_created() {
         serde_json::from_value(json!([{"op": "replace", "path": "/spec/replicas", "value": 4}]))
             .unwrap(),
     ));
-    let new = apply_scale(&object, &paths, &patch, subject(), "Widget").unwrap();
+    let new = apply_scale(&object, &paths, &patch, subject()).unwrap();
     assert_eq!(new["spec"]["topology"]["workers"]["replicas"], 4);
     let mut empty = json!({"metadata": {"name": "w1"}});
     set_int(&mut empty, &paths.spec_replicas, 2).unwrap();

@@ -72,13 +72,21 @@ fn schema_of(resource: &ResourceInfo, version: &str) -> Option<Arc<CompiledSchem
 
 /// Applies the schema of the request's version to a custom resource being written (in its
 /// storage shape): prunes, defaults and validates it. Returns the warnings for the response.
-pub fn admit(request: &Request<'_>, object: &mut Value) -> Result<Vec<String>, ApiError> {
+///
+/// `mutate` is the kind's own defaulting (a mutating webhook in kube-apiserver): it sees the
+/// object pruned and defaulted, and the schema's defaults are applied again after it and
+/// before validation, as kube-apiserver does after a mutating webhook.
+pub fn admit(
+    request: &Request<'_>,
+    object: &mut Value,
+    mutate: Option<&dyn Fn(&mut Value) -> Result<(), ApiError>>,
+) -> Result<Vec<String>, ApiError> {
     let target = request.target;
     let resource = &target.resource;
-    if resource.builtin {
-        return Ok(Vec::new());
-    }
-    let Some(schema) = schema_of(resource, &target.version) else {
+    let Some(schema) = schema_of(resource, &target.version).filter(|_| !resource.builtin) else {
+        if let Some(mutate) = mutate {
+            mutate(object)?;
+        }
         return Ok(Vec::new());
     };
     let directive = FieldValidation::parse(request.query.field_validation.as_deref());
@@ -119,6 +127,10 @@ pub fn admit(request: &Request<'_>, object: &mut Value) -> Result<Vec<String>, A
         }
     }
     coerce::default(object, &schema.root);
+    if let Some(mutate) = mutate {
+        mutate(object)?;
+        coerce::default(object, &schema.root);
+    }
 
     let (errors, rule_warnings) = validate(&schema, object, old.as_deref());
     warnings.extend(rule_warnings);
@@ -127,7 +139,7 @@ pub fn admit(request: &Request<'_>, object: &mut Value) -> Result<Vec<String>, A
         return Err(ApiError::invalid(
             target.subject(&name),
             &resource.kind,
-            errors.iter().map(FieldError::to_cause).collect(),
+            errors.iter().map(field::to_cause).collect(),
         ));
     }
 

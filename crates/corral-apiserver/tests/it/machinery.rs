@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::support::{Raw, TestServer, eventually};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-const GIZMOS: &str = "/apis/example.com/v1/namespaces/default/gizmos";
+pub(crate) const GIZMOS: &str = "/apis/example.com/v1/namespaces/default/gizmos";
 
 /// A request with headers of the test's choosing.
 pub(crate) async fn request(
@@ -105,7 +105,7 @@ fn gizmo_crd(description: &str) -> Value {
 
 /// Creates the `gizmos.example.com` CRD (printer columns, status and scale) and waits until
 /// it is served.
-async fn create_gizmo_crd(server: &TestServer) {
+pub(crate) async fn create_gizmo_crd(server: &TestServer) {
     let raw = server
         .post_json(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -120,7 +120,7 @@ async fn create_gizmo_crd(server: &TestServer) {
     .await;
 }
 
-async fn create_gizmo(server: &TestServer, name: &str, spec: Value) -> Value {
+pub(crate) async fn create_gizmo(server: &TestServer, name: &str, spec: Value) -> Value {
     let raw = server
         .post_json(
             GIZMOS,
@@ -837,7 +837,54 @@ async fn scale_preconditions_and_validation(server: TestServer) {
         )
         .await;
     assert_eq!(raw.status, 422, "{}", String::from_utf8_lossy(&raw.body));
-    assert_eq!(raw.json()["reason"], "Invalid");
+    let status = raw.json();
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(
+        status["message"],
+        "Gizmo.example.com \"g1\" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer"
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "field": ".spec.replicas",
+            "message": "Invalid value: -1: should be a non-negative integer"}])
+    );
+
+    // The object itself is refused the same at its specReplicasPath, on update and on create,
+    // as kube-apiserver does for every CRD with a scale subresource.
+    let raw = server
+        .raw(
+            "PATCH",
+            &format!("{GIZMOS}/g1"),
+            Some("application/merge-patch+json"),
+            serde_json::to_vec(&json!({"spec": {"replicas": -3}})).unwrap(),
+        )
+        .await;
+    assert_eq!(raw.status, 422, "{}", String::from_utf8_lossy(&raw.body));
+    assert_eq!(
+        raw.json()["message"],
+        "Gizmo.example.com \"g1\" is invalid: .spec.replicas: Invalid value: -3: should be a non-negative integer"
+    );
+    let raw = server
+        .post_json(
+            GIZMOS,
+            &json!({"apiVersion": "example.com/v1", "kind": "Gizmo",
+                "metadata": {"name": "negative"}, "spec": {"replicas": -1}}),
+        )
+        .await;
+    assert_eq!(raw.status, 422, "{}", String::from_utf8_lossy(&raw.body));
+    assert_eq!(
+        raw.json()["details"]["causes"][0]["field"],
+        ".spec.replicas"
+    );
+    let raw = server
+        .raw("GET", &format!("{GIZMOS}/negative"), None, Vec::new())
+        .await;
+    assert_eq!(raw.status, 404, "a refused create stores nothing");
+    let object = server.get_json(&format!("{GIZMOS}/g1")).await;
+    assert_eq!(
+        object["spec"]["replicas"], 2,
+        "refused writes change nothing"
+    );
 
     // dryRun answers with the Scale that would be, and stores nothing.
     let raw = server

@@ -43,6 +43,7 @@ mod custom_resources;
 mod errors;
 mod etcd_member_loss;
 mod gc;
+mod kind_rules;
 mod machinery;
 mod rbac;
 mod runtime;

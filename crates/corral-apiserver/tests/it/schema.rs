@@ -165,7 +165,8 @@ async fn a_bad_object_gets_one_invalid_status_naming_every_field(server: TestSer
     assert_eq!(causes, expected);
     let message = status["message"].as_str().unwrap();
     assert!(
-        message.starts_with("Gizmo \"g1\" is invalid: [spec.items[2].name: Invalid value"),
+        message
+            .starts_with("Gizmo.example.com \"g1\" is invalid: [spec.items[2].name: Invalid value"),
         "{message}"
     );
     let raw = server
@@ -313,7 +314,7 @@ async fn a_cel_immutability_rule_refuses_a_change(server: TestServer) {
     );
     assert_eq!(
         status["message"],
-        "Gizmo \"g1\" is invalid: spec.cluster: Invalid value: \"c2\": cluster is immutable"
+        "Gizmo.example.com \"g1\" is invalid: spec.cluster: Invalid value: \"c2\": cluster is immutable"
     );
 
     // Nothing changed: passes, and writes nothing.

@@ -321,7 +321,13 @@ fn server_config(
     watch_history: Option<usize>,
     watch_history_bytes: Option<usize>,
 ) -> corral_apiserver::ServerConfig {
-    let mut config = corral_apiserver::ServerConfig::default();
+    // The kinds' admission rules, as the binary's server runs them (the kubeadm providers'
+    // too would need corral-kubeadm, which the scale planes do not run).
+    let mut config = corral_apiserver::ServerConfig {
+        admission: corral_api::admission::rules()
+            .extend(corral_infra_inmemory::api::admission::rules()),
+        ..corral_apiserver::ServerConfig::default()
+    };
     if let Some(events) = watch_history {
         config.watch_cache.history_events = events.max(1);
     }

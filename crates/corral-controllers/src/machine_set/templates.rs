@@ -2,9 +2,7 @@
 //! (upstream `reconcileExternalTemplateReference` in both controllers): they must exist, and
 //! they get the Cluster as an owner, so that they go with it.
 
-use corral_api::{Cluster, ContractVersionedObjectReference, GROUP, VERSION};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::ResourceExt;
+use corral_api::{Cluster, ContractVersionedObjectReference};
 
 use corral_runtime::error_chain;
 use corral_runtime::external::{self, ExternalObjects};
@@ -20,18 +18,6 @@ pub enum TemplateCheck {
     KindNotInstalled(external::Error),
 }
 
-/// The owner reference a template gets from its Cluster.
-pub fn cluster_owner(cluster: &Cluster) -> OwnerReference {
-    OwnerReference {
-        api_version: format!("{GROUP}/{VERSION}"),
-        kind: "Cluster".into(),
-        name: cluster.name_any(),
-        uid: cluster.uid().unwrap_or_default(),
-        controller: None,
-        block_owner_deletion: None,
-    }
-}
-
 /// Checks one reference, read through the provider kind's cache, and adds the Cluster as
 /// owner when it is missing. References to something other than a template are left alone.
 pub async fn ensure_template(
@@ -43,30 +29,16 @@ pub async fn ensure_template(
     if !reference.kind.ends_with("Template") {
         return Ok(TemplateCheck::Present);
     }
-    let object = match objects.get_cached(reference, namespace).await {
-        Ok(Some(object)) => object,
+    match objects
+        .ensure_cluster_owner(reference, namespace, cluster)
+        .await
+    {
+        Ok(Some(_)) => {}
         Ok(None) => return Ok(TemplateCheck::Missing),
         Err(error) if error.is_kind_not_installed() => {
             return Ok(TemplateCheck::KindNotInstalled(error));
         }
         Err(error) => return Err(error),
-    };
-    let Some(uid) = cluster.uid() else {
-        return Ok(TemplateCheck::Present);
-    };
-    let owned = object
-        .object
-        .owner_references()
-        .iter()
-        .any(|owner| owner.uid == uid);
-    if !owned {
-        let mut after = object.object.clone();
-        after
-            .metadata
-            .owner_references
-            .get_or_insert_with(Vec::new)
-            .push(cluster_owner(cluster));
-        objects.patch(&object, &after).await?;
     }
     Ok(TemplateCheck::Present)
 }

@@ -10,6 +10,7 @@
 //! failure domains on the docker backend only), so that core's spreading over failure domains
 //! can be exercised with simulated infrastructure.
 
+pub mod admission;
 mod crd;
 pub mod dev_cluster;
 pub mod dev_machine;

@@ -4,10 +4,10 @@
 //! with stacked or external etcd.
 //!
 //! Upstream's admission webhook (`controlplane/kubeadm/webhooks/admission/kubeadmcontrolplane.go`)
-//! defaults `replicas` to 1 and the rollout strategy to RollingUpdate with maxSurge 1, and refuses
-//! an even number of replicas with stacked etcd, a maxSurge other than 0 or 1, maxSurge 0 with
-//! fewer than 3 replicas and a version downgrade. Corral's CRD says the same in its schema
-//! (defaults and CEL rules, see `crd.rs`), so any API server enforces it with no webhook.
+//! defaults `replicas` to 1 and the rollout strategy to RollingUpdate with maxSurge 1 (also
+//! schema defaults here, `crd.rs`), and refuses an even number of replicas with stacked etcd, a
+//! maxSurge other than 0 or 1, maxSurge 0 with fewer than 3 replicas, a skipped minor version and
+//! changes outside its list of mutable fields: `admission.rs`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

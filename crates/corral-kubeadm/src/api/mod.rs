@@ -6,10 +6,11 @@
 //!
 //! Field names, optionality, enums and bounds follow upstream's CRDs, so manifests written for
 //! upstream apply unchanged; a test compares the generated schemas with upstream's and lists every
-//! difference it tolerates. Where upstream validates or defaults in an admission webhook and a
-//! schema can say the same (KubeadmControlPlane replicas, maxSurge, version downgrades), the
-//! schema says it, next to the field, or in `crd.rs` when the rule spans fields of the root.
+//! difference it tolerates. Upstream's admission webhooks are `admission` (run by Corral's API
+//! server), except the KubeadmControlPlane defaults a schema can say (replicas, the rollout
+//! strategy), which `crd.rs` adds to the schema.
 
+pub mod admission;
 pub mod bootstrap;
 pub mod controlplane;
 mod crd;

@@ -18,8 +18,8 @@
 //! functions in [`planner`].
 //!
 //! Validation (replicas odd with stacked etcd, maxSurge 0 or 1, maxSurge 0 with at least 3
-//! replicas, no version downgrade) is in the CRD's schema (see `api/controlplane.rs`), so
-//! invalid specs never reach the controller.
+//! replicas, no minor version skipped) is upstream's webhook, `api/admission.rs`, which the API
+//! server runs, so invalid specs never reach the controller.
 //!
 //! In Cluster API v1beta2 the Cluster takes `controlPlaneEndpoint` from the infrastructure
 //! cluster, so the KubeadmControlPlane does not set it.
@@ -118,6 +118,11 @@ pub enum Error {
     MachineName {
         #[from]
         source: corral_runtime::naming::NamingError,
+    },
+    #[error("cannot make the Cluster an owner of the infrastructure template")]
+    OwnInfrastructureTemplate {
+        #[source]
+        source: Box<corral_runtime::external::Error>,
     },
     #[error("cannot create the infrastructure object of Machine {machine}")]
     CreateInfrastructure {
@@ -670,6 +675,21 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     }
 
     let paused = is_paused(&kcp, &cluster);
+    if !paused {
+        // Upstream's `reconcileExternalReference`: the infrastructure template the control
+        // plane clones goes with the Cluster (and an owner reference stripped from it comes
+        // back here). A missing template is reported when a Machine is to be created from it.
+        let reference = &kcp.spec.machine_template.spec.infrastructure_ref;
+        if reference.kind.ends_with("Template") {
+            context
+                .external
+                .ensure_cluster_owner(reference, &namespace, &cluster)
+                .await
+                .map_err(|source| Error::OwnInfrastructureTemplate {
+                    source: Box::new(source),
+                })?;
+        }
+    }
     let cluster_status = cluster.status.clone().unwrap_or_default();
     let infrastructure_ready = cluster_status.initialization.infrastructure_provisioned
         == Some(true)

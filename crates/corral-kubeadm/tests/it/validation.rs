@@ -1,7 +1,8 @@
-//! The schema rules standing in for upstream's KubeadmControlPlane webhook
-//! (`controlplane/kubeadm/webhooks/admission/kubeadmcontrolplane.go`), through a real API server:
-//! defaults are applied, bad objects are refused with a 422 that names the field, good ones are
-//! accepted, and upstream-shaped manifests round-trip through the Rust types.
+//! Upstream's kubeadm webhooks (`controlplane/kubeadm/webhooks/admission/`,
+//! `bootstrap/kubeadm/webhooks/admission/`) as `api::admission` and the schema defaults, through
+//! a real API server that runs them: defaults are applied, bad objects are refused with
+//! upstream's 422 (field, error type, message), good ones are accepted, and upstream-shaped
+//! manifests round-trip through the Rust types.
 
 use corral_kubeadm::api::bootstrap::{Format, KubeadmConfig};
 use corral_kubeadm::api::controlplane::KubeadmControlPlane;
@@ -10,8 +11,10 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
+/// A management plane whose API server runs the kubeadm kinds' admission rules, as the binary's
+/// does.
 async fn env() -> TestEnv {
-    let env = TestEnv::start().await;
+    let env = TestEnv::with_admission(corral_kubeadm::api::admission::rules()).await;
     let crds: Vec<Value> = corral_kubeadm::crds()
         .into_iter()
         .map(|crd| serde_json::to_value(crd).unwrap())
@@ -99,10 +102,9 @@ async fn a_control_plane_gets_upstreams_webhook_defaults() {
 async fn even_replicas_are_refused_with_stacked_etcd_and_accepted_with_external_etcd() {
     let env = env().await;
     let message = refusal(create(&env, &control_plane("even", Some(2), json!({}))).await);
-    assert!(message.contains("spec.replicas"), "{message}");
-    assert!(
-        message.contains("replicas cannot be an even number when etcd is stacked"),
-        "{message}"
+    assert_eq!(
+        message,
+        "KubeadmControlPlane.controlplane.cluster.x-k8s.io \"even\" is invalid: spec.replicas: Forbidden: cannot be an even number when etcd is stacked"
     );
     let external = json!({ "kubeadmConfigSpec": { "clusterConfiguration": { "etcd": {
         "external": { "endpoints": ["https://etcd:2379"], "caFile": "/ca.crt",
@@ -112,7 +114,7 @@ async fn even_replicas_are_refused_with_stacked_etcd_and_accepted_with_external_
         .expect("even replicas with external etcd are accepted");
     let message = refusal(create(&env, &control_plane("zero", Some(0), json!({}))).await);
     assert!(
-        message.contains("replicas must be greater than 0"),
+        message.contains("spec.replicas: Forbidden: cannot be less than or equal to 0"),
         "{message}"
     );
 }
@@ -125,13 +127,16 @@ async fn max_surge_is_0_or_1_and_0_needs_three_replicas() {
             "rollingUpdate": { "maxSurge": max_surge } } } })
     };
     let message = refusal(create(&env, &control_plane("surge-2", Some(3), surge(json!(2)))).await);
-    assert!(message.contains("maxSurge"), "{message}");
-    assert!(message.contains("maxSurge must be 0 or 1"), "{message}");
+    assert!(
+        message.ends_with(
+            "spec.rollout.strategy.rollingUpdate.maxSurge: Required value: value must be 1 or 0"
+        ),
+        "{message}"
+    );
     let message =
         refusal(create(&env, &control_plane("surge-0-1", Some(1), surge(json!(0)))).await);
-    assert!(message.contains("spec.replicas"), "{message}");
     assert!(
-        message.contains("maxSurge 0 requires at least 3 replicas"),
+        message.ends_with("spec.rollout.strategy.rollingUpdate: Required value: when KubeadmControlPlane is configured to scale-in, replica count needs to be at least 3"),
         "{message}"
     );
     create(&env, &control_plane("surge-0-3", Some(3), surge(json!(0))))
@@ -140,29 +145,96 @@ async fn max_surge_is_0_or_1_and_0_needs_three_replicas() {
 }
 
 #[tokio::test]
-async fn the_version_is_never_lowered_nor_skips_a_minor_version() {
+async fn the_version_skips_no_minor_version_and_may_go_down_as_upstream() {
     let env = env().await;
     let manifest = control_plane("upgrade", Some(3), json!({}));
     create(&env, &manifest).await.unwrap();
     let api = api(&env, &manifest);
     let set_version = |version: &str| Patch::Merge(json!({ "spec": { "version": version } }));
     let params = PatchParams::default();
-    let result = api.patch("upgrade", &params, &set_version("v1.32.4")).await;
-    let message = refusal(result);
-    assert!(message.contains("spec.version"), "{message}");
-    assert!(message.contains("version cannot be decreased"), "{message}");
     let message = refusal(api.patch("upgrade", &params, &set_version("v1.35.0")).await);
-    assert!(message.contains("cannot skip a minor version"), "{message}");
+    assert!(
+        message.ends_with(
+            "spec.version: Forbidden: cannot update Kubernetes version from v1.33.1 to v1.35.0"
+        ),
+        "{message}"
+    );
+    let unchanged = api.get("upgrade").await.unwrap();
+    assert_eq!(
+        unchanged.data["spec"]["version"], "v1.33.1",
+        "a refused write changes nothing"
+    );
     let upgraded = api
-        .patch("upgrade", &params, &set_version("v1.34.0"))
+        .patch("upgrade", &params, &set_version("1.34.0"))
         .await
         .expect("an upgrade by one minor version is accepted");
-    assert_eq!(upgraded.data["spec"]["version"], "v1.34.0");
+    assert_eq!(
+        upgraded.data["spec"]["version"], "v1.34.0",
+        "the v is defaulted"
+    );
+    api.patch("upgrade", &params, &set_version("v1.33.2"))
+        .await
+        .expect("upstream's webhook lets the version go down");
     let mut not_semver = control_plane("not-semver", Some(1), json!({}));
-    not_semver["spec"]["version"] = json!("latest");
+    not_semver["spec"]["version"] = json!("vlatest");
     let message = refusal(create(&env, &not_semver).await);
     assert!(
-        message.contains("version must be a valid semantic version"),
+        message.ends_with(
+            "spec.version: Invalid value: \"vlatest\": must be a valid semantic version"
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn only_upstreams_list_of_fields_may_change() {
+    let env = env().await;
+    let manifest = control_plane("frozen", Some(1), json!({}));
+    create(&env, &manifest).await.unwrap();
+    let api = api(&env, &manifest);
+    let params = PatchParams::default();
+    let change = json!({ "spec": { "kubeadmConfigSpec": { "clusterConfiguration": {
+        "certificatesDir": "/elsewhere", "apiServer": { "certSANs": ["cp.example.com"] } } } } });
+    let message = refusal(api.patch("frozen", &params, &Patch::Merge(change)).await);
+    assert!(
+        message.ends_with("spec.kubeadmConfigSpec.clusterConfiguration.certificatesDir: Forbidden: cannot be modified"),
+        "{message}"
+    );
+    let allowed = json!({ "spec": { "replicas": 3, "kubeadmConfigSpec": { "clusterConfiguration": {
+        "apiServer": { "certSANs": ["cp.example.com"] } } } } });
+    api.patch("frozen", &params, &Patch::Merge(allowed))
+        .await
+        .expect("replicas and the API server's settings may change");
+}
+
+#[tokio::test]
+async fn a_kubeadm_config_has_one_source_per_file_and_unique_paths() {
+    let env = env().await;
+    let manifest = json!({
+        "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
+        "kind": "KubeadmConfig",
+        "metadata": { "name": "files" },
+        "spec": { "files": [
+            { "path": "/etc/a", "content": "a",
+              "contentFrom": { "secret": { "name": "s", "key": "k" } } },
+            { "path": "/etc/a", "content": "b" },
+        ] },
+    });
+    let message = refusal(create(&env, &manifest).await);
+    assert!(
+        message.contains("spec.files[0]: Invalid value: "),
+        "{message}"
+    );
+    assert!(
+        message.contains(": only one of content or contentFrom may be specified for a single file"),
+        "{message}"
+    );
+    assert!(
+        message.contains("spec.files[1].path: Invalid value: "),
+        "{message}"
+    );
+    assert!(
+        message.contains(": path property must be unique among all files"),
         "{message}"
     );
 }

@@ -173,7 +173,7 @@ where
     }
 }
 
-async fn client(kubeconfig: &Path) -> kube::Client {
+pub(crate) async fn client(kubeconfig: &Path) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
@@ -253,7 +253,7 @@ fn condition_status(node: &Value, type_: &str) -> Option<String> {
         .map(String::from)
 }
 
-async fn wait_available(kubeconfig: &Path, name: &str, machines: usize) {
+pub(crate) async fn wait_available(kubeconfig: &Path, name: &str, machines: usize) {
     eventually(
         &format!("cluster {name} to be available with {machines} ready machines"),
         || async {
@@ -267,7 +267,7 @@ async fn wait_available(kubeconfig: &Path, name: &str, machines: usize) {
     .await;
 }
 
-fn scratch() -> tempfile::TempDir {
+pub(crate) fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("corral-cli-")
         .tempdir()

@@ -43,6 +43,7 @@ mod layering;
 mod local_provider;
 mod move_clusters;
 mod node_agent;
+mod owner_references;
 mod python_client;
 mod rbac;
 mod security;

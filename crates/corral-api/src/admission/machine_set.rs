@@ -1,0 +1,40 @@
+//! MachineSet (upstream `core/webhooks/admission/machineset.go`).
+
+use corral_admission::{ErrorList, KindRules, Path};
+use serde_json::Value;
+
+use super::{str_at, validate_machine_naming};
+use crate::labels;
+
+pub struct MachineSetRules;
+
+impl KindRules for MachineSetRules {
+    fn default(&self, object: &mut Value, old: Option<&Value>) -> Result<(), String> {
+        let name = labels::format_label_value(str_at(object, "/metadata/name"));
+        super::default_machine_template_owner(
+            object,
+            old,
+            "MachineSet",
+            labels::MACHINE_SET_NAME,
+            Some(name),
+            false,
+        )
+    }
+
+    fn validate_create(&self, object: &Value) -> ErrorList {
+        validate(None, object)
+    }
+
+    fn validate_update(&self, old: &Value, new: &Value) -> ErrorList {
+        validate(Some(old), new)
+    }
+}
+
+fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
+    let mut errors = super::validate_machine_template_owner(old, new, false);
+    errors.extend(validate_machine_naming(
+        str_at(new, "/spec/machineNaming/template"),
+        &Path::new(&["spec", "machineNaming"]),
+    ));
+    errors
+}

@@ -1,0 +1,455 @@
+//! Upstream's admission rules, kind by kind, through a real API server over HTTP that runs
+//! them as the binary's does (`components::admission_rules`): one table per kind, each row a
+//! create or an update with what upstream answers (accepted, with what it defaults, or a 422
+//! whose causes name the field and the error type). A refused write leaves the object as it
+//! was. The rows are the tests of `docs/admission-rules.md`.
+
+use corral_cli::Connection;
+use corral_testenv::TestEnv;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+/// What a write should get.
+enum Expect {
+    /// Accepted; each (JSON pointer, value) holds in the stored object.
+    Accepted(&'static [(&'static str, &'static str)]),
+    /// A 422 Invalid with exactly these causes: (reason, field).
+    Refused(&'static [(&'static str, &'static str)]),
+}
+
+/// One row: an object created, then (for an update) a merge patch of it.
+struct Row {
+    id: &'static str,
+    object: Value,
+    update: Option<Value>,
+    expect: Expect,
+}
+
+fn row(id: &'static str, object: Value, update: Option<Value>, expect: Expect) -> Row {
+    Row {
+        id,
+        object,
+        update,
+        expect,
+    }
+}
+
+async fn env() -> TestEnv {
+    let env = TestEnv::with_admission(corral_cli::components::admission_rules()).await;
+    let connection = Connection::for_url(&env.url()).unwrap();
+    corral_cli::components::init(&connection).await.unwrap();
+    env
+}
+
+fn api(env: &TestEnv, object: &Value) -> Api<DynamicObject> {
+    let api_version = object["apiVersion"].as_str().unwrap();
+    let (group, version) = api_version.split_once('/').unwrap();
+    let kind = object["kind"].as_str().unwrap();
+    let resource = ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: format!("{}s", kind.to_lowercase()),
+    };
+    Api::namespaced_with(env.client.clone(), "default", &resource)
+}
+
+/// The Status of a refused write, as JSON.
+fn refusal(error: kube::Error) -> Value {
+    match error {
+        kube::Error::Api(status) => serde_json::to_value(&*status).unwrap(),
+        other => panic!("not an API error: {other}"),
+    }
+}
+
+fn causes(status: &Value) -> Vec<(String, String)> {
+    status["details"]["causes"]
+        .as_array()
+        .map(|causes| {
+            causes
+                .iter()
+                .map(|cause| {
+                    let text = |field: &str| cause[field].as_str().unwrap_or("").to_string();
+                    (text("reason"), text("field"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn run(env: &TestEnv, rows: Vec<Row>) {
+    for row in rows {
+        let id = row.id;
+        let api = api(env, &row.object);
+        let name = row.object["metadata"]["name"].as_str().unwrap().to_string();
+        let object: DynamicObject = serde_json::from_value(row.object.clone()).unwrap();
+        let created = api.create(&PostParams::default(), &object).await;
+        let (result, before) = match row.update {
+            None => (created, None),
+            Some(patch) => {
+                let before = created.unwrap_or_else(|e| panic!("{id}: the create failed: {e}"));
+                let result = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+                (result, Some(before))
+            }
+        };
+        match (row.expect, result) {
+            (Expect::Accepted(holds), Ok(_)) => {
+                let stored = serde_json::to_value(api.get(&name).await.unwrap()).unwrap();
+                for (pointer, value) in holds {
+                    assert_eq!(
+                        stored.pointer(pointer).and_then(Value::as_str),
+                        Some(*value),
+                        "{id}: {pointer} in {stored}"
+                    );
+                }
+            }
+            (Expect::Accepted(_), Err(error)) => panic!("{id}: refused: {}", refusal(error)),
+            (Expect::Refused(expected), Ok(object)) => {
+                panic!("{id}: accepted, expected {expected:?}: {:?}", object.data)
+            }
+            (Expect::Refused(expected), Err(error)) => {
+                let status = refusal(error);
+                assert_eq!(status["code"], 422, "{id}: {status}");
+                assert_eq!(status["reason"], "Invalid", "{id}: {status}");
+                let expected: Vec<(String, String)> = expected
+                    .iter()
+                    .map(|(reason, field)| (reason.to_string(), field.to_string()))
+                    .collect();
+                assert_eq!(causes(&status), expected, "{id}: {status}");
+                // Nothing changed: no object for a create, the same one for an update.
+                let now = api.get_opt(&name).await.unwrap();
+                match before {
+                    None => assert!(now.is_none(), "{id}: a refused create stored the object"),
+                    Some(before) => assert_eq!(
+                        now.unwrap().metadata.resource_version,
+                        before.metadata.resource_version,
+                        "{id}: a refused update changed the object"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+const INVALID: &str = "FieldValueInvalid";
+const FORBIDDEN: &str = "FieldValueForbidden";
+const REQUIRED: &str = "FieldValueRequired";
+
+fn machine_spec(cluster: &str) -> Value {
+    json!({
+        "clusterName": cluster,
+        "version": "v1.33.1",
+        "bootstrap": { "dataSecretName": "bootstrap-data" },
+        "infrastructureRef": { "apiGroup": "infrastructure.cluster.x-k8s.io",
+            "kind": "DevMachine", "name": "dev" },
+    })
+}
+
+fn core(kind: &str, name: &str, spec: Value) -> Value {
+    json!({ "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": kind,
+        "metadata": { "name": name }, "spec": spec })
+}
+
+fn cluster(name: &str, spec: Value) -> Value {
+    let mut object = core(
+        "Cluster",
+        name,
+        json!({
+            "infrastructureRef": { "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DevCluster", "name": name },
+            "controlPlaneRef": { "apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": name },
+        }),
+    );
+    for (key, value) in spec.as_object().unwrap() {
+        object["spec"][key] = value.clone();
+    }
+    object
+}
+
+fn machine_set_spec(labels: Value, selector: Value) -> Value {
+    json!({ "clusterName": "dev", "replicas": 1, "selector": selector,
+        "template": { "metadata": { "labels": labels }, "spec": machine_spec("dev") } })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_rules() {
+    let env = env().await;
+    run(&env, vec![
+        row("cluster-needs-a-reference", core("Cluster", "c1", json!({ "paused": false })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec")])),
+        row("cluster-cidr-blocks", cluster("c2", json!({ "clusterNetwork": { "pods": { "cidrBlocks": ["10.0.0.0/16", "not-a-cidr"] },
+            "services": { "cidrBlocks": ["10.96.0.0/33"] } } })), None,
+            Expect::Refused(&[(INVALID, "spec.clusterNetwork.pods.cidrBlocks[1]"), (INVALID, "spec.clusterNetwork.services.cidrBlocks[0]")])),
+        row("cluster-refs-cannot-be-removed", cluster("c3", json!({})),
+            Some(json!({ "spec": { "controlPlaneRef": null } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.controlPlaneRef")])),
+        row("cluster-name-is-a-label-value", cluster(&"c".repeat(64), json!({})), None,
+            Expect::Refused(&[(INVALID, "metadata.name")])),
+        row("cluster-topology-version-gets-its-v", core("Cluster", "c5", json!({ "topology": { "classRef": { "name": "quick-start" }, "version": "1.33.1" } })), None,
+            Expect::Accepted(&[("/spec/topology/version", "v1.33.1")])),
+        row("cluster-accepted", cluster("c6", json!({ "clusterNetwork": { "pods": { "cidrBlocks": ["192.168.0.0/16", "fd00::/64"] } } })), None,
+            Expect::Accepted(&[])),
+    ]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_rules() {
+    let env = env().await;
+    let mut no_v = machine_spec("dev");
+    no_v["version"] = json!("1.33.1");
+    let mut banana = machine_spec("dev");
+    banana["version"] = json!("banana");
+    let mut no_bootstrap = machine_spec("dev");
+    no_bootstrap["bootstrap"] = json!({});
+    run(
+        &env,
+        vec![
+            row(
+                "machine-version-gets-its-v-and-cluster-label",
+                core("Machine", "m1", no_v),
+                None,
+                Expect::Accepted(&[
+                    ("/spec/version", "v1.33.1"),
+                    ("/metadata/labels/cluster.x-k8s.io~1cluster-name", "dev"),
+                ]),
+            ),
+            row(
+                "machine-version-is-semver",
+                core("Machine", "m2", banana),
+                None,
+                Expect::Refused(&[(INVALID, "spec.version")]),
+            ),
+            row(
+                "machine-needs-bootstrap-data",
+                core("Machine", "m3", no_bootstrap),
+                None,
+                Expect::Refused(&[(REQUIRED, "spec.bootstrap")]),
+            ),
+            row(
+                "machine-cluster-name-is-immutable",
+                core("Machine", "m4", machine_spec("dev")),
+                Some(json!({ "spec": { "clusterName": "other" } })),
+                Expect::Refused(&[(FORBIDDEN, "spec.clusterName")]),
+            ),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_set_rules() {
+    let env = env().await;
+    let mut other_cluster = machine_set_spec(
+        json!({ "pool": "a" }),
+        json!({ "matchLabels": { "pool": "a" } }),
+    );
+    other_cluster["template"]["spec"]["clusterName"] = json!("other");
+    run(&env, vec![
+        row("machineset-selector-matches-template", core("MachineSet", "s1",
+                machine_set_spec(json!({ "pool": "a" }), json!({ "matchLabels": { "pool": "b" } }))), None,
+            Expect::Refused(&[(INVALID, "spec.template.metadata.labels")])),
+        row("machineset-empty-selector-defaults-to-its-name", core("MachineSet", "s2",
+                machine_set_spec(json!({}), json!({}))), None,
+            Expect::Accepted(&[("/spec/selector/matchLabels/cluster.x-k8s.io~1set-name", "s2"),
+                ("/spec/template/metadata/labels/cluster.x-k8s.io~1set-name", "s2"),
+                ("/metadata/labels/cluster.x-k8s.io~1cluster-name", "dev")])),
+        row("machineset-template-in-its-cluster", core("MachineSet", "s3", other_cluster), None,
+            Expect::Refused(&[(INVALID, "spec.clusterName")])),
+        row("machineset-cluster-name-is-immutable", core("MachineSet", "s4",
+                machine_set_spec(json!({ "pool": "a" }), json!({ "matchLabels": { "pool": "a" } }))),
+            Some(json!({ "spec": { "clusterName": "other", "template": { "spec": { "clusterName": "other" } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.clusterName")])),
+        row("machineset-replicas-not-negative", core("MachineSet", "s5",
+                machine_set_spec(json!({ "pool": "a" }), json!({ "matchLabels": { "pool": "a" } }))),
+            Some(json!({ "spec": { "replicas": -1 } })),
+            Expect::Refused(&[(INVALID, ".spec.replicas")])),
+    ]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_deployment_rules() {
+    let env = env().await;
+    let md = |name: &str| {
+        core(
+            "MachineDeployment",
+            name,
+            machine_set_spec(
+                json!({ "pool": "a" }),
+                json!({ "matchLabels": { "pool": "a" } }),
+            ),
+        )
+    };
+    let mut autoscaled = core(
+        "MachineDeployment",
+        "d5",
+        machine_set_spec(json!({}), json!({})),
+    );
+    autoscaled["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("replicas");
+    autoscaled["metadata"]["annotations"] = json!({
+        "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "2",
+        "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "5" });
+    run(&env, vec![
+        row("machinedeployment-version-is-semver", md("d1"),
+            Some(json!({ "spec": { "template": { "spec": { "version": "banana" } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.spec.version")])),
+        row("machinedeployment-cluster-name-is-immutable", md("d2"),
+            Some(json!({ "spec": { "clusterName": "other", "template": { "spec": { "clusterName": "other" } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.clusterName")])),
+        row("machinedeployment-selector-matches-template", md("d3"),
+            Some(json!({ "spec": { "selector": { "matchLabels": { "pool": "b" } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.template.metadata.labels")])),
+        row("machinedeployment-replicas-not-negative", md("d4"),
+            Some(json!({ "spec": { "replicas": -1 } })),
+            Expect::Refused(&[(INVALID, ".spec.replicas")])),
+        row("machinedeployment-replicas-from-the-autoscaler", autoscaled, None,
+            Expect::Accepted(&[("/spec/selector/matchLabels/cluster.x-k8s.io~1deployment-name", "d5"),
+                ("/spec/selector/matchLabels/cluster.x-k8s.io~1cluster-name", "dev"),
+                ("/spec/template/metadata/labels/cluster.x-k8s.io~1cluster-name", "dev")])),
+        row("machinedeployment-rollout-bounds", md("d6"),
+            Some(json!({ "spec": { "rollout": { "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": "5", "maxUnavailable": 0 } } } } })),
+            Expect::Refused(&[(INVALID, "spec.rollout.strategy.rollingUpdate.maxSurge")])),
+        row("machinedeployment-bounds-not-both-0", md("d8"),
+            Some(json!({ "spec": { "rollout": { "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 0, "maxUnavailable": 0 } } } } })),
+            Expect::Refused(&[(INVALID, "spec.rollout.strategy.rollingUpdate")])),
+        row("machinedeployment-naming-template-has-random", md("d7"),
+            Some(json!({ "spec": { "machineNaming": { "template": "{{ .machineSet.name }}-x" } } })),
+            Expect::Refused(&[(INVALID, "spec.machineNaming.template")])),
+    ]).await;
+    let replicas = api(&env, &md("d5")).get("d5").await.unwrap().data["spec"]["replicas"].clone();
+    assert_eq!(replicas, 2, "replicas start at the autoscaler's minimum");
+
+    // The scale subresource refuses a negative count too.
+    let status = refusal(
+        api(&env, &md("d1"))
+            .patch_scale(
+                "d1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "replicas": -1 } })),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        causes(&status),
+        [(INVALID.to_string(), ".spec.replicas".to_string())],
+        "{status}"
+    );
+}
+
+fn control_plane(name: &str, replicas: i64) -> Value {
+    json!({ "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+        "metadata": { "name": name },
+        "spec": { "replicas": replicas, "version": "v1.33.1",
+            "machineTemplate": { "spec": { "infrastructureRef": { "apiGroup": "infrastructure.cluster.x-k8s.io",
+                "kind": "DevMachineTemplate", "name": "control-plane" } } } } })
+}
+
+fn kubeadm_config(kind: &str, name: &str, spec: Value) -> Value {
+    let spec = if kind == "KubeadmConfigTemplate" {
+        json!({ "template": { "spec": spec } })
+    } else {
+        spec
+    };
+    json!({ "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2", "kind": kind,
+        "metadata": { "name": name }, "spec": spec })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeadm_rules() {
+    let env = env().await;
+    let both_sources = json!({ "files": [{ "path": "/etc/a", "content": "a",
+        "contentFrom": { "secret": { "name": "s", "key": "k" } } }] });
+    let same_path = json!({ "files": [{ "path": "/etc/a", "content": "a" }, { "path": "/etc/a", "content": "b" }] });
+    run(&env, vec![
+        row("kcp-even-replicas-with-stacked-etcd", control_plane("k1", 2), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.replicas")])),
+        row("kcp-version-skips-no-minor", control_plane("k2", 3),
+            Some(json!({ "spec": { "version": "v1.35.0" } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.version")])),
+        row("kcp-version-may-go-down", control_plane("k3", 3),
+            Some(json!({ "spec": { "version": "1.32.0" } })),
+            Expect::Accepted(&[("/spec/version", "v1.32.0")])),
+        row("kcp-only-listed-fields-change", control_plane("k4", 3),
+            Some(json!({ "spec": { "kubeadmConfigSpec": { "clusterConfiguration": { "certificatesDir": "/x" } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.kubeadmConfigSpec.clusterConfiguration.certificatesDir")])),
+        row("kcp-replicas-not-negative", control_plane("k5", 3),
+            Some(json!({ "spec": { "replicas": -1 } })),
+            Expect::Refused(&[(INVALID, ".spec.replicas")])),
+        row("kubeadmconfig-one-source-per-file", kubeadm_config("KubeadmConfig", "b1", both_sources), None,
+            Expect::Refused(&[(INVALID, "spec.files[0]")])),
+        row("kubeadmconfig-unique-file-paths", kubeadm_config("KubeadmConfig", "b2", same_path.clone()), None,
+            Expect::Refused(&[(INVALID, "spec.files[1].path")])),
+        row("kubeadmconfig-one-password-source", kubeadm_config("KubeadmConfig", "b3", json!({ "users": [{ "name": "u",
+                "passwd": "x", "passwdFrom": { "secret": { "name": "s", "key": "k" } } }] })), None,
+            Expect::Refused(&[(INVALID, "spec.users[0]")])),
+        row("kubeadmconfig-ignition-needs-its-format", kubeadm_config("KubeadmConfig", "b4",
+                json!({ "ignition": { "containerLinuxConfig": { "strict": true } } })), None,
+            Expect::Refused(&[(INVALID, "spec.format")])),
+        row("kubeadmconfigtemplate-unique-file-paths", kubeadm_config("KubeadmConfigTemplate", "t1", same_path), None,
+            Expect::Refused(&[(INVALID, "spec.template.spec.files[1].path")])),
+    ]).await;
+}
+
+fn health_check(name: &str, spec: Value) -> Value {
+    let mut object = core(
+        "MachineHealthCheck",
+        name,
+        json!({ "clusterName": "dev", "selector": { "matchLabels": { "pool": "a" } } }),
+    );
+    for (key, value) in spec.as_object().unwrap() {
+        object["spec"][key] = value.clone();
+    }
+    object
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_health_check_rules() {
+    let env = env().await;
+    run(&env, vec![
+        row("machinehealthcheck-selector-not-empty", health_check("h1", json!({ "selector": {} })), None,
+            Expect::Refused(&[(REQUIRED, "spec.selector")])),
+        row("machinehealthcheck-selector-in-its-cluster", health_check("h2",
+                json!({ "selector": { "matchLabels": { "cluster.x-k8s.io/cluster-name": "other" } } })), None,
+            Expect::Refused(&[(INVALID, "spec.selector")])),
+        row("machinehealthcheck-cluster-name-is-immutable", health_check("h3", json!({})),
+            Some(json!({ "spec": { "clusterName": "other" } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.clusterName")])),
+        row("machinehealthcheck-node-startup-timeout", health_check("h4",
+                json!({ "checks": { "nodeStartupTimeoutSeconds": 10 } })), None,
+            Expect::Refused(&[(INVALID, "spec.checks.nodeStartupTimeoutSeconds")])),
+        row("machinehealthcheck-unhealthy-bound", health_check("h5",
+                json!({ "remediation": { "triggerIf": { "unhealthyLessThanOrEqualTo": "40" } } })), None,
+            Expect::Refused(&[(INVALID, "spec.remediation.triggerIf.unhealthyLessThanOrEqualTo")])),
+        row("machinehealthcheck-defaults", health_check("h6", json!({})), None,
+            Expect::Accepted(&[("/metadata/labels/cluster.x-k8s.io~1cluster-name", "dev")])),
+    ]).await;
+}
+
+fn dev_template(kind: &str, name: &str) -> Value {
+    json!({ "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": kind,
+        "metadata": { "name": name },
+        "spec": { "template": { "spec": { "backend": { "inMemory": {} } } } } })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_template_rules() {
+    let env = env().await;
+    let mut bad_labels = dev_template("DevMachineTemplate", "i3");
+    bad_labels["spec"]["template"]["metadata"] = json!({ "labels": { "a": "-not-a-value-" } });
+    run(&env, vec![
+        row("devmachinetemplate-spec-is-immutable", dev_template("DevMachineTemplate", "i1"),
+            Some(json!({ "spec": { "template": { "spec": { "providerID": "in-memory://x" } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.spec")])),
+        row("devclustertemplate-spec-is-immutable", dev_template("DevClusterTemplate", "i2"),
+            Some(json!({ "spec": { "template": { "spec": { "controlPlaneEndpoint": { "host": "h", "port": 6443 } } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.spec")])),
+        row("devmachinetemplate-metadata-is-valid", bad_labels, None,
+            Expect::Refused(&[(INVALID, "spec.template.metadata.labels")])),
+    ]).await;
+}
