@@ -44,7 +44,7 @@ pub enum Error {
     Issue {
         what: &'static str,
         #[source]
-        source: certs::Error,
+        source: Box<certs::Error>,
     },
     #[error("cannot write {path}: {source}")]
     Write {
@@ -305,8 +305,10 @@ impl Pki {
             ),
         ];
         for (name, ca, leaf) in issued {
-            let material = certs::issue(ca, &leaf, now)
-                .map_err(|source| Error::Issue { what: name, source })?;
+            let material = certs::issue(ca, &leaf, now).map_err(|source| Error::Issue {
+                what: name,
+                source: Box::new(source),
+            })?;
             write(
                 &self.dir.join(format!("{name}.crt")),
                 &material.certificate_pem,

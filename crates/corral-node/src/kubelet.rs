@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
-    Namespace, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Taint,
+    Namespace, Node, NodeAddress, NodeSpec, NodeStatus, NodeSystemInfo, Taint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use crate::Options;
@@ -269,44 +269,8 @@ fn node(options: &Options, name: &str, version: Option<&str>, control_plane: boo
 
 /// Posts the Node's status with `Ready` heartbeating now.
 async fn post_status(nodes: &Api<Node>, name: &str, node: &Node) -> Result<(), kube::Error> {
-    let now = Time(now());
     let mut status = node.status.clone().unwrap_or_default();
-    // The kubelet's conditions, as Cluster API's NodeHealthy reads them: the three pressures
-    // False, Ready True.
-    let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
-        type_: type_.into(),
-        status: status.into(),
-        reason: Some(reason.into()),
-        message: Some(message.into()),
-        last_heartbeat_time: Some(now.clone()),
-        last_transition_time: Some(now.clone()),
-    };
-    status.conditions = Some(vec![
-        condition(
-            "MemoryPressure",
-            "False",
-            "KubeletHasSufficientMemory",
-            "kubelet has sufficient memory available",
-        ),
-        condition(
-            "DiskPressure",
-            "False",
-            "KubeletHasNoDiskPressure",
-            "kubelet has no disk pressure",
-        ),
-        condition(
-            "PIDPressure",
-            "False",
-            "KubeletHasSufficientPID",
-            "kubelet has sufficient PID available",
-        ),
-        condition(
-            "Ready",
-            "True",
-            "KubeletReady",
-            "kubelet is posting ready status",
-        ),
-    ]);
+    status.conditions = Some(corral_workload::node_conditions(None));
     let patch = serde_json::json!({ "status": status });
     nodes
         .patch_status(

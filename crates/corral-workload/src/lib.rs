@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
+    ConfigMap, Container, NodeCondition, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
@@ -278,4 +278,49 @@ pub fn coredns() -> Deployment {
         },
         status: None,
     }
+}
+
+/// The conditions a kubelet reports, as Cluster API's NodeHealthy reads them: `Ready` (True,
+/// or False with `not_ready`'s message) and no memory, disk or PID pressure, heartbeating now.
+pub fn node_conditions(not_ready: Option<&str>) -> Vec<NodeCondition> {
+    let now =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_heartbeat_time: Some(now.clone()),
+        last_transition_time: Some(now.clone()),
+    };
+    let ready = match not_ready {
+        None => condition(
+            "Ready",
+            "True",
+            "KubeletReady",
+            "kubelet is posting ready status",
+        ),
+        Some(message) => condition("Ready", "False", "KubeletNotReady", message),
+    };
+    vec![
+        ready,
+        condition(
+            "MemoryPressure",
+            "False",
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available",
+        ),
+        condition(
+            "DiskPressure",
+            "False",
+            "KubeletHasNoDiskPressure",
+            "kubelet has no disk pressure",
+        ),
+        condition(
+            "PIDPressure",
+            "False",
+            "KubeletHasSufficientPID",
+            "kubelet has sufficient PID available",
+        ),
+    ]
 }

@@ -10,9 +10,9 @@ use corral_apiserver::{Server, ServerConfig, WatchCacheConfig};
 use corral_store::memory::MemoryStore;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Pod, Taint,
+    ConfigMap, Node, NodeAddress, NodeSpec, NodeStatus, NodeSystemInfo, Pod, Taint,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -126,7 +126,7 @@ impl WorkloadCluster {
             .map_err(self.error(format!("set the Ready condition of Pod kube-system/{pod}")))?;
         }
         let nodes: Api<Node> = Api::all(self.client.clone());
-        let patch = json!({ "status": { "conditions": node_conditions(ready) } });
+        let patch = json!({ "status": { "conditions": corral_workload::node_conditions((!ready).then_some(NOT_READY_MESSAGE)) } });
         nodes
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -336,7 +336,9 @@ impl SimulatedNode {
                 ..Default::default()
             }),
             status: Some(NodeStatus {
-                conditions: Some(node_conditions(ready)),
+                conditions: Some(corral_workload::node_conditions(
+                    (!ready).then_some(NOT_READY_MESSAGE),
+                )),
                 addresses: Some(vec![
                     NodeAddress {
                         type_: "InternalIP".into(),
@@ -364,52 +366,5 @@ impl SimulatedNode {
     }
 }
 
-/// The conditions a kubelet reports: Ready, and no pressure (upstream's in-memory backend
-/// reports the same set).
-fn node_conditions(ready: bool) -> Vec<NodeCondition> {
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
-        type_: type_.into(),
-        status: status.into(),
-        reason: Some(reason.into()),
-        message: Some(message.into()),
-        last_heartbeat_time: Some(now.clone()),
-        last_transition_time: Some(now.clone()),
-    };
-    let ready = if ready {
-        condition(
-            "Ready",
-            "True",
-            "KubeletReady",
-            "kubelet is posting ready status",
-        )
-    } else {
-        condition(
-            "Ready",
-            "False",
-            "KubeletNotReady",
-            "simulated: the DevMachine has the inmemory.infrastructure.cluster.x-k8s.io/node-not-ready annotation",
-        )
-    };
-    vec![
-        ready,
-        condition(
-            "MemoryPressure",
-            "False",
-            "KubeletHasSufficientMemory",
-            "kubelet has sufficient memory available",
-        ),
-        condition(
-            "DiskPressure",
-            "False",
-            "KubeletHasNoDiskPressure",
-            "kubelet has no disk pressure",
-        ),
-        condition(
-            "PIDPressure",
-            "False",
-            "KubeletHasSufficientPID",
-            "kubelet has sufficient PID available",
-        ),
-    ]
-}
+/// Why a simulated Node is not Ready.
+const NOT_READY_MESSAGE: &str = "simulated: the DevMachine has the inmemory.infrastructure.cluster.x-k8s.io/node-not-ready annotation";
