@@ -631,7 +631,7 @@ fn etcd_arguments(
     .collect()
 }
 
-fn url_host(address: IpAddr) -> String {
+pub(crate) fn url_host(address: IpAddr) -> String {
     match address {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),

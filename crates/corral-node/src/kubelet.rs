@@ -153,13 +153,27 @@ async fn publish_control_plane(
     let namespace = corral_workload::KUBE_SYSTEM;
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     for component in corral_workload::COMPONENTS {
-        let pod = corral_workload::static_pod(
-            component,
-            &facts.node_name,
-            version,
-            true,
-            Default::default(),
-        );
+        // kubeadm's annotations saying where the member and the API server are reached.
+        let annotations = match component {
+            "etcd" => BTreeMap::from([(
+                corral_workload::ETCD_ADVERTISE_CLIENT_URLS.to_owned(),
+                format!(
+                    "https://{}:2379",
+                    crate::control_plane::url_host(options.address)
+                ),
+            )]),
+            "kube-apiserver" => BTreeMap::from([(
+                corral_workload::APISERVER_ADVERTISE_ADDRESS.to_owned(),
+                format!(
+                    "{}:{}",
+                    crate::control_plane::url_host(options.address),
+                    facts.bind_port
+                ),
+            )]),
+            _ => BTreeMap::new(),
+        };
+        let pod =
+            corral_workload::static_pod(component, &facts.node_name, version, true, annotations);
         create_or_keep(&pods, &pod).await?;
         // A Pod's status is not taken on create.
         pods.patch_status(

@@ -36,6 +36,13 @@ const ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.21-0";
 /// The CoreDNS image kubeadm deploys for recent Kubernetes versions.
 const COREDNS_IMAGE: &str = "registry.k8s.io/coredns/coredns:v1.12.0";
 
+/// kubeadm's annotation on an etcd static Pod: the member's client URLs.
+pub const ETCD_ADVERTISE_CLIENT_URLS: &str = "kubeadm.kubernetes.io/etcd.advertise-client-urls";
+
+/// kubeadm's annotation on a kube-apiserver static Pod: `address:port` it advertises.
+pub const APISERVER_ADVERTISE_ADDRESS: &str =
+    "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint";
+
 /// The name of a component's static Pod on a Node: `<component>-<node>`.
 pub fn static_pod_name(component: &str, node: &str) -> String {
     format!("{component}-{node}")

@@ -286,6 +286,12 @@ async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registe
             .any(|condition| condition.type_ == "Ready" && condition.status == "True");
         assert!(ready, "{component} is not Ready");
     }
+    let etcd_pod = pods.get(&format!("etcd-{}", machine.name)).await.unwrap();
+    assert_eq!(
+        etcd_pod.metadata.annotations.unwrap()["kubeadm.kubernetes.io/etcd.advertise-client-urls"],
+        format!("https://{}:2379", machine.address),
+        "kubeadm's annotation says where the member is reached"
+    );
     let kubeadm_config = Api::<ConfigMap>::namespaced(client.clone(), "kube-system")
         .get("kubeadm-config")
         .await
