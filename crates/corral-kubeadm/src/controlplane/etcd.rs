@@ -84,6 +84,9 @@ pub enum EtcdError {
         #[source]
         source: kube::Error,
     },
+    /// etcd itself refused or did not answer.
+    #[error("cannot {operation} in etcd: {message}")]
+    Etcd { operation: String, message: String },
     /// No member has the id.
     #[error("etcd member {id:016x} does not exist")]
     MemberNotFound { id: u64 },

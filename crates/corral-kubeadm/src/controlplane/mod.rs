@@ -30,6 +30,7 @@ pub mod etcd;
 mod machines;
 pub mod planner;
 mod pre_terminate;
+pub mod real_etcd;
 mod status;
 mod watches;
 mod workload;

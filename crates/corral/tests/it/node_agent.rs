@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use corral_kubeadm::bootstrap::cloud_init::{self, CloudConfig, KubeadmCommand, WriteFile};
 use corral_kubeadm::certs::{self, KeyAlgorithm, Purpose};
+use corral_kubeadm::controlplane::etcd::EtcdAdmin;
 use corral_provider_local::host::{Host, LocalMachine, MachineRequest};
 use corral_provider_local::load_balancer::LoadBalancer;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -385,6 +386,29 @@ async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_
         .unwrap();
     assert_eq!(static_pods.items.len(), 12, "four static Pods per machine");
 
+    // The control plane provider's EtcdAdmin over the real etcd: found from kubeadm's
+    // annotations on the etcd Pods, with a client certificate from the cluster's etcd CA.
+    let etcd_admin = real_etcd(&client, &cas).await;
+    let members = etcd_admin.members().await.unwrap();
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert!(members.iter().all(|member| member.healthy), "{members:?}");
+    assert_eq!(members.iter().filter(|member| member.leader).count(), 1);
+    assert_eq!(etcd_admin.alarms().await.unwrap(), vec![]);
+    let second = members
+        .iter()
+        .find(|member| member.name == machines[1].machine.name)
+        .unwrap()
+        .id;
+    etcd_admin.move_leader(second).await.unwrap();
+    let leader = eventually("the leadership to move", &machines[0].log, async || {
+        let members = etcd_admin.members().await.ok()?;
+        members
+            .into_iter()
+            .find(|member| member.leader && member.id == second)
+    })
+    .await;
+    assert_eq!(leader.name, machines[1].machine.name);
+
     // The third machine's agent dies (as a kubelet can; etcd and the API server stay): the
     // other control plane machines mark its Node Ready=Unknown once the grace period passes.
     machines[2].agent.start_kill().unwrap();
@@ -441,6 +465,19 @@ async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_
         last[20..].iter().all(|answer| answer == &Ok(3)),
         "the endpoint does not answer on the two machines left: {last:?}"
     );
+    // The lost machine's member is still listed, unhealthy, until it is removed (what the
+    // control plane provider does when it remediates); removing it twice is one removal.
+    let members = etcd_admin.members().await.unwrap();
+    let lost = members
+        .iter()
+        .find(|member| member.name == first.machine.name)
+        .expect("the lost machine's member");
+    assert!(!lost.healthy, "{members:?}");
+    etcd_admin.remove_member(lost.id).await.unwrap();
+    etcd_admin.remove_member(lost.id).await.unwrap();
+    let members = etcd_admin.members().await.unwrap();
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert!(members.iter().all(|member| member.healthy), "{members:?}");
     for started in &machines {
         host.delete_machine(&started.machine.uid).await.unwrap();
     }
@@ -511,6 +548,38 @@ async fn measure_real_machines() {
         "three control plane machines, all Ready: {:.2} s",
         all.elapsed().as_secs_f64()
     );
+}
+
+/// The control plane provider's view of the cluster's etcd.
+async fn real_etcd(
+    client: &kube::Client,
+    cas: &[WriteFile],
+) -> corral_kubeadm::controlplane::real_etcd::RealEtcd {
+    let pods = Api::<Pod>::namespaced(client.clone(), "kube-system")
+        .list(&kube::api::ListParams::default().labels("component=etcd"))
+        .await
+        .unwrap();
+    let endpoints = pods
+        .items
+        .into_iter()
+        .filter_map(|pod| {
+            pod.metadata
+                .annotations?
+                .remove("kubeadm.kubernetes.io/etcd.advertise-client-urls")
+        })
+        .collect();
+    let (certificate, key) = Purpose::EtcdCa.host_paths();
+    let content = |path: &str| {
+        cas.iter()
+            .find(|file| file.path == path)
+            .map(|file| file.content.clone())
+            .unwrap()
+    };
+    let etcd_ca = certs::KeyMaterial {
+        certificate_pem: content(certificate),
+        private_key_pem: content(key),
+    };
+    corral_kubeadm::controlplane::real_etcd::RealEtcd::new(endpoints, &etcd_ca).unwrap()
 }
 
 fn assert_gone(pid: i32) {
