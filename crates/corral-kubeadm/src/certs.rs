@@ -638,6 +638,16 @@ pub async fn lookup_cluster_ca(
     lookup_one(secrets, namespace, Purpose::ClusterCa, cluster).await
 }
 
+/// Reads only the etcd CA Secret (`<cluster>-etcd`), without creating it: `None` while it is
+/// missing. The control plane provider's client certificate for a real etcd is issued from it.
+pub async fn lookup_etcd_ca(
+    secrets: &SecretReader,
+    namespace: &str,
+    cluster: &str,
+) -> Result<Option<KeyMaterial>, Error> {
+    lookup_one(secrets, namespace, Purpose::EtcdCa, cluster).await
+}
+
 /// Reads and checks the cluster's Secret for `purpose`: `None` while it is missing.
 async fn lookup_one(
     secrets: &SecretReader,

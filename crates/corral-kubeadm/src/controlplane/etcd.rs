@@ -343,3 +343,38 @@ pub fn members_of_pods<'a>(
     }
     Ok(compute_members(records))
 }
+
+/// kubeadm's annotation on an etcd static Pod with the member's client URLs.
+pub const ADVERTISE_CLIENT_URLS: &str = "kubeadm.kubernetes.io/etcd.advertise-client-urls";
+
+/// The client URLs of the etcd Pods among `pods` that run a real member: they carry kubeadm's
+/// advertise annotation and none of the simulated member annotations. Empty for a simulated
+/// cluster.
+pub fn advertised_endpoints<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<String> {
+    let mut endpoints = Vec::new();
+    for pod in pods {
+        let Some(annotations) = pod.metadata.annotations.as_ref() else {
+            continue;
+        };
+        let is_etcd = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get("component"))
+            .is_some_and(|component| component == "etcd");
+        if !is_etcd || annotations.contains_key(MEMBER_ID) {
+            continue;
+        }
+        if let Some(urls) = annotations.get(ADVERTISE_CLIENT_URLS) {
+            endpoints.extend(
+                urls.split(',')
+                    .map(str::trim)
+                    .filter(|u| !u.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+    }
+    endpoints.sort();
+    endpoints.dedup();
+    endpoints
+}

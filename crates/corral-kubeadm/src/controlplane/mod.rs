@@ -543,6 +543,22 @@ fn is_marked_for_remediation(machine: &Machine) -> bool {
     })
 }
 
+/// The administration of a workload cluster's real etcd ([`real_etcd::RealEtcd`]) at the
+/// endpoints its etcd Pods advertise, with a client certificate from the cluster's etcd CA.
+async fn real_etcd_of(
+    context: &Context,
+    namespace: &str,
+    cluster: &str,
+    state: &WorkloadState,
+) -> Result<real_etcd::RealEtcd, String> {
+    let etcd_ca = crate::certs::lookup_etcd_ca(&context.secrets, namespace, cluster)
+        .await
+        .map_err(|error| corral_runtime::error_chain(&error))?
+        .ok_or_else(|| format!("the etcd CA Secret {cluster}-etcd does not exist"))?;
+    real_etcd::RealEtcd::new(state.etcd_endpoints.clone(), &etcd_ca)
+        .map_err(|error| error.to_string())
+}
+
 /// The remediation record upstream keeps in annotations (`RemediationData`).
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
@@ -746,8 +762,22 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     let (workload, workload_error, etcd) = if infrastructure_ready && !paused {
         match context.cache.client(&key).await {
             Ok(client) => match context.watches.observe(&key, &client).await {
-                Ok(state) => {
-                    let etcd: Arc<dyn EtcdAdmin> = Arc::new(SimulatedEtcd::new(client));
+                Ok(mut state) => {
+                    let etcd: Arc<dyn EtcdAdmin> = if state.etcd_endpoints.is_empty() {
+                        Arc::new(SimulatedEtcd::new(client))
+                    } else {
+                        // A real etcd: its members are asked of it, through the cluster's
+                        // etcd CA.
+                        let real = real_etcd_of(&context, &namespace, &cluster_name, &state).await;
+                        state.members = match &real {
+                            Ok(real) => real.members().await.map_err(|error| error.to_string()),
+                            Err(error) => Err(error.clone()),
+                        };
+                        match real {
+                            Ok(real) => Arc::new(real),
+                            Err(_) => Arc::new(SimulatedEtcd::new(client)),
+                        }
+                    };
                     (Some(state), None, Some(etcd))
                 }
                 Err(error) => (None, Some(error), None),

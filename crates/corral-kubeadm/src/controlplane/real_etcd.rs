@@ -3,9 +3,9 @@
 //! etcd CA signs, as upstream's KCP does through its etcd client. The members are found from the
 //! `kubeadm.kubernetes.io/etcd.advertise-client-urls` annotations of the etcd static Pods.
 //!
-//! Not yet used by the KubeadmControlPlane controller, which reads members from the etcd
-//! Pods' simulated annotations ([`super::etcd::members_of_pods`]); wiring it in for clusters
-//! whose etcd Pods carry the advertise annotation instead is the next step.
+//! The KubeadmControlPlane controller uses it for a workload cluster whose etcd Pods carry the
+//! advertise annotation and none of the simulated member annotations
+//! ([`super::etcd::advertised_endpoints`]); for simulated clusters it keeps [`super::etcd::SimulatedEtcd`].
 
 use std::time::Duration;
 

@@ -164,6 +164,7 @@ impl WorkloadWatches {
         let pods = watched.pods.state();
         let members = etcd::members_of_pods(pods.iter().map(AsRef::as_ref))
             .map_err(|error| error.to_string());
+        let etcd_endpoints = etcd::advertised_endpoints(pods.iter().map(AsRef::as_ref));
         let pods = pods
             .iter()
             .map(|pod| (pod.metadata.name.clone().unwrap_or_default(), is_ready(pod)))
@@ -172,6 +173,7 @@ impl WorkloadWatches {
             kubeadm_config,
             pods,
             members,
+            etcd_endpoints,
         })
     }
 

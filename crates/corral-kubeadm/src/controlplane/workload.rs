@@ -25,6 +25,10 @@ pub struct WorkloadState {
     pub pods: BTreeMap<String, bool>,
     /// The etcd members, or why they could not be listed.
     pub members: Result<Vec<EtcdMember>, String>,
+    /// The client URLs of an etcd that runs for real (kubeadm's advertise annotation on etcd
+    /// Pods without the simulated member annotations): its members are asked of etcd itself
+    /// (`real_etcd`). Empty for simulated clusters.
+    pub etcd_endpoints: Vec<String>,
 }
 
 impl WorkloadState {

@@ -83,6 +83,7 @@ fn workload(members: &[(&str, bool)]) -> WorkloadState {
                 healthy: *healthy,
             })
             .collect()),
+        etcd_endpoints: Vec::new(),
     }
 }
 
@@ -277,6 +278,7 @@ fn machine_conditions_say_up_to_date_and_the_health_of_pods_and_etcd_member() {
             leader: true,
             healthy: false,
         }]),
+        etcd_endpoints: Vec::new(),
     };
     let m1 = machine("m1", "v1.36.0", true);
     let outdated = vec!["Version v1.35.0 is not equal to v1.36.0".to_string()];
