@@ -331,21 +331,23 @@ pub fn members_of_pods<'a>(
 ) -> Result<Vec<EtcdMember>, EtcdError> {
     let mut records = Vec::new();
     for pod in pods {
-        let is_etcd = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get("component"))
-            .is_some_and(|component| component == "etcd");
-        if is_etcd && let Some(record) = read_member(pod)? {
+        if is_etcd_pod(pod)
+            && let Some(record) = read_member(pod)?
+        {
             records.push(record);
         }
     }
     Ok(compute_members(records))
 }
 
-/// kubeadm's annotation on an etcd static Pod with the member's client URLs.
-pub const ADVERTISE_CLIENT_URLS: &str = "kubeadm.kubernetes.io/etcd.advertise-client-urls";
+/// The Pod is an etcd static Pod (`component=etcd`).
+fn is_etcd_pod(pod: &Pod) -> bool {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get("component"))
+        .is_some_and(|component| component == "etcd")
+}
 
 /// The client URLs of the etcd Pods among `pods` that run a real member: they carry kubeadm's
 /// advertise annotation and none of the simulated member annotations. Empty for a simulated
@@ -356,16 +358,10 @@ pub fn advertised_endpoints<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<
         let Some(annotations) = pod.metadata.annotations.as_ref() else {
             continue;
         };
-        let is_etcd = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get("component"))
-            .is_some_and(|component| component == "etcd");
-        if !is_etcd || annotations.contains_key(MEMBER_ID) {
+        if !is_etcd_pod(pod) || annotations.contains_key(MEMBER_ID) {
             continue;
         }
-        if let Some(urls) = annotations.get(ADVERTISE_CLIENT_URLS) {
+        if let Some(urls) = annotations.get(corral_workload::ETCD_ADVERTISE_CLIENT_URLS) {
             endpoints.extend(
                 urls.split(',')
                     .map(str::trim)

@@ -196,6 +196,9 @@ struct Context {
     cache: ClusterCache,
     /// The cluster certificate and kubeconfig Secrets, from `cache`'s Secret watch.
     secrets: crate::certs::SecretReader,
+    /// The administration of each workload cluster whose etcd runs for real, with when it was
+    /// made (see `real_etcd_of`).
+    real_etcd: Mutex<HashMap<ClusterKey, (Instant, Arc<real_etcd::RealEtcd>)>>,
     external: ExternalObjects,
     recorder: Recorder,
     /// The Clusters (the shared cache of the process's controllers).
@@ -420,6 +423,7 @@ pub async fn run_with_caches(
         recorder: Recorder::new(client.clone(), Reporter::from(CONTROLLER_NAME)),
         external: ExternalObjects::new(client.clone()),
         secrets: crate::certs::SecretReader::cached(client.clone(), cache.clone()),
+        real_etcd: Default::default(),
         client: client.clone(),
         cache,
         config: config.clone(),
@@ -545,18 +549,36 @@ fn is_marked_for_remediation(machine: &Machine) -> bool {
 
 /// The administration of a workload cluster's real etcd ([`real_etcd::RealEtcd`]) at the
 /// endpoints its etcd Pods advertise, with a client certificate from the cluster's etcd CA.
+/// Kept per cluster while the endpoints stay the same (its client certificate is valid for an
+/// hour; one is issued again after half of it), so a reconcile reuses its connections instead
+/// of issuing a certificate and connecting again.
 async fn real_etcd_of(
     context: &Context,
     namespace: &str,
     cluster: &str,
     state: &WorkloadState,
-) -> Result<real_etcd::RealEtcd, String> {
+) -> Result<Arc<real_etcd::RealEtcd>, String> {
+    let key = ClusterKey::new(namespace, cluster);
+    if let Some((made, kept)) = context.real_etcd.lock().expect("real etcd lock").get(&key)
+        && kept.endpoints() == state.etcd_endpoints.as_slice()
+        && made.elapsed() < Duration::from_secs(30 * 60)
+    {
+        return Ok(kept.clone());
+    }
     let etcd_ca = crate::certs::lookup_etcd_ca(&context.secrets, namespace, cluster)
         .await
         .map_err(|error| corral_runtime::error_chain(&error))?
         .ok_or_else(|| format!("the etcd CA Secret {cluster}-etcd does not exist"))?;
-    real_etcd::RealEtcd::new(state.etcd_endpoints.clone(), &etcd_ca)
-        .map_err(|error| error.to_string())
+    let made = Arc::new(
+        real_etcd::RealEtcd::new(state.etcd_endpoints.clone(), &etcd_ca)
+            .map_err(|error| error.to_string())?,
+    );
+    context
+        .real_etcd
+        .lock()
+        .expect("real etcd lock")
+        .insert(key, (Instant::now(), made.clone()));
+    Ok(made)
 }
 
 /// The remediation record upstream keeps in annotations (`RemediationData`).
@@ -774,7 +796,7 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
                             Err(error) => Err(error.clone()),
                         };
                         match real {
-                            Ok(real) => Arc::new(real),
+                            Ok(real) => real,
                             Err(_) => Arc::new(SimulatedEtcd::new(client)),
                         }
                     };
@@ -1584,6 +1606,11 @@ async fn reconcile_delete(
         .map_err(Error::Patch)?;
         let key = ClusterKey::new(&namespace, cluster);
         context.watches.forget(&key);
+        context
+            .real_etcd
+            .lock()
+            .expect("real etcd lock")
+            .remove(&key);
         context.expected.forget(kcp);
         context
             .certificates_checked

@@ -21,10 +21,12 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// The common name of the control plane provider's etcd client certificate.
 const CLIENT_NAME: &str = "corral-kubeadm-control-plane";
 
-/// A workload cluster's etcd, reached at its members' client URLs.
+/// A workload cluster's etcd, reached at its members' client URLs. Keeps one channel per URL,
+/// so a `RealEtcd` kept between reconciles connects once.
 pub struct RealEtcd {
     endpoints: Vec<String>,
     tls: EtcdTls,
+    channels: std::sync::Mutex<std::collections::HashMap<String, tonic::transport::Channel>>,
 }
 
 impl RealEtcd {
@@ -48,11 +50,26 @@ impl RealEtcd {
                     client.private_key_pem.into_bytes(),
                 )),
             },
+            channels: Default::default(),
         })
     }
 
+    /// The endpoints it was made for.
+    pub fn endpoints(&self) -> &[String] {
+        &self.endpoints
+    }
+
     fn channel(&self, endpoint: &str) -> Result<tonic::transport::Channel, EtcdError> {
-        channel(endpoint, &self.tls).map_err(|error| etcd_error("reach etcd", error))
+        let mut channels = self
+            .channels
+            .lock()
+            .expect("the channels lock is not poisoned");
+        if let Some(channel) = channels.get(endpoint) {
+            return Ok(channel.clone());
+        }
+        let made = channel(endpoint, &self.tls).map_err(|error| etcd_error("reach etcd", error))?;
+        channels.insert(endpoint.to_owned(), made.clone());
+        Ok(made)
     }
 
     /// Runs `call` against each endpoint in turn until one answers.

@@ -8,13 +8,9 @@ use std::collections::BTreeMap;
 
 use super::etcd::EtcdMember;
 
-/// The static Pods of a control plane machine, etcd first (kubeadm's names).
-pub const COMPONENTS: [&str; 4] = [
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-];
+/// The static Pods of a control plane machine, etcd first (kubeadm's names; the writing side,
+/// `corral-workload`, names them).
+pub use corral_workload::COMPONENTS;
 
 /// The workload cluster as one reconcile saw it.
 #[derive(Clone, Debug)]
