@@ -1,6 +1,6 @@
 //! What is particular to a built-in resource, called by the generic verbs in `rest.rs`:
 //! namespaces have a lifecycle and finalizers in their spec, CRDs define served resources,
-//! Secrets carry base64 data.
+//! Secrets carry base64 data, CertificateSigningRequests record their requester.
 
 use serde_json::{Value, json};
 
@@ -40,6 +40,8 @@ pub fn prepare_create(target: &Target, object: &mut Value) -> Result<(), ApiErro
         crate::webhook::prepare(kind, object);
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::prepare(kind, object);
+    } else if crate::certificates::is_csr(target) {
+        crate::certificates::prepare_create(object, crate::rbac::requester().as_deref());
     } else if is(target, "", "secrets") {
         merge_string_data(object);
         let map = object.as_object_mut().unwrap();
@@ -108,6 +110,8 @@ pub fn prepare_update(target: &Target, current: &Value, new: &mut Value) -> Resu
         crate::webhook::prepare(kind, new);
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::prepare(kind, new);
+    } else if crate::certificates::is_csr(target) {
+        crate::certificates::prepare_update(target.subresource.as_deref(), current, new);
     } else if is(target, "", "secrets") {
         merge_string_data(new);
         let old_type = current.get("type").cloned();
@@ -142,6 +146,8 @@ pub fn validate(
         causes.extend(crate::webhook::validate_configuration(kind, object));
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::admit(state, kind, target, object, old)?;
+    } else if crate::certificates::is_csr(target) {
+        causes.extend(crate::certificates::validate(object));
     } else if is(target, "", "secrets") {
         use base64::Engine;
         if let Some(data) = object.get("data") {

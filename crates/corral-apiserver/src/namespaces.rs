@@ -13,7 +13,7 @@ use crate::rest::{self, DeleteOptions, Target};
 use crate::server::ApiState;
 
 /// Namespaces kube-apiserver creates at start.
-pub const INITIAL: [&str; 3] = ["default", "kube-system", "kube-public"];
+pub const INITIAL: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// The storage key of a namespace.
 pub fn key(name: &str) -> String {

@@ -319,6 +319,17 @@ pub fn builtins() -> Vec<ResourceInfo> {
             false,
             &[],
         ),
+        ResourceInfo {
+            status_subresource: true,
+            ..builtin(
+                crate::certificates::GROUP,
+                "v1",
+                "certificatesigningrequests",
+                "CertificateSigningRequest",
+                false,
+                &["csr"],
+            )
+        },
         builtin(
             "rbac.authorization.k8s.io",
             "v1",

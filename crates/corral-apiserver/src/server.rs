@@ -12,7 +12,7 @@ use corral_store::{DynStore, Revision};
 use http::{Method, StatusCode};
 use serde_json::Value;
 
-use crate::auth::{Authenticator, UserInfo};
+use crate::auth::{Authenticator, Credential, UserInfo};
 use crate::error::ApiError;
 use crate::patch::{Patch, PatchType};
 use crate::query::Query;
@@ -401,7 +401,13 @@ async fn handle(State(front): State<Front>, mut request: Request) -> Response {
     let user = match &front.gate {
         Gate::Fixed(user) => user.clone(),
         Gate::Authenticate(authenticator) => match authenticator.authenticate(&request) {
-            Ok(user) => user,
+            Ok(Credential::User(user)) => user,
+            Ok(Credential::BootstrapToken(token)) => {
+                match crate::auth::bootstrap_token::authenticate(&front.state, &token).await {
+                    Some(user) => user,
+                    None => return crate::auth::unauthorized(),
+                }
+            }
             Err(response) => {
                 tracing::debug!(method = %request.method(), path = request.uri().path(), "Request unauthenticated");
                 return response;
@@ -652,6 +658,11 @@ fn parse_target(
         let served = match subresource {
             "status" => resource.status_subresource,
             "scale" => resource.scale.is_some(),
+            "approval" => {
+                resource.builtin
+                    && resource.group == crate::certificates::GROUP
+                    && resource.plural == "certificatesigningrequests"
+            }
             "finalize" => {
                 resource.builtin && resource.group.is_empty() && resource.plural == "namespaces"
             }

@@ -160,6 +160,8 @@ pub struct ControlPlane {
     pub initialized: bool,
     /// A client of the machine's own API server, as the admin.
     pub client: kube::Client,
+    /// The cluster CA, which signs kubelets' client certificates.
+    pub cluster_ca: KeyMaterial,
     /// Supervises the etcd member and the API server; they stop with it.
     _processes: Vec<tokio_util::task::AbortOnDropHandle<()>>,
 }
@@ -199,7 +201,7 @@ pub async fn join(options: &Options, config: &str) -> Result<ControlPlane, Error
     start(options, facts, &pki, &initial_cluster, "existing", false).await
 }
 
-fn read_facts(options: &Options, config: &str) -> Result<KubeadmFacts, Error> {
+pub(crate) fn read_facts(options: &Options, config: &str) -> Result<KubeadmFacts, Error> {
     let unreadable = |reason: String| Error::Configuration {
         path: config.into(),
         reason,
@@ -541,6 +543,10 @@ async fn start(
             pki.path("apiserver.key"),
             "--client-ca-file".into(),
             pki.path("ca.crt"),
+            // kube-apiserver's defaults, which joining machines rely on: cluster-info is read
+            // anonymously, the kubelet's certificate asked for with a bootstrap token.
+            "--anonymous-auth=true".into(),
+            "--enable-bootstrap-token-auth".into(),
             "--store".into(),
             "etcd".into(),
             "--etcd-endpoints".into(),
@@ -575,6 +581,7 @@ async fn start(
         facts,
         initialized,
         client,
+        cluster_ca: pki.cluster_ca.clone(),
         _processes: vec![
             tokio_util::task::AbortOnDropHandle::new(etcd),
             tokio_util::task::AbortOnDropHandle::new(apiserver),

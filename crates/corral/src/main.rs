@@ -133,7 +133,7 @@ struct ApiserverArgs {
     /// Serve plain HTTP without authentication (every request is trusted), on loopback only.
     #[arg(long, conflicts_with_all = [
         "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_san",
-        "token_auth_file", "anonymous_auth", "authorization_mode",
+        "token_auth_file", "anonymous_auth", "authorization_mode", "enable_bootstrap_token_auth",
     ])]
     insecure_http: bool,
     /// Also serve what a workload cluster's API server serves beside the built-ins (apps/v1
@@ -164,6 +164,11 @@ struct ApiserverArgs {
     /// `system:unauthenticated`); without it they get 401.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_name = "BOOL")]
     anonymous_auth: bool,
+    /// Let bootstrap tokens authenticate: bearer tokens `<id>.<secret>` of the Secrets
+    /// `kube-system/bootstrap-token-<id>` (type `bootstrap.kubernetes.io/token`) that
+    /// `kubeadm join` presents, as user `system:bootstrap:<id>` in `system:bootstrappers`.
+    #[arg(long)]
+    enable_bootstrap_token_auth: bool,
     /// How authenticated requests are authorized: RBAC, with kube-apiserver's bootstrap
     /// roles (`system:masters`, the admin kubeconfig's group, may do anything), or
     /// AlwaysAllow.

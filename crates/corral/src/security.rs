@@ -112,6 +112,7 @@ pub fn prepare(args: &ApiserverArgs) -> anyhow::Result<Security> {
         authentication: Some(AuthenticationConfig {
             tokens,
             anonymous: args.anonymous_auth,
+            bootstrap_tokens: args.enable_bootstrap_token_auth,
         }),
         admin: Some((server_ca, admin)),
     })
