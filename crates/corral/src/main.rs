@@ -87,10 +87,18 @@ enum Command {
 struct UpArgs {
     #[command(flatten)]
     server: ApiserverArgs,
-    /// Also create a demo cluster (3 control plane machines and 3 workers, in-memory) and show
-    /// its machines until they are Running.
+    /// Also create a demo cluster (3 control plane machines and 3 workers in-memory; 3 and 2
+    /// with `--infrastructure local`) and show its machines until they are Running.
     #[arg(long)]
     demo: bool,
+    /// Where the demo cluster's machines run: `in-memory` (simulated), or `local` (real
+    /// machines on this host: network namespaces with an etcd member and an API server per
+    /// control plane machine; needs root, iproute2 and etcd). With `local`, this process also
+    /// serves the local provider and registers it as the ProviderPlugin `local`, so that
+    /// `corral generate cluster NAME --infrastructure local` works; its machines are recorded
+    /// under `<data-dir>/local`.
+    #[arg(long, value_enum, default_value = "in-memory", value_name = "PROVIDER")]
+    infrastructure: up::Infrastructure,
     #[command(flatten)]
     cloud: cloud::CloudFlag,
     /// Log to standard error instead of `<data-dir>/corral.log` (on a terminal, the demo

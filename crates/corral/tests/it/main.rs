@@ -40,6 +40,7 @@ mod first_run;
 mod kubectl;
 mod kubectl_machinery;
 mod layering;
+mod local_demo;
 mod local_provider;
 mod move_clusters;
 mod node_agent;
