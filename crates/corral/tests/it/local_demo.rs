@@ -2,7 +2,8 @@
 //! itself and the demo cluster — three control plane machines and two workers — runs on real
 //! machines of this host. The cluster becomes Available with five Ready Nodes that answer
 //! `kubectl get nodes` from the cluster's own API servers over TLS (through `corral get
-//! kubeconfig`), its etcd has three members, and deleting it leaves nothing on the host. Needs
+//! kubeconfig`), its etcd has three members, a killed worker is remediated by a
+//! MachineHealthCheck and replaced, and deleting the cluster leaves nothing on the host. Needs
 //! root, iproute2 and etcd (CI has them); fails saying so without them.
 
 use std::process::Stdio;
@@ -238,6 +239,101 @@ async fn the_demo_on_local_infrastructure_runs_three_control_plane_machines_and_
         .into_inner()
         .members;
     assert_eq!(members.len(), 3, "{members:?}");
+
+    // A worker dies (every process of the machine, killed): its Node goes Ready=Unknown once
+    // the control plane's grace period passes, a MachineHealthCheck remediates it, and a new
+    // machine joins in its place; the dead machine's namespace is gone.
+    let host = Host::new(data.join("local"), 77).unwrap();
+    let health_check = "apiVersion: cluster.x-k8s.io/v1beta2\nkind: MachineHealthCheck\n\
+        metadata:\n  name: demo-workers\n  namespace: default\n\
+        spec:\n  clusterName: demo\n  selector:\n    matchLabels:\n      \
+        cluster.x-k8s.io/deployment-name: demo-md-0\n  checks:\n    \
+        unhealthyNodeConditions:\n    - type: Ready\n      status: Unknown\n      \
+        timeoutSeconds: 5\n    - type: Ready\n      status: \"False\"\n      timeoutSeconds: 5\n";
+    let applied = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(health_check.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(applied.status.success(), "{applied:?}");
+    let workers = host
+        .machines()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|machine| machine.name.starts_with("demo-md-0"))
+        .collect::<Vec<_>>();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let victim = workers[0].clone();
+    let killed_at = Instant::now();
+    for pid in host.cgroup(&victim.uid).processes().unwrap() {
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let machines: kube::Api<DynamicObject> = kube::Api::namespaced_with(
+        client.clone(),
+        "default",
+        &resource("cluster.x-k8s.io", "Machine", "machines"),
+    );
+    let mut replaced_after = None;
+    for _ in 0..1800 {
+        let victim_gone = machines
+            .get_opt(&victim.name)
+            .await
+            .ok()
+            .flatten()
+            .is_none();
+        let ready = deployments
+            .get_opt("demo-md-0")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|md| md.data["status"]["readyReplicas"].as_i64());
+        let namespace_gone = !std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).contains(&victim.netns))
+            .unwrap_or(true);
+        if victim_gone && ready == Some(2) && namespace_gone {
+            replaced_after = Some(killed_at.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let replaced_after = replaced_after.unwrap_or_else(|| {
+        panic!(
+            "the killed worker {} was not remediated and replaced in 180 s:\n{}",
+            victim.name,
+            said()
+        )
+    });
+    eprintln!(
+        "measure: a killed worker replaced (MachineHealthCheck, new machine Ready) {:.1} s after the kill (grace period 40 s, timeout 5 s)",
+        replaced_after.as_secs_f64()
+    );
+    let workers_now: Vec<String> = host
+        .machines()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|machine| machine.name.starts_with("demo-md-0"))
+        .map(|machine| machine.name)
+        .collect();
+    assert_eq!(workers_now.len(), 2, "{workers_now:?}");
+    assert!(!workers_now.contains(&victim.name), "{workers_now:?}");
 
     // Deleting the cluster leaves nothing on the host.
     clusters.delete("demo", &Default::default()).await.unwrap();
