@@ -255,12 +255,34 @@ pub async fn after_write(state: &ApiState, target: &Target, object: &Value) {
             if let Some(name) = object::name(object) {
                 namespaces::start_cleanup(state.self_handle(), name.to_string());
             }
+        } else if issues_service_account_tokens(state) {
+            // kube-controller-manager's serviceaccounts controller: every namespace has a
+            // `default` account.
+            if let Some(name) = object::name(object) {
+                let state = state.self_handle();
+                let name = name.to_string();
+                tokio::spawn(async move {
+                    if let Err(error) =
+                        crate::auth::service_account::ensure_default(&state, &name).await
+                    {
+                        tracing::warn!(namespace = %name, %error, "Cannot create the default ServiceAccount");
+                    }
+                });
+            }
         }
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::after_write(state, kind, object);
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::after_write(state, kind, object);
     }
+}
+
+fn issues_service_account_tokens(state: &ApiState) -> bool {
+    state
+        .config
+        .authentication
+        .as_ref()
+        .is_some_and(|authentication| authentication.service_accounts.is_some())
 }
 
 /// Effects of a successful delete on the server itself.

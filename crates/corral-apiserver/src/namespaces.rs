@@ -47,6 +47,16 @@ pub async fn ensure_initial(state: &ApiState) -> Result<(), ApiError> {
             Err(error) => return Err(error),
         }
     }
+    let issues_tokens = state
+        .config
+        .authentication
+        .as_ref()
+        .is_some_and(|authentication| authentication.service_accounts.is_some());
+    if issues_tokens {
+        for name in INITIAL {
+            crate::auth::service_account::ensure_default(state, name).await?;
+        }
+    }
     Ok(())
 }
 

@@ -296,6 +296,7 @@ pub fn builtins() -> Vec<ResourceInfo> {
             ..builtin("", "v1", "pods", "Pod", true, &["po"])
         },
         builtin("", "v1", "secrets", "Secret", true, &[]),
+        builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"]),
         builtin("", "v1", "events", "Event", true, &["ev"]),
         ResourceInfo {
             stored_as: Some((String::new(), "events".to_string())),

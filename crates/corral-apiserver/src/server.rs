@@ -408,6 +408,25 @@ async fn handle(State(front): State<Front>, mut request: Request) -> Response {
                     None => return crate::auth::unauthorized(),
                 }
             }
+            Ok(Credential::ServiceAccountToken(token)) => {
+                let tokens = front
+                    .state
+                    .config
+                    .authentication
+                    .as_ref()
+                    .and_then(|authentication| authentication.service_accounts.clone());
+                let user = match tokens {
+                    Some(tokens) => {
+                        crate::auth::service_account::authenticate(&front.state, &tokens, &token)
+                            .await
+                    }
+                    None => None,
+                };
+                match user {
+                    Some(user) => user,
+                    None => return crate::auth::unauthorized(),
+                }
+            }
             Err(response) => {
                 tracing::debug!(method = %request.method(), path = request.uri().path(), "Request unauthenticated");
                 return response;
@@ -658,6 +677,11 @@ fn parse_target(
         let served = match subresource {
             "status" => resource.status_subresource,
             "scale" => resource.scale.is_some(),
+            "token" => {
+                resource.builtin
+                    && resource.group.is_empty()
+                    && resource.plural == "serviceaccounts"
+            }
             "approval" => {
                 resource.builtin
                     && resource.group == crate::certificates::GROUP
@@ -741,6 +765,11 @@ async fn resource_request(
             &query,
             &rest::get(&state, &target, &name).await?,
         ),
+        (Method::POST, Some(name)) if target.subresource.as_deref() == Some("token") => {
+            let bytes = body::read(request_body).await?;
+            let object = body::decode_object(&body::content_type(&headers), &bytes)?;
+            crate::auth::service_account::token_request(&state, &target, &name, object).await?
+        }
         (Method::POST, None) => {
             if target.resource.namespaced && target.namespace.is_none() {
                 return Err(ApiError::method_not_allowed(

@@ -547,6 +547,9 @@ async fn start(
             // anonymously, the kubelet's certificate asked for with a bootstrap token.
             "--anonymous-auth=true".into(),
             "--enable-bootstrap-token-auth".into(),
+            // Every control plane machine signs ServiceAccount tokens with the cluster's key.
+            "--service-account-signing-key-file".into(),
+            pki.path("sa.key"),
             "--store".into(),
             "etcd".into(),
             "--etcd-endpoints".into(),

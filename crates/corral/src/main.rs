@@ -142,6 +142,7 @@ struct ApiserverArgs {
     #[arg(long, conflicts_with_all = [
         "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_san",
         "token_auth_file", "anonymous_auth", "authorization_mode", "enable_bootstrap_token_auth",
+        "service_account_signing_key_file", "api_audiences",
     ])]
     insecure_http: bool,
     /// Also serve what a workload cluster's API server serves beside the built-ins (apps/v1
@@ -177,6 +178,17 @@ struct ApiserverArgs {
     /// `kubeadm join` presents, as user `system:bootstrap:<id>` in `system:bootstrappers`.
     #[arg(long)]
     enable_bootstrap_token_auth: bool,
+    /// PEM ECDSA P-256 private key that signs ServiceAccount tokens (`kubectl create token`);
+    /// without it, `<data-dir>/pki/sa.key`, made on first start.
+    #[arg(long, value_name = "FILE")]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// `iss` of the ServiceAccount tokens issued, and required of those presented.
+    #[arg(long, value_name = "URL", default_value = corral_apiserver::auth::service_account::DEFAULT_ISSUER)]
+    service_account_issuer: String,
+    /// Audiences a token must name to authenticate here, comma-separated (the issuer by
+    /// default).
+    #[arg(long, value_delimiter = ',', value_name = "AUDIENCE")]
+    api_audiences: Vec<String>,
     /// How authenticated requests are authorized: RBAC, with kube-apiserver's bootstrap
     /// roles (`system:masters`, the admin kubeconfig's group, may do anything), or
     /// AlwaysAllow.

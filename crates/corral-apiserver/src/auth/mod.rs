@@ -2,7 +2,8 @@
 //! certificate verified against the client CA during the TLS handshake (`x509.rs`: CN is the
 //! user, each O a group), else a bearer token of the static token file (`tokens.rs`, as
 //! `--token-auth-file`) or a bootstrap token (`bootstrap_token.rs`, as
-//! `--enable-bootstrap-token-auth`), else `system:anonymous` when anonymous requests are allowed. A
+//! `--enable-bootstrap-token-auth`) or a ServiceAccount token (`service_account.rs`), else
+//! `system:anonymous` when anonymous requests are allowed. A
 //! request with none of them, or with a token that is not in the file, is answered 401 with
 //! kube-apiserver's `Status` (reason `Unauthorized`, message `Unauthorized`), whatever its
 //! path: as in kube-apiserver with anonymous authentication off, `/healthz`, `/livez`,
@@ -15,6 +16,7 @@
 //! [`crate::Server::in_process_as`] names.
 
 pub mod bootstrap_token;
+pub mod service_account;
 mod tokens;
 pub(crate) mod x509;
 
@@ -107,6 +109,9 @@ pub struct AuthenticationConfig {
     pub anonymous: bool,
     /// Whether bootstrap tokens authenticate (`--enable-bootstrap-token-auth`).
     pub bootstrap_tokens: bool,
+    /// ServiceAccount tokens: issued on `serviceaccounts/<name>/token` and authenticated
+    /// (`--service-account-signing-key-file`).
+    pub service_accounts: Option<Arc<service_account::ServiceAccountTokens>>,
 }
 
 /// Who a request is from, as far as [`Authenticator::authenticate`] can tell without the store.
@@ -115,6 +120,8 @@ pub(crate) enum Credential {
     /// A bearer token of a bootstrap token's shape, to be checked against its Secret
     /// ([`bootstrap_token::authenticate`]).
     BootstrapToken(String),
+    /// A JWT, to be checked as a ServiceAccount token ([`service_account::authenticate`]).
+    ServiceAccountToken(String),
 }
 
 impl std::fmt::Debug for Credential {
@@ -123,6 +130,7 @@ impl std::fmt::Debug for Credential {
             Credential::User(user) => f.debug_tuple("User").field(user).finish(),
             // A credential: never printed.
             Credential::BootstrapToken(_) => f.write_str("BootstrapToken(<redacted>)"),
+            Credential::ServiceAccountToken(_) => f.write_str("ServiceAccountToken(<redacted>)"),
         }
     }
 }
@@ -176,6 +184,9 @@ impl Authenticator {
             }
             if self.config.bootstrap_tokens && bootstrap_token::parse(token).is_some() {
                 return Ok(Credential::BootstrapToken(token.to_string()));
+            }
+            if self.config.service_accounts.is_some() && service_account::looks_like_jwt(token) {
+                return Ok(Credential::ServiceAccountToken(token.to_string()));
             }
             return Err(unauthorized());
         }

@@ -99,7 +99,7 @@ impl Credential {
     fn user(&self) -> &UserInfo {
         match self {
             Credential::User(user) => user,
-            Credential::BootstrapToken(_) => panic!("a bootstrap token, not a user"),
+            other => panic!("{other:?}, not a user"),
         }
     }
 }
