@@ -143,6 +143,7 @@ pub fn decode(bytes: &[u8]) -> Result<Value> {
         ("events.k8s.io/v1", "Event") => &EVENTS_EVENT,
         ("coordination.k8s.io/v1", "Lease") => &LEASE,
         ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => &CERTIFICATE_SIGNING_REQUEST,
         ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
         ("rbac.authorization.k8s.io/v1", "Role") => &ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => &CLUSTER_ROLE,
@@ -183,6 +184,8 @@ enum Type {
     StringMap,
     /// `map<string, bytes>`: base64 in JSON.
     BytesMap,
+    /// `bytes`: base64 in JSON.
+    Bytes,
     /// `repeated string`.
     Strings,
     Message(&'static Message),
@@ -512,6 +515,53 @@ static BOUND_OBJECT_REFERENCE: Message = Message {
     ],
 };
 
+static CERTIFICATE_SIGNING_REQUEST: Message = Message {
+    name: "CertificateSigningRequest",
+    fields: &[
+        metadata(),
+        field(2, "spec", Type::Message(&CSR_SPEC), Omit::Never),
+        field(3, "status", Type::Message(&CSR_STATUS), Omit::IfEmpty),
+    ],
+};
+
+static CSR_SPEC: Message = Message {
+    name: "CertificateSigningRequestSpec",
+    fields: &[
+        field(1, "request", Type::Bytes, Omit::Never),
+        field(2, "username", Type::String, Omit::IfEmpty),
+        field(3, "uid", Type::String, Omit::IfEmpty),
+        field(4, "groups", Type::Strings, Omit::IfEmpty),
+        field(5, "usages", Type::Strings, Omit::IfEmpty),
+        field(7, "signerName", Type::String, Omit::Never),
+        field(8, "expirationSeconds", Type::Int32, Omit::IfNil),
+    ],
+};
+
+static CSR_STATUS: Message = Message {
+    name: "CertificateSigningRequestStatus",
+    fields: &[
+        field(
+            1,
+            "conditions",
+            Type::Messages(&CSR_CONDITION),
+            Omit::IfEmpty,
+        ),
+        field(2, "certificate", Type::Bytes, Omit::IfEmpty),
+    ],
+};
+
+static CSR_CONDITION: Message = Message {
+    name: "CertificateSigningRequestCondition",
+    fields: &[
+        field(1, "type", Type::String, Omit::Never),
+        field(6, "status", Type::String, Omit::Never),
+        field(2, "reason", Type::String, Omit::IfEmpty),
+        field(3, "message", Type::String, Omit::IfEmpty),
+        field(4, "lastUpdateTime", Type::Time, Omit::IfZero),
+        field(5, "lastTransitionTime", Type::Time, Omit::IfZero),
+    ],
+};
+
 static LEASE: Message = Message {
     name: "Lease",
     fields: &[
@@ -791,6 +841,12 @@ fn decode_message(message: &'static Message, parts: &[&[u8]]) -> Result<Map<Stri
             let slot = &mut slots[index];
             match field.ty {
                 Type::String => *slot = Some(Slot::Scalar(Value::String(string(wire.bytes(at)?)))),
+                Type::Bytes => {
+                    let bytes = wire.bytes(at)?;
+                    *slot = Some(Slot::Scalar(Value::String(
+                        base64::engine::general_purpose::STANDARD.encode(bytes),
+                    )))
+                }
                 Type::Bool => *slot = Some(Slot::Scalar(Value::Bool(wire.varint(at)? != 0))),
                 // A negative int32 arrives sign-extended to 64 bits; Go keeps the low 32.
                 Type::Int32 => *slot = Some(Slot::Scalar((wire.varint(at)? as i32).into())),
@@ -841,7 +897,7 @@ fn decode_message(message: &'static Message, parts: &[&[u8]]) -> Result<Map<Stri
                 };
                 (value, is_zero)
             }
-            (Type::String, None) => (Value::String(String::new()), true),
+            (Type::String | Type::Bytes, None) => (Value::String(String::new()), true),
             (Type::Bool, None) => (Value::Bool(false), true),
             (Type::Int32 | Type::Int64, None) => (Value::from(0), true),
             (Type::Time | Type::MicroTime, slot) => {

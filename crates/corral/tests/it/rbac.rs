@@ -322,3 +322,50 @@ async fn service_account_tokens_authenticate_until_the_account_is_deleted() {
     })
     .await;
 }
+
+/// CertificateSigningRequests through kubectl: the server records who asked, whatever the
+/// body claims; `kubectl certificate approve` writes the approval through `/approval`, which
+/// a requester without that right may not; the spec never changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_signing_requests_record_their_requester_and_are_approved_through_approval() {
+    use base64::Engine;
+    support::run(Backend::Sqlite, |env| async move {
+        let Some(k) = support::kubectl() else { return };
+        let server = env.start_server().await;
+        let admin = server.kubeconfig().to_path_buf();
+        kubectl_ok(&k, &admin, &["create", "clusterrolebinding", "carol-bootstrapper", "--clusterrole=system:node-bootstrapper", "--user=carol"]);
+        let carol = user_kubeconfig(&env, &server, "carol", &["nodes-to-be"]);
+        let (request, _key) =
+            corral_kubeadm::certs::client_request("system:node:n1", &["system:nodes"]).unwrap();
+        let manifest = format!(
+            "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: n1\nspec:\n  request: {}\n  signerName: kubernetes.io/kube-apiserver-client-kubelet\n  usages: [digital signature, client auth]\n  username: mallory\n  groups: [system:masters]\n",
+            base64::engine::general_purpose::STANDARD.encode(&request)
+        );
+        let manifest_path = env.scratch_dir().join("csr.yaml");
+        std::fs::write(&manifest_path, manifest).unwrap();
+        kubectl_eventually(&k, &carol, &["create", "-f", manifest_path.to_str().unwrap()]);
+        let stored: serde_json::Value =
+            serde_json::from_str(&kubectl_ok(&k, &admin, &["get", "csr", "n1", "-o", "json"])).unwrap();
+        assert_eq!(stored["spec"]["username"], "carol");
+        assert_eq!(
+            stored["spec"]["groups"],
+            serde_json::json!(["nodes-to-be", "system:authenticated"])
+        );
+        // Carol may not approve her own request.
+        let refused = forbidden(&k, &carol, &["certificate", "approve", "n1"]);
+        assert!(refused.contains("certificatesigningrequests/approval"), "{refused}");
+        kubectl_ok(&k, &admin, &["certificate", "approve", "n1"]);
+        let approved: serde_json::Value =
+            serde_json::from_str(&kubectl_ok(&k, &admin, &["get", "csr", "n1", "-o", "json"])).unwrap();
+        let conditions = approved["status"]["conditions"].as_array().unwrap();
+        assert_eq!(conditions[0]["type"], "Approved", "{approved:#}");
+        assert_eq!(approved["spec"], stored["spec"]);
+        // Not a certificate request: refused naming the field.
+        let bad = env.scratch_dir().join("bad.yaml");
+        std::fs::write(&bad, "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: bad\nspec:\n  request: bm90IGEgcmVxdWVzdA==\n  signerName: kubernetes.io/kube-apiserver-client\n  usages: [client auth]\n").unwrap();
+        let output = kubectl(&k, &admin, &["create", "-f", bad.to_str().unwrap()]);
+        assert!(!output.status.success());
+        assert!(stderr(&output).contains("spec.request"), "{}", stderr(&output));
+    })
+    .await;
+}
