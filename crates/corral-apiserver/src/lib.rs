@@ -15,6 +15,7 @@ mod builtin_fields;
 mod conversion;
 pub mod crd;
 mod discovery;
+pub mod encryption;
 pub mod error;
 mod follow;
 pub mod gc;

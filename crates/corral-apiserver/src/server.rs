@@ -42,6 +42,9 @@ pub struct ServerConfig {
     /// The kinds' own admission rules (upstream's defaulting and validating webhooks), run on
     /// every write of those kinds; see `admission.rs`.
     pub admission: corral_admission::RuleSet,
+    /// Encryption at rest (`--encryption-provider-config`, see `encryption.rs`): the store is
+    /// wrapped so that configured resources are stored encrypted; `None` stores plaintext.
+    pub encryption: Option<Arc<crate::encryption::Encryption>>,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +57,7 @@ impl Default for ServerConfig {
             authentication: None,
             rbac: false,
             admission: Default::default(),
+            encryption: None,
         }
     }
 }
@@ -87,6 +91,13 @@ impl ApiState {
     /// a listener: for embedding several API servers behind one listener, with
     /// [`serve_request`]. The background work stops when the last handle is dropped.
     pub async fn start(store: DynStore, config: ServerConfig) -> Result<Arc<ApiState>, ApiError> {
+        let store: DynStore = match &config.encryption {
+            Some(encryption) => Arc::new(crate::encryption::EncryptedStore::new(
+                store,
+                encryption.clone(),
+            )),
+            None => store,
+        };
         let state = Arc::new_cyclic(|this| ApiState {
             hub: WatchHub::new(store.clone(), config.watch_cache.clone()),
             store,

@@ -169,6 +169,12 @@ struct ApiserverArgs {
     /// AlwaysAllow.
     #[arg(long, value_enum, default_value = "RBAC", value_name = "MODE")]
     authorization_mode: AuthorizationMode,
+    /// kube-apiserver's EncryptionConfiguration (apiserver.config.k8s.io/v1): which resources
+    /// are stored encrypted, with which providers (aescbc, aesgcm, secretbox, identity) and
+    /// keys. Without it `corral up` encrypts Secrets with a key of its own in
+    /// `<data-dir>/encryption-config.yaml`; `corral apiserver` stores everything in clear.
+    #[arg(long, value_name = "FILE")]
+    encryption_provider_config: Option<PathBuf>,
     /// Storage backend.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
@@ -369,7 +375,7 @@ fn write_kubeconfig(data_dir: &Path, contents: &str) -> anyhow::Result<PathBuf> 
 }
 
 async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
-    let server = start_apiserver(&args, &mut |_, _| {}).await?;
+    let server = start_apiserver(&args, security::DefaultEncryption::None, &mut |_, _| {}).await?;
     shutdown_signal().await;
     tracing::info!("Shutting down");
     server.shutdown().await;
@@ -410,6 +416,7 @@ pub(crate) fn stopped_line(args: &ApiserverArgs, command: &str) -> String {
 /// (`corral up` shows them).
 pub(crate) async fn start_apiserver(
     args: &ApiserverArgs,
+    encryption: security::DefaultEncryption,
     progress: &mut dyn FnMut(&str, String),
 ) -> anyhow::Result<Server> {
     security::check_listen(args)?;
@@ -420,6 +427,7 @@ pub(crate) async fn start_apiserver(
         )
     })?;
     let security = security::prepare(args)?;
+    let encryption = security::encryption(args, encryption)?;
     let store = open_store(args).await?;
     progress(
         "Store opened",
@@ -439,6 +447,7 @@ pub(crate) async fn start_apiserver(
         rbac: security.authentication.is_some()
             && args.authorization_mode == AuthorizationMode::Rbac,
         admission: corral_cli::components::admission_rules(),
+        encryption,
         ..ServerConfig::default()
     };
     let server = Server::start(listener, store, config)

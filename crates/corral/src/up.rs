@@ -109,7 +109,10 @@ struct Plane {
 /// Starts the management plane, one checklist line per step.
 async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
     let progress = Progress { colour: colour() };
-    let server = crate::start_apiserver(&args.server, &mut |step, detail| {
+    let server = crate::start_apiserver(
+        &args.server,
+        crate::security::DefaultEncryption::Secrets,
+        &mut |step, detail| {
         progress.done(step, detail)
     })
     .await?;
