@@ -311,9 +311,7 @@ impl Encryption {
     /// The value to store for `key`.
     pub fn encrypt(&self, key: &str, value: Bytes) -> Result<Bytes, TransformError> {
         match self.providers(key) {
-            Some([first, ..]) if first.kind != ProviderKind::Identity => {
-                first.encrypt(key, &value)
-            }
+            Some([first, ..]) if first.kind != ProviderKind::Identity => first.encrypt(key, &value),
             _ => Ok(value),
         }
     }

@@ -112,9 +112,8 @@ async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
     let server = crate::start_apiserver(
         &args.server,
         crate::security::DefaultEncryption::Secrets,
-        &mut |step, detail| {
-        progress.done(step, detail)
-    })
+        &mut |step, detail| progress.done(step, detail),
+    )
     .await?;
     // This process's own work (installing the providers, the demo view) goes in-process too,
     // as the controllers' (below), as the admin: it installs CRDs and ClusterRoles.

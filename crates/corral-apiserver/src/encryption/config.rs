@@ -82,10 +82,11 @@ pub fn load(path: &Path) -> Result<Encryption, EncryptionConfigError> {
 
 /// Parses an `EncryptionConfiguration`; `path` only names it in errors.
 pub fn parse(text: &str, path: &str) -> Result<Encryption, EncryptionConfigError> {
-    let file: File = serde_saphyr::from_str(text).map_err(|error| EncryptionConfigError::Parse {
-        path: path.into(),
-        message: error.to_string(),
-    })?;
+    let file: File =
+        serde_saphyr::from_str(text).map_err(|error| EncryptionConfigError::Parse {
+            path: path.into(),
+            message: error.to_string(),
+        })?;
     let invalid = |field: String, message: String| EncryptionConfigError::Invalid {
         path: path.into(),
         field,

@@ -19,7 +19,9 @@ resources:
 }
 
 fn one(kind: &str, name: &str, secret: &str) -> String {
-    format!("      - {kind}:\n          keys:\n            - name: {name}\n              secret: {secret}\n")
+    format!(
+        "      - {kind}:\n          keys:\n            - name: {name}\n              secret: {secret}\n"
+    )
 }
 
 const SECRET_KEY: &str = "/registry/core/secrets/default/db";
@@ -148,7 +150,10 @@ resources:
         assert!(stored.starts_with(b"k8s:enc:secretbox:v1:key1:"), "{key}");
     }
     let stored = encryption
-        .encrypt("/registry/core/configmaps/a/b", Bytes::from_static(PLAINTEXT))
+        .encrypt(
+            "/registry/core/configmaps/a/b",
+            Bytes::from_static(PLAINTEXT),
+        )
         .unwrap();
     assert_eq!(&stored[..], PLAINTEXT);
 }

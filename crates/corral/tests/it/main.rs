@@ -36,6 +36,7 @@ mod support;
 
 mod cli;
 mod durability;
+mod encryption;
 mod first_run;
 mod kubectl;
 mod kubectl_machinery;
