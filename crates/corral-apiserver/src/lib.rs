@@ -9,6 +9,7 @@
 
 pub mod admission;
 mod apply;
+pub mod audit;
 pub mod auth;
 mod body;
 mod builtin_fields;

@@ -45,6 +45,9 @@ pub struct ServerConfig {
     /// Encryption at rest (`--encryption-provider-config`, see `encryption.rs`): the store is
     /// wrapped so that configured resources are stored encrypted; `None` stores plaintext.
     pub encryption: Option<Arc<crate::encryption::Encryption>>,
+    /// The audit log (`--audit-policy-file`, `--audit-log-path`, see `audit.rs`); `None`
+    /// records nothing.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +61,7 @@ impl Default for ServerConfig {
             rbac: false,
             admission: Default::default(),
             encryption: None,
+            audit: None,
         }
     }
 }
@@ -408,7 +412,22 @@ fn router(state: Arc<ApiState>, gate: Gate) -> axum::Router {
 }
 
 /// Every request comes here: authenticated, then the path decides what it is.
-async fn handle(State(front): State<Front>, mut request: Request) -> Response {
+async fn handle(State(front): State<Front>, request: Request) -> Response {
+    match &front.state.config.audit {
+        None => authenticated(front, request, None).await,
+        Some(auditor) => {
+            let mut pending = auditor.begin(&request);
+            let response = authenticated(front, request, Some(&mut pending)).await;
+            pending.finish(response).await
+        }
+    }
+}
+
+async fn authenticated(
+    front: Front,
+    mut request: Request,
+    mut audit: Option<&mut crate::audit::Pending>,
+) -> Response {
     let user = match &front.gate {
         Gate::Fixed(user) => user.clone(),
         Gate::Authenticate(authenticator) => match authenticator.authenticate(&request) {
@@ -419,11 +438,26 @@ async fn handle(State(front): State<Front>, mut request: Request) -> Response {
             }
         },
     };
+    let authenticated = user.clone();
     let user = match crate::rbac::impersonate(&front.state, user, request.headers()) {
         Ok(user) => user,
         Err(error) => return error.into_response(),
     };
-    if let Err(error) = crate::rbac::authorize_request(&front.state, &user, &request) {
+    if let Some(audit) = audit.as_deref_mut() {
+        let impersonated = (!Arc::ptr_eq(&authenticated, &user)).then_some(&*user);
+        audit.authenticated(&authenticated, impersonated);
+    }
+    let authorized = crate::rbac::authorize_request(&front.state, &user, &request);
+    if let Some(audit) = audit.as_deref_mut() {
+        if front.state.config.rbac {
+            audit.authorized(authorized.is_ok());
+        }
+        request = match audit.capture_request(request).await {
+            Ok(request) => request,
+            Err(response) => return response,
+        };
+    }
+    if let Err(error) = authorized {
         return error.into_response();
     }
     request.extensions_mut().insert(user.clone());
@@ -485,6 +519,9 @@ async fn serve_https(
                     if let Some(certificate) = &certificate {
                         request.extensions_mut().insert(certificate.clone());
                     }
+                    request
+                        .extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
                     tower_service::Service::call(&mut app.clone(), request)
                 },
             );

@@ -175,6 +175,13 @@ struct ApiserverArgs {
     /// `<data-dir>/encryption-config.yaml`; `corral apiserver` stores everything in clear.
     #[arg(long, value_name = "FILE")]
     encryption_provider_config: Option<PathBuf>,
+    /// kube-apiserver's audit Policy (audit.k8s.io/v1): which requests are recorded, at which
+    /// level (None, Metadata, Request, RequestResponse). Needs --audit-log-path.
+    #[arg(long, value_name = "FILE", requires = "audit_log_path")]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit Events are appended as JSON lines (`-` is standard output).
+    #[arg(long, value_name = "FILE", requires = "audit_policy_file")]
+    audit_log_path: Option<PathBuf>,
     /// Storage backend.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
@@ -428,6 +435,7 @@ pub(crate) async fn start_apiserver(
     })?;
     let security = security::prepare(args)?;
     let encryption = security::encryption(args, encryption)?;
+    let audit = security::audit(args)?;
     let store = open_store(args).await?;
     progress(
         "Store opened",
@@ -448,6 +456,7 @@ pub(crate) async fn start_apiserver(
             && args.authorization_mode == AuthorizationMode::Rbac,
         admission: corral_cli::components::admission_rules(),
         encryption,
+        audit,
         ..ServerConfig::default()
     };
     let server = Server::start(listener, store, config)

@@ -233,3 +233,16 @@ pub fn encryption(
     tracing::info!(path = %path.display(), resources = ?encryption, "Encrypting at rest");
     Ok(Some(Arc::new(encryption)))
 }
+
+/// The audit log of `--audit-policy-file` and `--audit-log-path`, if given.
+pub fn audit(
+    args: &ApiserverArgs,
+) -> anyhow::Result<Option<Arc<corral_apiserver::audit::Auditor>>> {
+    let (Some(policy), Some(log)) = (&args.audit_policy_file, &args.audit_log_path) else {
+        return Ok(None);
+    };
+    let policy = corral_apiserver::audit::Policy::load(policy)?;
+    let auditor = corral_apiserver::audit::Auditor::new(policy, log)
+        .with_context(|| format!("cannot open --audit-log-path {}", log.display()))?;
+    Ok(Some(Arc::new(auditor)))
+}

@@ -565,6 +565,11 @@ impl Kubectl {
         }
     }
 
+    /// The same kubectl with another kubeconfig (another user).
+    pub(crate) fn with_kubeconfig(self, kubeconfig: PathBuf) -> Kubectl {
+        Kubectl { kubeconfig, ..self }
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.binary);
         command

@@ -34,6 +34,7 @@ macro_rules! backend_tests {
 
 mod support;
 
+mod audit;
 mod cli;
 mod durability;
 mod encryption;
