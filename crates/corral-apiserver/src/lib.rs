@@ -22,6 +22,7 @@ mod follow;
 pub mod gc;
 mod hooks;
 pub mod kubeconfig;
+pub mod limits;
 pub mod names;
 mod namespaces;
 pub mod object;

@@ -48,6 +48,8 @@ pub struct ServerConfig {
     /// The audit log (`--audit-policy-file`, `--audit-log-path`, see `audit.rs`); `None`
     /// records nothing.
     pub audit: Option<Arc<crate::audit::Auditor>>,
+    /// In-flight requests, watches per user, slow clients (see `limits.rs`).
+    pub limits: crate::limits::LimitsConfig,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +64,7 @@ impl Default for ServerConfig {
             admission: Default::default(),
             encryption: None,
             audit: None,
+            limits: Default::default(),
         }
     }
 }
@@ -84,6 +87,8 @@ pub struct ApiState {
     pub(crate) webhooks: crate::webhook::Webhooks,
     /// The RBAC objects, compiled for the authorizer; see `rbac/`.
     pub(crate) rbac: crate::rbac::Rbac,
+    /// The in-flight and watch counters; see `limits.rs`.
+    pub(crate) limits: crate::limits::Limits,
     /// Set by [`Server::shutdown`]: background work whose watch ends stops instead of reading
     /// again (the shutdown closes every watch).
     pub(crate) stopping: std::sync::atomic::AtomicBool,
@@ -105,6 +110,7 @@ impl ApiState {
         let state = Arc::new_cyclic(|this| ApiState {
             hub: WatchHub::new(store.clone(), config.watch_cache.clone()),
             store,
+            limits: crate::limits::Limits::new(config.limits.clone()),
             registry: Registry::with_builtins(),
             openapi: Default::default(),
             config,
@@ -190,7 +196,14 @@ impl Server {
                     .map_or(std::time::Duration::from_secs(60), |t| t.check_interval);
                 crate::tls::keep_fresh(&resolver, check_interval);
                 let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
-                tokio::spawn(serve_https(listener, acceptor, app, shutdown_signal))
+                let header_read_timeout = state.limits.header_read_timeout();
+                tokio::spawn(serve_https(
+                    listener,
+                    acceptor,
+                    app,
+                    header_read_timeout,
+                    shutdown_signal,
+                ))
             }
             None => tokio::spawn(async move {
                 // Without TCP_NODELAY, small writes such as watch events wait behind the peer's
@@ -447,6 +460,10 @@ async fn authenticated(
         let impersonated = (!Arc::ptr_eq(&authenticated, &user)).then_some(&*user);
         audit.authenticated(&authenticated, impersonated);
     }
+    let slot = match front.state.limits.admit(&user, &request) {
+        Ok(slot) => slot,
+        Err(error) => return error.into_response(),
+    };
     let authorized = crate::rbac::authorize_request(&front.state, &user, &request);
     if let Some(audit) = audit.as_deref_mut() {
         if front.state.config.rbac {
@@ -461,7 +478,9 @@ async fn authenticated(
         return error.into_response();
     }
     request.extensions_mut().insert(user.clone());
-    crate::rbac::serving(user, serve_request(front.state, request)).await
+    let request = front.state.limits.limit_body(request);
+    let response = crate::rbac::serving(user, serve_request(front.state, request)).await;
+    crate::limits::hold(slot, response)
 }
 
 /// How long a client may take over the TLS handshake.
@@ -474,11 +493,18 @@ async fn serve_https(
     listener: tokio::net::TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
     app: axum::Router,
+    header_read_timeout: std::time::Duration,
     shutdown: tokio::sync::oneshot::Receiver<()>,
 ) {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // A client that does not finish its headers in time, or stays idle between requests that
+    // long, is disconnected (slowloris).
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {

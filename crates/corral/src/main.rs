@@ -182,6 +182,13 @@ struct ApiserverArgs {
     /// Where audit Events are appended as JSON lines (`-` is standard output).
     #[arg(long, value_name = "FILE", requires = "audit_policy_file")]
     audit_log_path: Option<PathBuf>,
+    /// Read-only requests served at once; beyond it 429 TooManyRequests with Retry-After
+    /// (watches and system:masters not counted; 0: no limit).
+    #[arg(long, default_value_t = 400, value_name = "N")]
+    max_requests_inflight: usize,
+    /// Mutating requests (create, update, patch, delete) served at once; beyond it 429.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    max_mutating_requests_inflight: usize,
     /// Storage backend.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
@@ -457,6 +464,11 @@ pub(crate) async fn start_apiserver(
         admission: corral_cli::components::admission_rules(),
         encryption,
         audit,
+        limits: corral_apiserver::limits::LimitsConfig {
+            max_requests_inflight: args.max_requests_inflight,
+            max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+            ..Default::default()
+        },
         ..ServerConfig::default()
     };
     let server = Server::start(listener, store, config)

@@ -44,6 +44,7 @@ mod errors;
 mod etcd_member_loss;
 mod gc;
 mod kind_rules;
+mod limits;
 mod machinery;
 mod rbac;
 mod runtime;
