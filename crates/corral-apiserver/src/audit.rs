@@ -136,7 +136,7 @@ impl Auditor {
         let mut event = event.clone();
         event.insert("stage".into(), stage.name().into());
         event.insert("stageTimestamp".into(), now().into());
-        let mut line = serde_json::to_vec(&event).unwrap_or_default();
+        let mut line = crate::object::fields_text::to_vec(&Value::Object(event));
         line.push(b'\n');
         self.writer.write(line);
     }

@@ -43,6 +43,7 @@ mod custom_resources;
 mod errors;
 mod etcd_member_loss;
 mod gc;
+mod hostile;
 mod kind_rules;
 mod limits;
 mod machinery;
