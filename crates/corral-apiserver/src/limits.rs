@@ -3,7 +3,8 @@
 //! them kube's 429 `TooManyRequests` with `Retry-After: 1`; long-running requests, watches and
 //! followed logs, are not counted, nor are `system:masters`' requests), watches per user, and
 //! the time a connection may take to send a request's headers or to go on with its body.
-//! The request body's size limit is `body.rs`'s.
+//! The request body's size limit is `body.rs`'s. Only authenticated requests over the network
+//! are counted: in-process clients are the server's own controllers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

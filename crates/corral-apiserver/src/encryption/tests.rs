@@ -201,3 +201,38 @@ fn generated_configuration_encrypts_secrets_with_secretbox() {
         r#"[/registry/core/secrets/ ["secretbox:key1", "identity"]]"#
     );
 }
+
+/// The cost of encryption per Secret write and read, printed (no assertion on time):
+/// `cargo nextest run -p corral-apiserver --run-ignored only --no-capture -E 'test(/measure_encryption/)'`.
+#[test]
+#[ignore = "a measurement, run by hand for BENCHMARKS.md"]
+fn measure_encryption_cost() {
+    // A kubeconfig Secret as the kubeadm provider writes it: about 5.5 kB of JSON.
+    let value = Bytes::from(format!(
+        r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"c1-kubeconfig","namespace":"default"}},"data":{{"value":"{}"}}}}"#,
+        "A".repeat(5400)
+    ));
+    for (kind, secret) in [
+        ("aescbc", KEY_32),
+        ("aesgcm", KEY_32),
+        ("secretbox", KEY_32),
+    ] {
+        let encryption = parse(&config(&one(kind, "key1", secret)), "test").unwrap();
+        let rounds = 2000;
+        let start = std::time::Instant::now();
+        let mut stored = Bytes::new();
+        for _ in 0..rounds {
+            stored = encryption.encrypt(SECRET_KEY, value.clone()).unwrap();
+        }
+        let encrypt = start.elapsed() / rounds;
+        let start = std::time::Instant::now();
+        for _ in 0..rounds {
+            encryption.decrypt(SECRET_KEY, stored.clone()).unwrap();
+        }
+        let decrypt = start.elapsed() / rounds;
+        eprintln!(
+            "{kind}: {} bytes, encrypt {encrypt:?}, decrypt {decrypt:?}",
+            value.len()
+        );
+    }
+}
