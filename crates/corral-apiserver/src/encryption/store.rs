@@ -118,11 +118,21 @@ impl Store for EncryptedStore {
             return Ok(stream);
         }
         let encryption = self.encryption.clone();
+        // A value that cannot be decrypted is passed on as stored (logged by `decrypt`): the
+        // watch cache skips it as undecodable and goes on, where ending the stream would have
+        // it reopen the watch at the same event again and again. Reads of it still fail with
+        // the error.
         Ok(Box::pin(stream.map(move |event| {
             let mut event: Event = event?;
-            decrypt(&encryption, &mut event.kv)?;
+            let raw = event.kv.value.clone();
+            if decrypt(&encryption, &mut event.kv).is_err() {
+                event.kv.value = raw;
+            }
             if let Some(prev) = &mut event.prev {
-                decrypt(&encryption, prev)?;
+                let raw = prev.value.clone();
+                if decrypt(&encryption, prev).is_err() {
+                    prev.value = raw;
+                }
             }
             Ok(event)
         })))

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use corral_apiserver::pki::{self, KeyMaterial};
-use corral_apiserver::{AuthenticationConfig, ServerConfig};
+use corral_apiserver::ServerConfig;
 use http_body_util::{BodyExt, Full};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::tls::{TlsServer, start_with, tls_config};
+use crate::tls::{TlsServer, secure_config, start_with};
 
 const REQUESTS: usize = 10_000;
 const WORKERS: usize = 16;
@@ -438,14 +438,8 @@ async fn admin_request(server: &TlsServer, method: &str, path: &str, body: &str)
 async fn ten_thousand_hostile_requests_cause_no_5xx_and_no_bypass() {
     let ca = pki::generate_ca("test-ca").unwrap();
     let config = ServerConfig {
-        tls: Some(tls_config(
-            &ca,
-            pki::CERTIFICATE_VALIDITY,
-            Duration::from_secs(3600),
-        )),
-        authentication: Some(AuthenticationConfig::default()),
         rbac: true,
-        ..ServerConfig::default()
+        ..secure_config(&ca)
     };
     let server = start_with(ca, config).await;
     let other_ca = pki::generate_ca("other-ca").unwrap();

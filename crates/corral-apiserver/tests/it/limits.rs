@@ -7,24 +7,18 @@ use std::time::Duration;
 
 use corral_apiserver::limits::LimitsConfig;
 use corral_apiserver::pki::{self, KeyMaterial};
-use corral_apiserver::{AuthenticationConfig, ServerConfig};
+use corral_apiserver::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::tls::{TlsServer, start_with, tls_config};
+use crate::tls::{TlsServer, secure_config, start_with};
 
 type Stream = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
 
 async fn start(limits: LimitsConfig) -> (TlsServer, KeyMaterial) {
     let ca = pki::generate_ca("test-ca").unwrap();
     let config = ServerConfig {
-        tls: Some(tls_config(
-            &ca,
-            pki::CERTIFICATE_VALIDITY,
-            Duration::from_secs(3600),
-        )),
-        authentication: Some(AuthenticationConfig::default()),
         limits,
-        ..ServerConfig::default()
+        ..secure_config(&ca)
     };
     let bob = pki::issue_client(&ca, "bob", &["developers"], Duration::from_secs(3600)).unwrap();
     (start_with(ca, config).await, bob)
