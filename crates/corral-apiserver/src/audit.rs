@@ -260,7 +260,11 @@ impl Pending {
             // Not authenticated: the policy sees no user.
             None => {
                 let decision = self.auditor.policy.decide(
-                    &UserInfo::authenticated("", "", Vec::new()),
+                    &UserInfo {
+                        name: String::new(),
+                        uid: String::new(),
+                        groups: Vec::new(),
+                    },
                     &self.attributes,
                 );
                 self.event

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use corral_store::{
-    DynStore, Error, Event, KeyValue, RangeRequest, RangeResponse, Result, Revision, Store,
-    WatchStream,
+    DynStore, Error, KeyValue, RangeRequest, RangeResponse, Result, Revision, Store, WatchStream,
 };
 use futures::StreamExt;
 
@@ -118,23 +117,23 @@ impl Store for EncryptedStore {
             return Ok(stream);
         }
         let encryption = self.encryption.clone();
-        // A value that cannot be decrypted is passed on as stored (logged by `decrypt`): the
-        // watch cache skips it as undecodable and goes on, where ending the stream would have
-        // it reopen the watch at the same event again and again. Reads of it still fail with
-        // the error.
-        Ok(Box::pin(stream.map(move |event| {
-            let mut event: Event = event?;
-            let raw = event.kv.value.clone();
-            if decrypt(&encryption, &mut event.kv).is_err() {
-                event.kv.value = raw;
-            }
-            if let Some(prev) = &mut event.prev {
-                let raw = prev.value.clone();
-                if decrypt(&encryption, prev).is_err() {
-                    prev.value = raw;
+        // An event whose value cannot be decrypted is left out (and logged by `decrypt`), as
+        // kube's watch cache skips what it cannot decode: ending the stream would have the
+        // cache reopen the watch at that same event again and again, and passing it on as
+        // stored would put ciphertext in the cache. Reads of the key still fail with the error.
+        Ok(Box::pin(stream.filter_map(move |event| {
+            let result = match event {
+                Ok(mut event) => {
+                    let decrypted =
+                        decrypt(&encryption, &mut event.kv).and_then(|()| match &mut event.prev {
+                            Some(prev) => decrypt(&encryption, prev),
+                            None => Ok(()),
+                        });
+                    decrypted.ok().map(|()| Ok(event))
                 }
-            }
-            Ok(event)
+                Err(error) => Some(Err(error)),
+            };
+            std::future::ready(result)
         })))
     }
 

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use corral_apiserver::pki::{self, KeyMaterial};
 use corral_apiserver::ServerConfig;
+use corral_apiserver::pki::{self, KeyMaterial};
 use http_body_util::{BodyExt, Full};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use corral_apiserver::ServerConfig;
 use corral_apiserver::limits::LimitsConfig;
 use corral_apiserver::pki::{self, KeyMaterial};
-use corral_apiserver::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::tls::{TlsServer, secure_config, start_with};
