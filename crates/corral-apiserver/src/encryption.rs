@@ -210,9 +210,9 @@ fn random<const N: usize>() -> [u8; N] {
     bytes
 }
 
-fn seal_gcm<C: Aead>(cipher: &C, key: &str, plaintext: &[u8], out: &mut BytesMut) -> Result<(), ()>
+fn seal_gcm<C>(cipher: &C, key: &str, plaintext: &[u8], out: &mut BytesMut) -> Result<(), ()>
 where
-    C: aes_gcm::AeadCore<NonceSize = aes_gcm::aead::consts::U12>,
+    C: Aead + aes_gcm::AeadCore<NonceSize = aes_gcm::aead::consts::U12>,
 {
     let nonce: [u8; GCM_NONCE] = random();
     let sealed = cipher
@@ -229,9 +229,9 @@ where
     Ok(())
 }
 
-fn open_gcm<C: Aead>(cipher: &C, key: &str, data: &[u8]) -> Result<Vec<u8>, ()>
+fn open_gcm<C>(cipher: &C, key: &str, data: &[u8]) -> Result<Vec<u8>, ()>
 where
-    C: aes_gcm::AeadCore<NonceSize = aes_gcm::aead::consts::U12>,
+    C: Aead + aes_gcm::AeadCore<NonceSize = aes_gcm::aead::consts::U12>,
 {
     if data.len() < GCM_NONCE {
         return Err(());

@@ -183,7 +183,7 @@ fn invalid_configurations_name_the_field_and_hide_the_key() {
         ),
     ];
     for (text, expected) in cases {
-        let error = parse(&text, "test").err().expect(expected).to_string();
+        let error = parse(&text, "test").expect_err(expected).to_string();
         assert_eq!(error, expected);
     }
 }
