@@ -9,6 +9,7 @@
 
 pub mod admission;
 mod apply;
+pub mod audit;
 pub mod auth;
 mod body;
 mod builtin_fields;
@@ -16,11 +17,13 @@ mod certificates;
 mod conversion;
 pub mod crd;
 mod discovery;
+pub mod encryption;
 pub mod error;
 mod follow;
 pub mod gc;
 mod hooks;
 pub mod kubeconfig;
+pub mod limits;
 pub mod names;
 mod namespaces;
 pub mod object;

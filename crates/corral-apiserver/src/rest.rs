@@ -1082,7 +1082,10 @@ async fn update_once(
     }
 
     let encoded = object::Encoded::new(&new);
-    if encoded.bytes == stored {
+    // A value stored with an older encryption key is rewritten even when unchanged.
+    let stale = (state.config.encryption.as_ref())
+        .is_some_and(|encryption| encryption.is_stale(key, mod_revision));
+    if encoded.bytes == stored && !stale {
         if from_cache {
             // Whether nothing changed is known only against the current object.
             return Ok(Attempt::Again);

@@ -42,6 +42,14 @@ pub struct ServerConfig {
     /// The kinds' own admission rules (upstream's defaulting and validating webhooks), run on
     /// every write of those kinds; see `admission.rs`.
     pub admission: corral_admission::RuleSet,
+    /// Encryption at rest (`--encryption-provider-config`, see `encryption.rs`): the store is
+    /// wrapped so that configured resources are stored encrypted; `None` stores plaintext.
+    pub encryption: Option<Arc<crate::encryption::Encryption>>,
+    /// The audit log (`--audit-policy-file`, `--audit-log-path`, see `audit.rs`); `None`
+    /// records nothing.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
+    /// In-flight requests, watches per user, slow clients (see `limits.rs`).
+    pub limits: crate::limits::LimitsConfig,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +62,9 @@ impl Default for ServerConfig {
             authentication: None,
             rbac: false,
             admission: Default::default(),
+            encryption: None,
+            audit: None,
+            limits: Default::default(),
         }
     }
 }
@@ -76,6 +87,8 @@ pub struct ApiState {
     pub(crate) webhooks: crate::webhook::Webhooks,
     /// The RBAC objects, compiled for the authorizer; see `rbac/`.
     pub(crate) rbac: crate::rbac::Rbac,
+    /// The in-flight and watch counters; see `limits.rs`.
+    pub(crate) limits: crate::limits::Limits,
     /// Set by [`Server::shutdown`]: background work whose watch ends stops instead of reading
     /// again (the shutdown closes every watch).
     pub(crate) stopping: std::sync::atomic::AtomicBool,
@@ -87,9 +100,17 @@ impl ApiState {
     /// a listener: for embedding several API servers behind one listener, with
     /// [`serve_request`]. The background work stops when the last handle is dropped.
     pub async fn start(store: DynStore, config: ServerConfig) -> Result<Arc<ApiState>, ApiError> {
+        let store: DynStore = match &config.encryption {
+            Some(encryption) => Arc::new(crate::encryption::EncryptedStore::new(
+                store,
+                encryption.clone(),
+            )),
+            None => store,
+        };
         let state = Arc::new_cyclic(|this| ApiState {
             hub: WatchHub::new(store.clone(), config.watch_cache.clone()),
             store,
+            limits: crate::limits::Limits::new(config.limits.clone()),
             registry: Registry::with_builtins(),
             openapi: Default::default(),
             config,
@@ -175,7 +196,14 @@ impl Server {
                     .map_or(std::time::Duration::from_secs(60), |t| t.check_interval);
                 crate::tls::keep_fresh(&resolver, check_interval);
                 let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
-                tokio::spawn(serve_https(listener, acceptor, app, shutdown_signal))
+                let header_read_timeout = state.limits.header_read_timeout();
+                tokio::spawn(serve_https(
+                    listener,
+                    acceptor,
+                    app,
+                    header_read_timeout,
+                    shutdown_signal,
+                ))
             }
             None => tokio::spawn(async move {
                 // Without TCP_NODELAY, small writes such as watch events wait behind the peer's
@@ -397,7 +425,22 @@ fn router(state: Arc<ApiState>, gate: Gate) -> axum::Router {
 }
 
 /// Every request comes here: authenticated, then the path decides what it is.
-async fn handle(State(front): State<Front>, mut request: Request) -> Response {
+async fn handle(State(front): State<Front>, request: Request) -> Response {
+    match &front.state.config.audit {
+        None => authenticated(front, request, None).await,
+        Some(auditor) => {
+            let mut pending = auditor.begin(&request);
+            let response = authenticated(front, request, Some(&mut pending)).await;
+            pending.finish(response).await
+        }
+    }
+}
+
+async fn authenticated(
+    front: Front,
+    mut request: Request,
+    mut audit: Option<&mut crate::audit::Pending>,
+) -> Response {
     let user = match &front.gate {
         Gate::Fixed(user) => user.clone(),
         Gate::Authenticate(authenticator) => match authenticator.authenticate(&request) {
@@ -433,15 +476,41 @@ async fn handle(State(front): State<Front>, mut request: Request) -> Response {
             }
         },
     };
+    let authenticated = user.clone();
     let user = match crate::rbac::impersonate(&front.state, user, request.headers()) {
         Ok(user) => user,
         Err(error) => return error.into_response(),
     };
-    if let Err(error) = crate::rbac::authorize_request(&front.state, &user, &request) {
+    if let Some(audit) = audit.as_deref_mut() {
+        let impersonated = (!Arc::ptr_eq(&authenticated, &user)).then_some(&*user);
+        audit.authenticated(&authenticated, impersonated);
+    }
+    // The limits protect against clients over the network; in-process clients (the
+    // controllers of `corral up`) and unauthenticated test servers are not limited.
+    let slot = match &front.gate {
+        Gate::Fixed(_) => crate::limits::Slot::None,
+        Gate::Authenticate(_) => match front.state.limits.admit(&user, &request) {
+            Ok(slot) => slot,
+            Err(error) => return error.into_response(),
+        },
+    };
+    let authorized = crate::rbac::authorize_request(&front.state, &user, &request);
+    if let Some(audit) = audit.as_deref_mut() {
+        if front.state.config.rbac {
+            audit.authorized(authorized.is_ok());
+        }
+        request = match audit.capture_request(request).await {
+            Ok(request) => request,
+            Err(response) => return response,
+        };
+    }
+    if let Err(error) = authorized {
         return error.into_response();
     }
     request.extensions_mut().insert(user.clone());
-    crate::rbac::serving(user, serve_request(front.state, request)).await
+    let request = front.state.limits.limit_body(request);
+    let response = crate::rbac::serving(user, serve_request(front.state, request)).await;
+    crate::limits::hold(slot, response)
 }
 
 /// How long a client may take over the TLS handshake.
@@ -454,11 +523,18 @@ async fn serve_https(
     listener: tokio::net::TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
     app: axum::Router,
+    header_read_timeout: std::time::Duration,
     shutdown: tokio::sync::oneshot::Receiver<()>,
 ) {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // A client that does not finish its headers in time, or stays idle between requests that
+    // long, is disconnected (slowloris).
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -499,6 +575,9 @@ async fn serve_https(
                     if let Some(certificate) = &certificate {
                         request.extensions_mut().insert(certificate.clone());
                     }
+                    request
+                        .extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
                     tower_service::Service::call(&mut app.clone(), request)
                 },
             );

@@ -194,6 +194,26 @@ struct ApiserverArgs {
     /// AlwaysAllow.
     #[arg(long, value_enum, default_value = "RBAC", value_name = "MODE")]
     authorization_mode: AuthorizationMode,
+    /// kube-apiserver's EncryptionConfiguration (apiserver.config.k8s.io/v1): which resources
+    /// are stored encrypted, with which providers (aescbc, aesgcm, secretbox, identity) and
+    /// keys. Without it `corral up` encrypts Secrets with a key of its own in
+    /// `<data-dir>/encryption-config.yaml`; `corral apiserver` stores everything in clear.
+    #[arg(long, value_name = "FILE")]
+    encryption_provider_config: Option<PathBuf>,
+    /// kube-apiserver's audit Policy (audit.k8s.io/v1): which requests are recorded, at which
+    /// level (None, Metadata, Request, RequestResponse). Needs --audit-log-path.
+    #[arg(long, value_name = "FILE", requires = "audit_log_path")]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit Events are appended as JSON lines (`-` is standard output).
+    #[arg(long, value_name = "FILE", requires = "audit_policy_file")]
+    audit_log_path: Option<PathBuf>,
+    /// Read-only requests served at once; beyond it 429 TooManyRequests with Retry-After
+    /// (watches and system:masters not counted; 0: no limit).
+    #[arg(long, default_value_t = 400, value_name = "N")]
+    max_requests_inflight: usize,
+    /// Mutating requests (create, update, patch, delete) served at once; beyond it 429.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    max_mutating_requests_inflight: usize,
     /// Storage backend.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
@@ -394,7 +414,7 @@ fn write_kubeconfig(data_dir: &Path, contents: &str) -> anyhow::Result<PathBuf> 
 }
 
 async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
-    let server = start_apiserver(&args, &mut |_, _| {}).await?;
+    let server = start_apiserver(&args, security::DefaultEncryption::None, &mut |_, _| {}).await?;
     shutdown_signal().await;
     tracing::info!("Shutting down");
     server.shutdown().await;
@@ -435,6 +455,7 @@ pub(crate) fn stopped_line(args: &ApiserverArgs, command: &str) -> String {
 /// (`corral up` shows them).
 pub(crate) async fn start_apiserver(
     args: &ApiserverArgs,
+    encryption: security::DefaultEncryption,
     progress: &mut dyn FnMut(&str, String),
 ) -> anyhow::Result<Server> {
     security::check_listen(args)?;
@@ -445,6 +466,8 @@ pub(crate) async fn start_apiserver(
         )
     })?;
     let security = security::prepare(args)?;
+    let encryption = security::encryption(args, encryption)?;
+    let audit = security::audit(args)?;
     let store = open_store(args).await?;
     progress(
         "Store opened",
@@ -464,6 +487,13 @@ pub(crate) async fn start_apiserver(
         rbac: security.authentication.is_some()
             && args.authorization_mode == AuthorizationMode::Rbac,
         admission: corral_cli::components::admission_rules(),
+        encryption,
+        audit,
+        limits: corral_apiserver::limits::LimitsConfig {
+            max_requests_inflight: args.max_requests_inflight,
+            max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+            ..Default::default()
+        },
         ..ServerConfig::default()
     };
     let server = Server::start(listener, store, config)

@@ -10,6 +10,9 @@
 //! `corral-admin` in `system:masters`, issued at each start.
 //!
 //! `--insecure-http` serves plain HTTP without authentication, on loopback only.
+//!
+//! Encryption at rest is `--encryption-provider-config`; without it `corral up` encrypts
+//! Secrets with a key it generates once into `<data-dir>/encryption-config.yaml` (mode 0600).
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -226,3 +229,52 @@ fn create_private_dir(path: &Path) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests;
+
+/// What is encrypted at rest without `--encryption-provider-config`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultEncryption {
+    /// Nothing (`corral apiserver`).
+    None,
+    /// Secrets, with the data directory's own key (`corral up`).
+    Secrets,
+}
+
+/// The data directory's encryption configuration, written by `corral up` on first start.
+pub const ENCRYPTION_CONFIG_FILE: &str = "encryption-config.yaml";
+
+/// The encryption at rest of `args`: its `--encryption-provider-config`, or by default the
+/// data directory's own (generated on first start).
+pub fn encryption(
+    args: &ApiserverArgs,
+    default: DefaultEncryption,
+) -> anyhow::Result<Option<Arc<corral_apiserver::encryption::Encryption>>> {
+    let path = match (&args.encryption_provider_config, default) {
+        (Some(path), _) => path.clone(),
+        (None, DefaultEncryption::None) => return Ok(None),
+        (None, DefaultEncryption::Secrets) => {
+            let path = args.data_dir.join(ENCRYPTION_CONFIG_FILE);
+            if !path.exists() {
+                tracing::info!(path = %path.display(), "Generating the key that encrypts Secrets at rest");
+                let text = corral_apiserver::encryption::config::generate_for_secrets();
+                corral_apiserver::tls::write_private(&path, text.as_bytes())?;
+            }
+            path
+        }
+    };
+    let encryption = corral_apiserver::encryption::Encryption::load(&path)?;
+    tracing::info!(path = %path.display(), resources = ?encryption, "Encrypting at rest");
+    Ok(Some(Arc::new(encryption)))
+}
+
+/// The audit log of `--audit-policy-file` and `--audit-log-path`, if given.
+pub fn audit(
+    args: &ApiserverArgs,
+) -> anyhow::Result<Option<Arc<corral_apiserver::audit::Auditor>>> {
+    let (Some(policy), Some(log)) = (&args.audit_policy_file, &args.audit_log_path) else {
+        return Ok(None);
+    };
+    let policy = corral_apiserver::audit::Policy::load(policy)?;
+    let auditor = corral_apiserver::audit::Auditor::new(policy, log)
+        .with_context(|| format!("cannot open --audit-log-path {}", log.display()))?;
+    Ok(Some(Arc::new(auditor)))
+}

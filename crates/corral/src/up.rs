@@ -205,9 +205,11 @@ async fn start(
     local: Option<corral_provider_local::plugin::Programs>,
 ) -> anyhow::Result<Plane> {
     let progress = Progress { colour: colour() };
-    let server = crate::start_apiserver(&args.server, &mut |step, detail| {
-        progress.done(step, detail)
-    })
+    let server = crate::start_apiserver(
+        &args.server,
+        crate::security::DefaultEncryption::Secrets,
+        &mut |step, detail| progress.done(step, detail),
+    )
     .await?;
     // This process's own work (installing the providers, the demo view) goes in-process too,
     // as the controllers' (below), as the admin: it installs CRDs and ClusterRoles.

@@ -35,6 +35,19 @@ pub fn tls_config(ca: &KeyMaterial, validity: Duration, renew_before: Duration) 
     }
 }
 
+/// HTTPS with `ca`'s certificates, client certificates of `ca` authenticating.
+pub fn secure_config(ca: &KeyMaterial) -> ServerConfig {
+    ServerConfig {
+        tls: Some(tls_config(
+            ca,
+            pki::CERTIFICATE_VALIDITY,
+            Duration::from_secs(3600),
+        )),
+        authentication: Some(AuthenticationConfig::default()),
+        ..ServerConfig::default()
+    }
+}
+
 pub async fn start_tls(authentication: AuthenticationConfig) -> TlsServer {
     let ca = pki::generate_ca("test-ca").unwrap();
     let config = ServerConfig {

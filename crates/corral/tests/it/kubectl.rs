@@ -530,7 +530,7 @@ metadata:
 
 /// kubectl from `PATH`, else `/usr/bin/kubectl`; `None` (after a loud SKIP line) when there
 /// is none and `CORRAL_REQUIRE_KUBECTL` is not `1`.
-fn kubectl_or_skip() -> Option<PathBuf> {
+pub(crate) fn kubectl_or_skip() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|dir| dir.join("kubectl"))
@@ -550,19 +550,24 @@ fn kubectl_or_skip() -> Option<PathBuf> {
 }
 
 /// kubectl, run with a kubeconfig and a discovery cache of its own.
-struct Kubectl {
+pub(crate) struct Kubectl {
     binary: PathBuf,
     kubeconfig: PathBuf,
     cache_dir: PathBuf,
 }
 
 impl Kubectl {
-    fn new(binary: PathBuf, env: &TestEnv, server: &ServerProcess) -> Kubectl {
+    pub(crate) fn new(binary: PathBuf, env: &TestEnv, server: &ServerProcess) -> Kubectl {
         Kubectl {
             binary,
             kubeconfig: server.kubeconfig().to_path_buf(),
             cache_dir: env.scratch_dir().join("kubectl-cache"),
         }
+    }
+
+    /// The same kubectl with another kubeconfig (another user).
+    pub(crate) fn with_kubeconfig(self, kubeconfig: PathBuf) -> Kubectl {
+        Kubectl { kubeconfig, ..self }
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -600,11 +605,11 @@ impl Kubectl {
     }
 
     /// Runs kubectl, requires success and returns its standard output.
-    async fn run(&self, args: &[&str]) -> String {
+    pub(crate) async fn run(&self, args: &[&str]) -> String {
         self.checked(args, None).await
     }
 
-    async fn run_with_stdin(&self, args: &[&str], stdin: &str) -> String {
+    pub(crate) async fn run_with_stdin(&self, args: &[&str], stdin: &str) -> String {
         self.checked(args, Some(stdin)).await
     }
 
@@ -621,7 +626,7 @@ impl Kubectl {
     }
 
     /// Runs kubectl, requires failure and returns its standard error.
-    async fn fails(&self, args: &[&str]) -> String {
+    pub(crate) async fn fails(&self, args: &[&str]) -> String {
         let output = self.output(args, None).await;
         assert!(
             !output.status.success(),

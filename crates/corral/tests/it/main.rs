@@ -34,8 +34,10 @@ macro_rules! backend_tests {
 
 mod support;
 
+mod audit;
 mod cli;
 mod durability;
+mod encryption;
 mod first_run;
 mod kubectl;
 mod kubectl_machinery;

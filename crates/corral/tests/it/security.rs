@@ -22,7 +22,7 @@ where
 
 /// The kubeconfig `path` with its user's credentials replaced by `user` (YAML), written
 /// next to it as `name`.
-fn with_user(path: &Path, user: serde_yaml::Value, name: &str) -> PathBuf {
+pub(crate) fn with_user(path: &Path, user: serde_yaml::Value, name: &str) -> PathBuf {
     let mut kubeconfig: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     kubeconfig["users"][0]["user"] = user;

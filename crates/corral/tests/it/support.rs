@@ -59,6 +59,16 @@ impl TestEnv {
         self.dir.path().join("server.log")
     }
 
+    /// The etcd process of an etcd test.
+    pub fn etcd(&self) -> Option<&EtcdProcess> {
+        self.etcd.as_ref()
+    }
+
+    /// Where every server of this test writes its log.
+    pub fn server_log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
     /// A scratch directory for the test's own files, removed with the test.
     pub fn scratch_dir(&self) -> PathBuf {
         let path = self.dir.path().join("scratch");
