@@ -42,6 +42,8 @@ pub mod conditions {
     /// ProviderPlugin: reachable and contract-compatible. PluginCluster: provisioned.
     /// PluginMachine: its machine is running.
     pub const READY: &str = "Ready";
+    /// ProviderPlugin: ListMachines reported machines that no PluginMachine claims.
+    pub const ORPHANS_FOUND: &str = "OrphansFound";
 
     pub mod reasons {
         pub const READY: &str = "Ready";
@@ -65,11 +67,15 @@ pub mod conditions {
         pub const MACHINE_NOT_FOUND: &str = "MachineNotFound";
         pub const WAITING_FOR_CLUSTER_INFRASTRUCTURE: &str = "WaitingForClusterInfrastructureReady";
         pub const WAITING_FOR_BOOTSTRAP_DATA: &str = "WaitingForBootstrapData";
+        /// OrphansFound is True: machines no PluginMachine claims.
+        pub const ORPHANS_FOUND: &str = "OrphansFound";
+        /// OrphansFound is False: every machine is claimed.
+        pub const NO_ORPHANS: &str = "NoOrphans";
     }
 }
 
 /// A free-form object: the schema of `spec.config` (checked against the plugin's own schema
-/// at admission in a later step) and of the schemas a plugin publishes.
+/// at admission, `crate::admission`) and of the schemas a plugin publishes.
 pub(crate) fn free_form_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",

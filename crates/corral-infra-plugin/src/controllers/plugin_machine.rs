@@ -401,7 +401,7 @@ fn address(address: &v1::Address) -> Option<MachineAddress> {
 }
 
 /// `spec.config` as the message's `google.protobuf.Struct`.
-pub(super) fn config_struct(config: Option<&serde_json::Value>) -> Option<pbjson_types::Struct> {
+pub(crate) fn config_struct(config: Option<&serde_json::Value>) -> Option<pbjson_types::Struct> {
     config.and_then(|config| serde_json::from_value(config.clone()).ok())
 }
 

@@ -2,6 +2,7 @@
 //! [`super::PROBE_INTERVAL`]; the answer in the status, and `Ready` True only for a plugin
 //! that answered and lists contract `v1`. A failed probe is retried with a backoff (or after
 //! the plugin's retry-after) and its message kept in `Ready`, with the last answer's info.
+//! Each probe of a plugin with `ListMachines` also looks for orphans (`orphans.rs`).
 
 use std::sync::Arc;
 
@@ -98,7 +99,12 @@ async fn reconcile(plugin: Arc<ProviderPlugin>, context: Arc<Context>) -> Result
                 generation,
             );
             context.failures.succeed(&key);
-            super::PROBE_INTERVAL
+            let orphans_due = if compatible {
+                super::orphans::reconcile(&context, &plugin, &client, new_status).await
+            } else {
+                None
+            };
+            orphans_due.map_or(super::PROBE_INTERVAL, |due| due.min(super::PROBE_INTERVAL))
         }
         Err(error) => {
             tracing::info!(plugin = %name, %error, "Probing the plugin failed");
@@ -121,7 +127,7 @@ async fn reconcile(plugin: Arc<ProviderPlugin>, context: Arc<Context>) -> Result
 }
 
 /// The status's copy of a GetInfo answer.
-fn plugin_info(info: v1::GetInfoResponse) -> PluginInfo {
+pub(crate) fn plugin_info(info: v1::GetInfoResponse) -> PluginInfo {
     let schema = |schema: Option<corral_provider_sdk::pbjson_types::Struct>| {
         schema.and_then(|schema| serde_json::to_value(schema).ok())
     };
