@@ -35,6 +35,8 @@ pub const PROVIDER_LABEL_VALUE: &str = "infrastructure-plugin";
 pub mod finalizers {
     pub const PLUGIN_CLUSTER: &str = "plugincluster.infrastructure.corral.dev";
     pub const PLUGIN_MACHINE: &str = "pluginmachine.infrastructure.corral.dev";
+    /// Held while PluginClusters or PluginMachines name the ProviderPlugin.
+    pub const PROVIDER_PLUGIN: &str = "providerplugin.corral.dev";
 }
 
 /// Condition types and reasons.

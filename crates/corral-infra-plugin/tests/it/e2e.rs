@@ -848,7 +848,8 @@ async fn a_slow_plugin_blocks_no_other() {
 /// with CreateMachine for an unknown uid) is reported on the ProviderPlugin (condition, status,
 /// Event), left alone under the default policy, and deleted under `orphanPolicy: Delete` once
 /// its grace period is over; the Cluster's own machines, and a machine created for a Machine
-/// whose PluginMachine has not recorded it yet, are never reported nor deleted.
+/// whose PluginMachine has not recorded it yet, are never reported nor deleted. Then the
+/// ProviderPlugin, deleted while in use, stays until the Cluster is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn orphans_are_reported_and_deleted_by_policy() {
     let plane = Plane::start().await;
@@ -965,5 +966,41 @@ async fn orphans_are_reported_and_deleted_by_policy() {
         );
     }
     assert_eq!(held.len(), 3, "{held:?}");
+
+    // A ProviderPlugin in use is held by its finalizer until no object names it: the
+    // PluginMachines' and PluginCluster's finalizers still reach the plugin.
+    eventually("the ProviderPlugin's finalizer", || async {
+        let plugin = plugins.get(PLUGIN).await.unwrap();
+        plugin
+            .finalizers()
+            .iter()
+            .any(|f| f == "providerplugin.corral.dev")
+            .then_some(())
+    })
+    .await;
+    plugins
+        .delete(PLUGIN, &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = plugins.get(PLUGIN).await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    let clusters: Api<Cluster> = plane.api();
+    clusters
+        .delete(CLUSTER, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the ProviderPlugin to be gone with the Cluster", || async {
+        let gone = clusters.get_opt(CLUSTER).await.unwrap().is_none()
+            && plugins.get_opt(PLUGIN).await.unwrap().is_none();
+        gone.then_some(())
+    })
+    .await;
+    let held = provider.machine_uids().await;
+    for worker in &workers {
+        assert!(
+            !held.contains(&worker.uid().unwrap()),
+            "deleted through the plugin"
+        );
+    }
     plane.stop().await;
 }
