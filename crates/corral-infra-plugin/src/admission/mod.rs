@@ -25,7 +25,7 @@ mod server;
 pub use server::{CONFIGURATION, Error, WEBHOOK, WebhookServer, install_configuration, register};
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use corral_admission::field::{ErrorType, FieldError};
@@ -46,9 +46,12 @@ const CALL_DEADLINE: Duration = Duration::from_secs(10);
 pub struct ConfigWebhook {
     client: kube::Client,
     plugins: Mutex<HashMap<String, (ProviderPluginSpec, Client)>>,
-    /// Compiled object schemas, by the plugin schema's JSON text and where the config sits.
-    schemas: Mutex<HashMap<(String, &'static str), Arc<CompiledSchema>>>,
 }
+
+/// Compiled object schemas, by the plugin schema's JSON text and the kind (where the config
+/// sits); shared by the webhook and the PluginMachine controller's last check.
+static SCHEMAS: LazyLock<Mutex<HashMap<(String, &'static str), Arc<CompiledSchema>>>> =
+    LazyLock::new(Default::default);
 
 /// Which of the four kinds a request is about, and where its configuration sits.
 #[derive(Clone, Copy)]
@@ -104,7 +107,6 @@ impl ConfigWebhook {
         ConfigWebhook {
             client,
             plugins: Mutex::new(HashMap::new()),
-            schemas: Mutex::new(HashMap::new()),
         }
     }
 
@@ -202,7 +204,7 @@ impl ConfigWebhook {
                 corral_provider_sdk::CONTRACT_VERSION
             )));
         }
-        let errors = self.check_schema(&target, &info, object);
+        let errors = check_schema(&target, &info, object);
         if !errors.is_empty() {
             return Err(Refusal::Invalid(errors));
         }
@@ -260,26 +262,6 @@ impl ConfigWebhook {
         }
     }
 
-    /// The field errors of `object` against the plugin's schema of its configuration.
-    fn check_schema(&self, target: &Target, info: &PluginInfo, object: &Value) -> Vec<FieldError> {
-        let config_schema = match target.config_kind {
-            ConfigKind::Cluster => info.cluster_config_schema.as_ref(),
-            _ => info.machine_config_schema.as_ref(),
-        };
-        let Some(config_schema) = config_schema else {
-            return Vec::new();
-        };
-        let key = (config_schema.to_string(), target.kind);
-        let schema = {
-            let mut schemas = self.schemas.lock().expect("schemas lock");
-            schemas
-                .entry(key)
-                .or_insert_with(|| Arc::new(CompiledSchema::new(&wrap(target, config_schema))))
-                .clone()
-        };
-        corral_apiserver::schema::check(&schema, object)
-    }
-
     /// The client of the plugin's current spec, bounded by [`CALL_DEADLINE`].
     fn client_of(&self, plugin: &ProviderPlugin) -> Result<Client, String> {
         let name = kube::ResourceExt::name_any(plugin);
@@ -295,6 +277,30 @@ impl ConfigWebhook {
         plugins.insert(name, (plugin.spec.clone(), client.clone()));
         Ok(client)
     }
+}
+
+/// The field errors of `object` (a Plugin* object of `kind`, as JSON) against the schema of
+/// its configuration in the plugin's GetInfo; empty for another kind or without a schema.
+pub(crate) fn config_errors(kind: &str, info: &PluginInfo, object: &Value) -> Vec<FieldError> {
+    Target::of(kind).map_or_else(Vec::new, |target| check_schema(&target, info, object))
+}
+
+fn check_schema(target: &Target, info: &PluginInfo, object: &Value) -> Vec<FieldError> {
+    let config_schema = match target.config_kind {
+        ConfigKind::Cluster => info.cluster_config_schema.as_ref(),
+        _ => info.machine_config_schema.as_ref(),
+    };
+    let Some(config_schema) = config_schema else {
+        return Vec::new();
+    };
+    let key = (config_schema.to_string(), target.kind);
+    let schema = SCHEMAS
+        .lock()
+        .expect("schemas lock")
+        .entry(key)
+        .or_insert_with(|| Arc::new(CompiledSchema::new(&wrap(target, config_schema))))
+        .clone();
+    corral_apiserver::schema::check(&schema, object)
 }
 
 /// A schema of the whole object that holds the plugin's schema at the configuration's place

@@ -69,6 +69,8 @@ pub mod conditions {
         pub const MACHINE_NOT_FOUND: &str = "MachineNotFound";
         pub const WAITING_FOR_CLUSTER_INFRASTRUCTURE: &str = "WaitingForClusterInfrastructureReady";
         pub const WAITING_FOR_BOOTSTRAP_DATA: &str = "WaitingForBootstrapData";
+        /// PluginMachine: its `spec.config` does not match the plugin's published schema.
+        pub const INVALID_CONFIG: &str = "InvalidConfig";
         /// OrphansFound is True: machines no PluginMachine claims.
         pub const ORPHANS_FOUND: &str = "OrphansFound";
         /// OrphansFound is False: every machine is claimed.

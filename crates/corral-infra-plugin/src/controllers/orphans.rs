@@ -118,7 +118,11 @@ pub(super) async fn reconcile(
                     && orphan.provider_id == machine.provider_id
             });
             if seen.is_none() {
-                new_ones.push(describe(machine));
+                new_ones.push(describe(
+                    &machine.provider_id,
+                    &machine.machine_uid,
+                    &machine.cluster_name,
+                ));
             }
             OrphanMachine {
                 provider_id: machine.provider_id.clone(),
@@ -180,7 +184,11 @@ pub(super) async fn reconcile(
             orphans.len(),
             orphans
                 .iter()
-                .map(|orphan| describe_orphan(orphan))
+                .map(|orphan| describe(
+                    &orphan.provider_id,
+                    &orphan.machine_uid,
+                    &orphan.cluster_name
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         )
@@ -261,7 +269,14 @@ async fn delete(
                 plugin,
                 EventType::Normal,
                 "OrphanDeleted",
-                format!("Deleted the orphaned machine {}", describe(machine)),
+                format!(
+                    "Deleted the orphaned machine {}",
+                    describe(
+                        &machine.provider_id,
+                        &machine.machine_uid,
+                        &machine.cluster_name
+                    )
+                ),
             )
             .await;
             true
@@ -302,16 +317,7 @@ fn unclaimed_for(first_seen: &Time, now: &Time) -> Duration {
     Duration::try_from(now.0.duration_since(first_seen.0)).unwrap_or_default()
 }
 
-fn describe(machine: &v1::Machine) -> String {
-    format!(
-        "{} (machine uid {:?}, cluster {:?})",
-        machine.provider_id, machine.machine_uid, machine.cluster_name
-    )
-}
-
-fn describe_orphan(orphan: &OrphanMachine) -> String {
-    format!(
-        "{} (machine uid {:?}, cluster {:?})",
-        orphan.provider_id, orphan.machine_uid, orphan.cluster_name
-    )
+/// A machine as messages name it: its provider ID, Machine uid and cluster.
+fn describe(provider_id: &str, machine_uid: &str, cluster_name: &str) -> String {
+    format!("{provider_id} (machine uid {machine_uid:?}, cluster {cluster_name:?})")
 }

@@ -1004,3 +1004,55 @@ async fn orphans_are_reported_and_deleted_by_policy() {
     }
     plane.stop().await;
 }
+
+/// Without the admission webhook (objects written before it was registered), a PluginMachine
+/// whose `spec.config` the plugin's published schema refuses is never created at the plugin:
+/// its Ready condition says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_config_the_schema_refuses_never_reaches_create_machine() {
+    let plane = Plane::start().await;
+    let provider = ProviderProcess::python(&[]).await;
+    plane.register(PLUGIN, &provider.endpoint).await;
+    plane.plugin_ready(PLUGIN, "True").await;
+    plane.create_cluster(1).await;
+    plane.wait_provisioned(&provider, 1, "metal-md-v1").await;
+    plane
+        .create(json!({
+            "apiVersion": format!("{GROUP}/v1alpha1"), "kind": "PluginMachineTemplate",
+            "metadata": { "name": "metal-md-bad" },
+            "spec": { "template": { "spec": { "plugin": PLUGIN, "config": { "profile": "huge" } } } },
+        }))
+        .await;
+    plane.scale(2).await;
+    plane.roll_to("metal-md-bad").await;
+    let plugin_machines = plane.plugin_kind("PluginMachine");
+    let (name, message) = eventually("a PluginMachine refused for its config", || async {
+        for object in plugin_machines.list(&Default::default()).await.unwrap() {
+            let name = object.name_any();
+            if let Some((status, reason, message)) = ready_of(&plugin_machines, &name).await
+                && status == "False"
+                && reason == "InvalidConfig"
+            {
+                return Some((name, message));
+            }
+        }
+        None
+    })
+    .await;
+    assert!(
+        message.contains(r#"spec.config.profile: Unsupported value: "huge""#),
+        "{message}"
+    );
+    let object = plugin_machines.get(&name).await.unwrap();
+    let (_, machine_uid) = object
+        .owner_references()
+        .iter()
+        .find(|owner| owner.kind == "Machine")
+        .map(|owner| (owner.name.clone(), owner.uid.clone()))
+        .expect("a Machine owns it");
+    assert!(
+        !provider.machine_uids().await.contains(&machine_uid),
+        "CreateMachine was never called for it"
+    );
+    plane.stop().await;
+}
