@@ -7,6 +7,11 @@
 //! ([`install_configuration`]), so the process needs only `patch` on that one object. A
 //! restarted process issues a new certificate and registers again.
 //!
+//! Each replica of `corral controllers` serves and registers (the last one to start wins the
+//! registration), each with a CA of its own: behind one Service, replicas would present
+//! certificates the registered CA did not issue. Not done yet: a CA shared by the replicas (a
+//! Secret), and renewal of the certificate within a process's life (one year).
+//!
 //! The webhook's `failurePolicy` is `Fail`: while no process serves it, Plugin* objects are
 //! neither created nor changed (their status still is: the status subresource is not sent),
 //! as with upstream providers' webhooks.
