@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::clusterctl::{Provider, ProviderType};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -327,6 +328,21 @@ pub async fn start_plugin_webhook(
         doing: "serving the plugin admission webhook".into(),
         reason: crate::error::innermost_message(&error),
     };
+    // `init` creates it: this process may only change it.
+    let configurations: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let name = corral_infra_plugin::admission::CONFIGURATION;
+    let existing = configurations
+        .get_opt(name)
+        .await
+        .map_err(|error| Error::Api {
+            doing: format!("reading the ValidatingWebhookConfiguration {name}"),
+            reason: crate::error::innermost_message(&error),
+        })?;
+    if existing.is_none() {
+        return Err(Error::Invalid(format!(
+            "the ValidatingWebhookConfiguration {name} does not exist; run `corral init` first"
+        )));
+    }
     let server = WebhookServer::start(client.clone(), listen, host, shutdown)
         .await
         .map_err(failed)?;
