@@ -312,10 +312,29 @@ impl Suite<'_> {
             .collect())
     }
 
-    async fn reconcile_cluster(&self, subject: &Subject) -> Result<(), String> {
+    /// Calls `step` with a backoff (200 ms doubling to 5 s) until it says done (`Ok(true)`),
+    /// fails, or [`Settings::wait`] is over (then `late`, with the wait).
+    async fn until<F, Fut>(&self, late: &str, mut step: F) -> Result<(), String>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<bool, String>>,
+    {
         let deadline = Instant::now() + self.settings.wait;
         let mut wait = Duration::from_millis(200);
         loop {
+            if step().await? {
+                return Ok(());
+            }
+            if Instant::now() + wait > deadline {
+                return Err(format!("{late} {:?}", self.settings.wait));
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    async fn reconcile_cluster(&self, subject: &Subject) -> Result<(), String> {
+        self.until("not ready within", || async {
             let answer = self
                 .client
                 .reconcile_cluster(v1::ReconcileClusterRequest {
@@ -324,23 +343,16 @@ impl Suite<'_> {
                 })
                 .await;
             match answer {
-                Ok(answer) if answer.ready => return Ok(()),
-                Ok(_) => {}
-                Err(error) if retryable(&error) => {}
-                Err(error) => return Err(error.to_string()),
+                Ok(answer) => Ok(answer.ready),
+                Err(error) if retryable(&error) => Ok(false),
+                Err(error) => Err(error.to_string()),
             }
-            if Instant::now() + wait > deadline {
-                return Err(format!("not ready within {:?}", self.settings.wait));
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
-        }
+        })
+        .await
     }
 
     async fn delete_cluster(&self, subject: &Subject) -> Result<(), String> {
-        let deadline = Instant::now() + self.settings.wait;
-        let mut wait = Duration::from_millis(200);
-        loop {
+        self.until("not deleted within", || async {
             let answer = self
                 .client
                 .delete_cluster(v1::DeleteClusterRequest {
@@ -349,63 +361,43 @@ impl Suite<'_> {
                 })
                 .await;
             match answer {
-                Ok(answer) if answer.deleted => return Ok(()),
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => return Ok(()),
-                Err(error) if retryable(&error) => {}
-                Err(error) => return Err(error.to_string()),
+                Ok(answer) => Ok(answer.deleted),
+                Err(error) if error.is_not_found() => Ok(true),
+                Err(error) if retryable(&error) => Ok(false),
+                Err(error) => Err(error.to_string()),
             }
-            if Instant::now() + wait > deadline {
-                return Err(format!("not deleted within {:?}", self.settings.wait));
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
-        }
+        })
+        .await
     }
 
     async fn until_settled(&self, request: v1::GetMachineRequest) -> Result<(), String> {
-        let deadline = Instant::now() + self.settings.wait;
-        let mut wait = Duration::from_millis(200);
-        loop {
+        self.until("still PENDING after", || async {
             match self.client.get_machine(request.clone()).await {
                 Ok(machine) => match MachineState::try_from(machine.state) {
-                    Ok(MachineState::Running | MachineState::Failed) => return Ok(()),
-                    Ok(MachineState::Pending) => {}
-                    _ => {
-                        return Err(format!(
-                            "GetMachine answered state {}, not PENDING, RUNNING or FAILED",
-                            state_name(machine.state)
-                        ));
-                    }
+                    Ok(MachineState::Running | MachineState::Failed) => Ok(true),
+                    Ok(MachineState::Pending) => Ok(false),
+                    _ => Err(format!(
+                        "GetMachine answered state {}, not PENDING, RUNNING or FAILED",
+                        state_name(machine.state)
+                    )),
                 },
-                Err(error) if retryable(&error) => {}
-                Err(error) => return Err(error.to_string()),
+                Err(error) if retryable(&error) => Ok(false),
+                Err(error) => Err(error.to_string()),
             }
-            if Instant::now() + wait > deadline {
-                return Err(format!("still PENDING after {:?}", self.settings.wait));
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
-        }
+        })
+        .await
     }
 
     async fn until_deleted(&self, request: v1::DeleteMachineRequest) -> Result<(), String> {
-        let deadline = Instant::now() + self.settings.wait;
-        let mut wait = Duration::from_millis(200);
-        loop {
+        self.until("not deleted within", || async {
             match self.client.delete_machine(request.clone()).await {
-                Ok(answer) if answer.deleted => return Ok(()),
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => return Ok(()),
-                Err(error) if retryable(&error) => {}
-                Err(error) => return Err(error.to_string()),
+                Ok(answer) => Ok(answer.deleted),
+                Err(error) if error.is_not_found() => Ok(true),
+                Err(error) if retryable(&error) => Ok(false),
+                Err(error) => Err(error.to_string()),
             }
-            if Instant::now() + wait > deadline {
-                return Err(format!("not deleted within {:?}", self.settings.wait));
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
-        }
+        })
+        .await
     }
 }
 
