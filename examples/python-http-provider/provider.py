@@ -31,8 +31,25 @@ MACHINE_CONFIG_SCHEMA = {
     "type": "object",
     "properties": {
         "pool": {"type": "string", "description": "Which pool of hosts to take from."},
+        "profile": {"type": "string", "enum": ["small", "medium", "large"],
+                    "description": "The BIOS and RAID profile to apply."},
+        "disks": {
+            "type": "array",
+            "description": "Disks to partition on the host.",
+            "items": {
+                "type": "object",
+                "required": ["sizeGiB"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "sizeGiB": {"type": "integer", "minimum": 1},
+                },
+            },
+        },
     },
 }
+
+# What a host's disks hold: a check the schema cannot express, made by ValidateConfig.
+DISK_CAPACITY_GIB = 1000
 
 
 class ProviderError(Exception):
@@ -50,7 +67,8 @@ class ProviderError(Exception):
 class Pool:
     """The hosts and the machines on them, by Machine uid."""
 
-    def __init__(self, hosts, faulty, state_file, boot_polls, contract):
+    def __init__(self, hosts, faulty, state_file, boot_polls, contract, misbehave=""):
+        self.misbehave = misbehave
         self.hosts = hosts
         self.faulty = faulty
         self.state_file = state_file
@@ -77,10 +95,24 @@ class Pool:
             "name": "bare-metal-pool",
             "version": "0.1.0",
             "contractVersions": [self.contract],
-            "capabilities": ["ListMachines"],
+            "capabilities": ["ListMachines", "ValidateConfig"],
             "clusterConfigSchema": {"type": "object"},
             "machineConfigSchema": MACHINE_CONFIG_SCHEMA,
         }
+
+    def ValidateConfig(self, request):
+        config = request.get("config") or {}
+        errors = []
+        if request.get("kind") == "MACHINE":
+            disks = config.get("disks") or []
+            total = sum(disk.get("sizeGiB", 0) for disk in disks if isinstance(disk, dict))
+            if total > DISK_CAPACITY_GIB:
+                errors.append({
+                    "field": "disks",
+                    "message": "%d GiB of disks requested; the pool's hosts hold %d GiB"
+                               % (total, DISK_CAPACITY_GIB),
+                })
+        return {"fieldErrors": errors}
 
     def ReconcileCluster(self, request):
         # A pool has no per-cluster infrastructure; its hosts are in one rack.
@@ -96,8 +128,12 @@ class Pool:
             raise ProviderError("INVALID_CONFIG", "machine.uid is required")
         bootstrap = base64.b64decode(request.get("bootstrapData", ""))
         with self.lock:
-            if uid in self.machines:  # idempotent: the machine already made for this uid
+            if uid in self.machines and self.misbehave != "duplicates":
+                # Idempotent: the machine already made for this uid.
                 return self.answer(self.machines[uid])
+            key = uid
+            if uid in self.machines:  # --misbehave duplicates: a second machine, kept apart
+                key = "%s-%d" % (uid, len(self.machines))
             taken = {held["host"] for held in self.machines.values()}
             free = [host for host in self.hosts if host not in taken]
             if not free:
@@ -112,7 +148,7 @@ class Pool:
                 "bootstrapBytes": len(bootstrap),
                 "bootstrapFormat": request.get("bootstrapFormat", ""),
             }
-            self.machines[uid] = held
+            self.machines[key] = held
             self.save()
             return self.answer(held)
 
@@ -181,8 +217,8 @@ class Pool:
 
 
 def handler(pool):
-    calls = {"GetInfo", "ReconcileCluster", "DeleteCluster", "CreateMachine", "GetMachine",
-             "DeleteMachine", "ListMachines"}
+    calls = {"GetInfo", "ValidateConfig", "ReconcileCluster", "DeleteCluster", "CreateMachine",
+             "GetMachine", "DeleteMachine", "ListMachines"}
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
@@ -196,7 +232,11 @@ def handler(pool):
                     request = json.loads(body or b"{}")
                 except ValueError as error:
                     raise ProviderError("INTERNAL", "the body is not JSON: %s" % error)
-                self.send(200, getattr(pool, method)(request))
+                answer = getattr(pool, method)(request)
+                if pool.misbehave == "garbage" and method == "GetMachine":
+                    self.send_raw(200, b"<html>not the message</html>")
+                    return
+                self.send(200, answer)
             except ProviderError as error:
                 status = 501 if method not in calls else ProviderError.STATUS[error.code]
                 self.send(status, {
@@ -206,7 +246,9 @@ def handler(pool):
                 })
 
         def send(self, status, message):
-            body = json.dumps(message).encode()
+            self.send_raw(status, json.dumps(message).encode())
+
+        def send_raw(self, status, body):
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -230,11 +272,14 @@ def main():
     parser.add_argument("--boot-polls", type=int, default=1,
                         help="GetMachine calls before a new machine is RUNNING")
     parser.add_argument("--contract", default="v1", help="the contract version to announce")
+    parser.add_argument("--misbehave", choices=["", "duplicates", "garbage"], default="",
+                        help="break the contract, for `corral provider test`: a second machine "
+                             "for a repeated CreateMachine, or GetMachine answers that are not JSON")
     args = parser.parse_args()
     host, port = args.listen.rsplit(":", 1)
     pool = Pool([h for h in args.hosts.split(",") if h],
                 {h for h in args.faulty.split(",") if h}, args.state, args.boot_polls,
-                args.contract)
+                args.contract, args.misbehave)
     server = ThreadingHTTPServer((host, int(port)), handler(pool))
     print("listening on http://%s:%d" % server.server_address[:2], flush=True)
     try:

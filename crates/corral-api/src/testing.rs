@@ -7,6 +7,9 @@
 //! flags, subresources and printer columns) are compared too. A caller lists the differences it
 //! means to have, each with its reason, and [`check`] fails on any other difference and on any
 //! listed one that no longer occurs.
+//!
+//! [`check_checked_in_crds`] is the other half every such crate shares: its `crds/` directory
+//! holds exactly the CRDs it generates.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -323,4 +326,67 @@ pub fn normalize_numbers(value: Value) -> Value {
         ),
         other => other,
     }
+}
+
+/// The environment variable under which [`check_checked_in_crds`] writes the CRDs instead of
+/// checking them.
+pub const UPDATE_CRDS: &str = "CORRAL_UPDATE_CRDS";
+
+/// Checks that `<manifest_dir>/crds/` holds exactly `crds`, one `<group>_<plural>.yaml` each
+/// (whole numbers as integers, [`normalize_numbers`]); with [`UPDATE_CRDS`] set, writes them
+/// instead and removes the files no longer generated. Panics naming the stale files and
+/// `regenerate`, the test command to run with [`UPDATE_CRDS`] set.
+pub fn check_checked_in_crds(
+    manifest_dir: &str,
+    crds: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+    regenerate: &str,
+) {
+    use std::fs;
+    let dir = std::path::Path::new(manifest_dir).join("crds");
+    let expected: BTreeMap<String, String> = crds
+        .into_iter()
+        .map(|crd| {
+            let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
+            let crd = normalize_numbers(serde_json::to_value(crd).expect("a CRD serializes"));
+            let yaml = serde_yaml::to_string(&crd).expect("a CRD is YAML");
+            (file, format!("---\n{yaml}"))
+        })
+        .collect();
+    let present: Vec<String> = fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if std::env::var_os(UPDATE_CRDS).is_some() {
+        fs::create_dir_all(&dir).unwrap();
+        for file in present.iter().filter(|file| !expected.contains_key(*file)) {
+            fs::remove_file(dir.join(file)).unwrap();
+        }
+        for (file, content) in &expected {
+            fs::write(dir.join(file), content).unwrap();
+        }
+        return;
+    }
+    let mut stale: Vec<&str> = expected
+        .iter()
+        .filter(|(file, content)| {
+            fs::read_to_string(dir.join(file)).ok().as_ref() != Some(*content)
+        })
+        .map(|(file, _)| file.as_str())
+        .collect();
+    stale.extend(
+        present
+            .iter()
+            .filter(|file| !expected.contains_key(*file))
+            .map(String::as_str),
+    );
+    assert!(
+        stale.is_empty(),
+        "the CRDs in {} differ from the ones the Rust types generate: {}\n\
+         regenerate them with `{UPDATE_CRDS}=1 {regenerate}` and commit the result",
+        dir.display(),
+        stale.join(", ")
+    );
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::clusterctl::{Provider, ProviderType};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -99,6 +100,8 @@ pub struct InitReport {
     pub providers: Vec<String>,
     /// The components' ClusterRoles (`roles.rs`).
     pub cluster_roles: Vec<String>,
+    /// The admission webhook configurations, empty until the process serving them registers.
+    pub webhook_configurations: Vec<String>,
 }
 
 /// Installs every built-in provider's CRDs, its inventory entry and its least-privilege
@@ -123,6 +126,22 @@ pub async fn init(connection: &Connection) -> Result<InitReport, Error> {
             .cluster_roles
             .extend(crate::roles::install(connection, provider).await?);
     }
+    // The plugin kinds' admission webhook: the process running the plugin controllers fills
+    // in where it serves (`start_plugin_webhook`).
+    corral_infra_plugin::admission::install_configuration(&connection.client, FIELD_MANAGER)
+        .await
+        .map_err(|error| {
+            connection.fail(
+                format!(
+                    "creating the ValidatingWebhookConfiguration {}",
+                    corral_infra_plugin::admission::CONFIGURATION
+                ),
+                error,
+            )
+        })?;
+    report
+        .webhook_configurations
+        .push(corral_infra_plugin::admission::CONFIGURATION.to_owned());
     Ok(report)
 }
 
@@ -291,6 +310,46 @@ pub async fn run_controllers(
         doing: "running the core controllers".into(),
         reason: crate::error::innermost_message(&error),
     })
+}
+
+/// Serves the admission webhook of the plugin kinds' `spec.config`
+/// (`corral_infra_plugin::admission`) on `listen` until `shutdown`, reading ProviderPlugins
+/// through `client`, and registers it in the configuration `init` created, as reached at
+/// `host` (the name or address the API server calls; its certificate is issued for it).
+/// Returns the URL registered.
+pub async fn start_plugin_webhook(
+    client: kube::Client,
+    listen: std::net::SocketAddr,
+    host: &str,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<String, Error> {
+    use corral_infra_plugin::admission::{WebhookServer, register};
+    let failed = |error: corral_infra_plugin::admission::Error| Error::Api {
+        doing: "serving the plugin admission webhook".into(),
+        reason: crate::error::innermost_message(&error),
+    };
+    // `init` creates it: this process may only change it.
+    let configurations: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let name = corral_infra_plugin::admission::CONFIGURATION;
+    let existing = configurations
+        .get_opt(name)
+        .await
+        .map_err(|error| Error::Api {
+            doing: format!("reading the ValidatingWebhookConfiguration {name}"),
+            reason: crate::error::innermost_message(&error),
+        })?;
+    if existing.is_none() {
+        return Err(Error::Invalid(format!(
+            "the ValidatingWebhookConfiguration {name} does not exist; run `corral init` first"
+        )));
+    }
+    let server = WebhookServer::start(client.clone(), listen, host, shutdown)
+        .await
+        .map_err(failed)?;
+    register(&client, &server.url, &server.ca_pem)
+        .await
+        .map_err(failed)?;
+    Ok(server.url)
 }
 
 /// [`run_controllers`] on a task of its own; a failure is logged.

@@ -1,4 +1,4 @@
-//! `corral get clusters | kubeconfig NAME | providers`.
+//! `corral get clusters | kubeconfig NAME | providers | orphans`.
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
@@ -273,6 +273,66 @@ pub async fn providers(connection: &Connection, now: Timestamp) -> Result<String
             age(plugin.metadata.creation_timestamp.as_ref(), now),
             message,
         ]);
+    }
+    Ok(table(&rows))
+}
+
+/// The orphans: machines that provider plugins hold and no PluginMachine claims, as each
+/// ProviderPlugin's last probe found them (`status.orphans`), with how long they have been
+/// unclaimed and what `spec.orphanPolicy` does with them.
+pub async fn orphans(connection: &Connection, now: Timestamp) -> Result<String, Error> {
+    use corral_infra_plugin::api::{
+        DEFAULT_ORPHAN_GRACE_PERIOD_SECONDS, OrphanPolicy, ProviderPlugin,
+    };
+    let plugins: Api<ProviderPlugin> = Api::all(connection.client.clone());
+    let plugins = match plugins.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+        Err(error) => return Err(connection.fail("listing the ProviderPlugins", error)),
+    };
+    let mut rows = vec![
+        [
+            "PLUGIN",
+            "PROVIDER ID",
+            "MACHINE UID",
+            "CLUSTER",
+            "UNCLAIMED",
+            "POLICY",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for plugin in &plugins {
+        let policy = match plugin.spec.orphan_policy.unwrap_or_default() {
+            OrphanPolicy::Report => "Report".to_owned(),
+            OrphanPolicy::Delete => format!(
+                "Delete after {}s",
+                plugin
+                    .spec
+                    .orphan_grace_period_seconds
+                    .unwrap_or(DEFAULT_ORPHAN_GRACE_PERIOD_SECONDS)
+            ),
+        };
+        for orphan in plugin.status.iter().flat_map(|status| &status.orphans) {
+            let or_dash = |value: &str| {
+                if value.is_empty() {
+                    "-".to_owned()
+                } else {
+                    value.to_owned()
+                }
+            };
+            rows.push(vec![
+                plugin.metadata.name.clone().unwrap_or_default(),
+                or_dash(&orphan.provider_id),
+                or_dash(&orphan.machine_uid),
+                or_dash(&orphan.cluster_name),
+                age(Some(&orphan.first_seen), now),
+                policy.clone(),
+            ]);
+        }
+    }
+    if rows.len() == 1 {
+        return Ok("No orphaned machines found.\n".to_owned());
     }
     Ok(table(&rows))
 }

@@ -18,7 +18,9 @@
 //!    they own, owner reference uids rewritten to the new owners'. Unlike upstream, status is
 //!    restored through the status subresource, so that the target's controllers start from
 //!    where the source's stopped (a Machine stays Running, a DevMachine keeps its providerID).
-//!    An object already at the target (from an earlier attempt) is kept.
+//!    An object already at the target (from an earlier attempt) is kept. The ProviderPlugins
+//!    (cluster-scoped) that moved Plugin* objects name are created first, from the source's
+//!    spec, unless the target has them; the source keeps its own.
 //! 5. **Delete at the source**, what is owned before its owners: each object gets
 //!    `clusterctl.cluster.x-k8s.io/delete-for-move` and loses its finalizers before it is
 //!    deleted (orphaning anything not moved), so that no source controller deprovisions
@@ -181,6 +183,7 @@ async fn move_graph(
     progress.total = graph.nodes.len();
 
     progress.step = "creating the objects at the target";
+    copy_provider_plugins(source, target, &graph, out).await?;
     create_at_target(target, &graph, progress, out).await?;
 
     progress.step = "deleting the objects at the source";
@@ -921,6 +924,74 @@ async fn create_at_target(
             index + 1,
             count(objects, "object")
         );
+    }
+    Ok(())
+}
+
+/// Creates at the target the ProviderPlugins (cluster-scoped, so not in the graph) that the
+/// moved Plugin* objects name, from the source's spec, unless the target has one of that name;
+/// before the objects, whose admission at the target asks them. The source keeps its own:
+/// other namespaces may use them. (A move through a directory does not carry them.)
+async fn copy_provider_plugins(
+    source: &Connection,
+    target: &Connection,
+    graph: &ObjectGraph,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    use corral_infra_plugin::api::{GROUP, ProviderPlugin};
+    let names: BTreeSet<&str> = graph
+        .nodes
+        .iter()
+        .filter(|node| graph.object_type(node).group() == GROUP)
+        .filter_map(|node| {
+            let object = &node.object;
+            object
+                .pointer("/spec/plugin")
+                .or_else(|| object.pointer("/spec/template/spec/plugin"))
+                .and_then(Value::as_str)
+        })
+        .collect();
+    let at_source: Api<ProviderPlugin> = Api::all(source.client.clone());
+    let at_target: Api<ProviderPlugin> = Api::all(target.client.clone());
+    for name in names {
+        let plugin = at_source.get_opt(name).await.map_err(|error| {
+            source.fail(
+                format!("reading ProviderPlugin {name} at the source"),
+                error,
+            )
+        })?;
+        let Some(plugin) = plugin else {
+            continue;
+        };
+        let existing = at_target.get_opt(name).await.map_err(|error| {
+            target.fail(
+                format!("reading ProviderPlugin {name} at the target"),
+                error,
+            )
+        })?;
+        if existing.is_some() {
+            continue;
+        }
+        let copy = ProviderPlugin {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: plugin.metadata.labels.clone(),
+                annotations: plugin.metadata.annotations.clone(),
+                ..Default::default()
+            },
+            spec: plugin.spec.clone(),
+            status: None,
+        };
+        at_target
+            .create(&PostParams::default(), &copy)
+            .await
+            .map_err(|error| {
+                target.fail(
+                    format!("creating ProviderPlugin {name} at the target"),
+                    error,
+                )
+            })?;
+        let _ = writeln!(out, "Created ProviderPlugin {name} at the target");
     }
     Ok(())
 }

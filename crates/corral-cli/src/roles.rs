@@ -123,9 +123,20 @@ pub fn rules(label: &str) -> Option<Vec<PolicyRule>> {
             rule(&[""], &["secrets"], READ),
         ],
         // Provider plugins: the ProviderPlugins it calls (status: what GetInfo said), the plugin
-        // infrastructure kinds, the Clusters and Machines they belong to, and the bootstrap
-        // data Secrets it hands to CreateMachine.
+        // infrastructure kinds, the Clusters and Machines they belong to, the bootstrap
+        // data Secrets it hands to CreateMachine, and its admission webhook's registration
+        // (the one configuration `init` created, nothing else).
         "infrastructure-plugin" => vec![
+            PolicyRule {
+                resource_names: Some(vec![
+                    corral_infra_plugin::admission::CONFIGURATION.to_string(),
+                ]),
+                ..rule(
+                    &["admissionregistration.k8s.io"],
+                    &["validatingwebhookconfigurations"],
+                    &["get", "patch"],
+                )
+            },
             rule(
                 &["corral.dev"],
                 &["providerplugins", "providerplugins/status"],

@@ -8,10 +8,10 @@
 //! - [`api`]: the kinds and [`crds()`], checked in under `crds/`.
 //! - [`run`] / [`run_with_caches`]: the ProviderPlugin, PluginCluster and PluginMachine
 //!   controllers.
-//!
-//! Not here yet: admission of `spec.config` against the plugin's published schema and
-//! ValidateConfig, orphan detection through ListMachines, `corral provider test`.
+//! - [`admission`]: the validating webhook that checks `spec.config` against the plugin's
+//!   published schema and its ValidateConfig.
 
+pub mod admission;
 pub mod api;
 mod controllers;
 

@@ -13,12 +13,15 @@
 //!   (`grpc`, `grpcs`, `http`, `https`), with a deadline per call; plain `grpc://` and
 //!   `http://` are refused for a host that is not loopback unless the caller says `insecure`.
 //!
+//! - For both: [`conformance`], the suite `corral provider test` runs against a provider.
+//!
 //! Failures are [`ProviderError`]s with the contract's codes (`INVALID_CONFIG`, `NOT_FOUND`,
 //! `UNAVAILABLE`, `INTERNAL`) and an optional retry-after, carried as a gRPC status with the
 //! `retry-after-seconds` metadata entry, or as a non-2xx HTTP answer whose body is
 //! `{"code", "message", "retryAfterSeconds"}`.
 
 pub mod client;
+pub mod conformance;
 mod error;
 mod provider;
 pub mod server;

@@ -96,6 +96,15 @@ pub struct ControllersArgs {
     /// suffix).
     #[arg(long)]
     identity: Option<String>,
+    /// Where to serve the admission webhook of the plugin kinds' `spec.config` (HTTPS, with
+    /// a certificate issued at start); port 0 picks a free one. Every replica serves it, leader
+    /// or not.
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:0")]
+    webhook_listen: std::net::SocketAddr,
+    /// The host name or address the API server reaches the webhook at (registered in the
+    /// ValidatingWebhookConfiguration corral-plugin-config); default: the listen address's.
+    #[arg(long, value_name = "HOST")]
+    webhook_host: Option<String>,
     #[command(flatten)]
     cloud: crate::cloud::CloudFlag,
 }
@@ -325,6 +334,11 @@ enum GetCommand {
         #[command(flatten)]
         kubeconfig: KubeconfigArgs,
     },
+    /// List the machines provider plugins hold that no PluginMachine claims.
+    Orphans {
+        #[command(flatten)]
+        kubeconfig: KubeconfigArgs,
+    },
 }
 
 pub async fn get(args: GetArgs) -> anyhow::Result<()> {
@@ -351,6 +365,10 @@ pub async fn get(args: GetArgs) -> anyhow::Result<()> {
         GetCommand::Providers { kubeconfig } => {
             let connection = kubeconfig.connect().await?;
             print!("{}", corral_cli::get::providers(&connection, now).await?);
+        }
+        GetCommand::Orphans { kubeconfig } => {
+            let connection = kubeconfig.connect().await?;
+            print!("{}", corral_cli::get::orphans(&connection, now).await?);
         }
     }
     Ok(())
@@ -573,6 +591,18 @@ pub async fn controllers(args: ControllersArgs) -> anyhow::Result<()> {
     corral_cli::components::check_installed(&connection).await?;
     let cloud = args.cloud.open().await?;
     let client = connection.client.clone();
+    let webhook_host = args
+        .webhook_host
+        .clone()
+        .unwrap_or_else(|| args.webhook_listen.ip().to_string());
+    let url = corral_cli::components::start_plugin_webhook(
+        client.clone(),
+        args.webhook_listen,
+        &webhook_host,
+        crate::shutdown_signal(),
+    )
+    .await?;
+    eprintln!("Serving the plugin admission webhook at {url}");
     if !args.leader_elect {
         let shutdown = crate::shutdown_signal().boxed().shared();
         corral_cli::components::run_controllers(client, cloud, shutdown).await?;

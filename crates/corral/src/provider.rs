@@ -1,5 +1,6 @@
 //! `corral provider`: providers as plugins. `corral provider local` serves the local provider
-//! (`corral_provider_local::plugin`) over `corral.provider.v1`.
+//! (`corral_provider_local::plugin`) over `corral.provider.v1`; `corral provider test` runs
+//! the conformance suite (`corral_provider_sdk::conformance`) against a running provider.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,6 +19,35 @@ enum ProviderCommand {
     /// Serve the local provider: machines as network namespaces on this host, with real
     /// processes (the node agent, etcd, API servers) inside. Needs root and iproute2.
     Local(LocalArgs),
+    /// Check that a running provider keeps the corral.provider.v1 contract: one line per check
+    /// (PASS, FAIL with why, SKIP for a capability it does not list); exits 1 on a failure.
+    /// It creates and deletes one cluster and one machine of its own.
+    Test(TestArgs),
+}
+
+#[derive(clap::Args)]
+struct TestArgs {
+    /// The provider: grpc://, grpcs://, http:// or https://host:port.
+    #[arg(long)]
+    endpoint: String,
+    /// PEM file of the CA to trust for grpcs:// and https:// (default: the system's roots).
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<PathBuf>,
+    /// Allow plain grpc:// or http:// to a host that is not loopback.
+    #[arg(long)]
+    insecure: bool,
+    /// The deadline of each call, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    timeout: u64,
+    /// How long the machine may take to be RUNNING, and the cluster to be ready, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    wait: u64,
+    /// The machine's config (JSON object) sent with CreateMachine.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    machine_config: String,
+    /// The cluster's config (JSON object) sent with ReconcileCluster.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    cluster_config: String,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -49,7 +79,52 @@ struct LocalArgs {
 pub async fn run(args: ProviderArgs) -> anyhow::Result<()> {
     match args.command {
         ProviderCommand::Local(args) => local(args).await,
+        ProviderCommand::Test(args) => test(args).await,
     }
+}
+
+async fn test(args: TestArgs) -> anyhow::Result<()> {
+    use base64::Engine;
+    use corral_provider_sdk::conformance::{self, Outcome};
+    let ca_bundle = match &args.ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("cannot read the CA file {}", path.display()))?;
+            Some(base64::engine::general_purpose::STANDARD.encode(pem))
+        }
+        None => None,
+    };
+    let config = corral_provider_sdk::ClientConfig {
+        endpoint: args.endpoint.clone(),
+        ca_bundle,
+        timeout: std::time::Duration::from_secs(args.timeout.max(1)),
+        insecure: args.insecure,
+    };
+    let client = corral_provider_sdk::Client::new(&config)?;
+    let object = |flag: &str, text: &str| -> anyhow::Result<serde_json::Value> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).with_context(|| format!("{flag} is not JSON"))?;
+        anyhow::ensure!(value.is_object(), "{flag} is not a JSON object");
+        Ok(value)
+    };
+    let settings = conformance::Settings {
+        machine_config: object("--machine-config", &args.machine_config)?,
+        cluster_config: object("--cluster-config", &args.cluster_config)?,
+        wait: std::time::Duration::from_secs(args.wait),
+    };
+    let checks = conformance::run(&client, &settings, |check| println!("{check}")).await;
+    let failed = checks
+        .iter()
+        .filter(|check| matches!(check.outcome, Outcome::Fail(_)))
+        .count();
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} checks failed against {}",
+            checks.len(),
+            args.endpoint
+        );
+    }
+    Ok(())
 }
 
 async fn local(args: LocalArgs) -> anyhow::Result<()> {

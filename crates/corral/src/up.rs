@@ -248,6 +248,14 @@ async fn start(
     // watches without the loopback socket and HTTP framing on both ends, as
     // `system:corral-controllers` with the least-privilege ClusterRoles `init` bound to it.
     let in_process = kube::Client::new(server.in_process(), "default");
+    // The plugin kinds' admission webhook, on loopback: only this process's server calls it.
+    corral_cli::components::start_plugin_webhook(
+        in_process.clone(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        "127.0.0.1",
+        shutdown.clone(),
+    )
+    .await?;
     let controllers = corral_cli::components::start_controllers(in_process, cloud, shutdown);
     progress.done(
         "Controllers started",

@@ -1,65 +1,11 @@
 //! The CRDs checked in under `crates/corral-api/crds/` are the generated ones.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::{env, fs};
-
-/// Set to regenerate the checked-in CRDs instead of checking them.
-const UPDATE: &str = "CORRAL_UPDATE_CRDS";
-
-fn render() -> BTreeMap<String, String> {
-    super::generated_crds()
-        .into_iter()
-        .map(|(file, crd)| {
-            (
-                file,
-                format!("---\n{}", serde_yaml::to_string(&crd).unwrap()),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn checked_in_crds_are_up_to_date() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
-    let expected = render();
-    let present: Vec<String> = fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-
-    if env::var_os(UPDATE).is_some() {
-        fs::create_dir_all(&dir).unwrap();
-        for file in present.iter().filter(|file| !expected.contains_key(*file)) {
-            fs::remove_file(dir.join(file)).unwrap();
-        }
-        for (file, content) in &expected {
-            fs::write(dir.join(file), content).unwrap();
-        }
-        return;
-    }
-
-    let mut stale: Vec<&str> = expected
-        .iter()
-        .filter(|(file, content)| {
-            fs::read_to_string(dir.join(file)).ok().as_ref() != Some(*content)
-        })
-        .map(|(file, _)| file.as_str())
-        .collect();
-    stale.extend(
-        present
-            .iter()
-            .filter(|file| !expected.contains_key(*file))
-            .map(String::as_str),
-    );
-    assert!(
-        stale.is_empty(),
-        "the CRDs in crates/corral-api/crds differ from the ones the Rust types generate: {}\n\
-         regenerate them with `{UPDATE}=1 cargo test -p corral-api` and commit the result",
-        stale.join(", ")
+    corral_api::testing::check_checked_in_crds(
+        env!("CARGO_MANIFEST_DIR"),
+        corral_api::crds(),
+        "cargo nextest run -p corral-api -E 'test(crds)'",
     );
 }
 

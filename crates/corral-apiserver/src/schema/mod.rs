@@ -210,6 +210,22 @@ fn validate(
     (errors, warnings)
 }
 
+/// Checks `object` against `schema` as a write of it would, without changing it: every field
+/// the schema does not know (what pruning would drop, each a `Forbidden` error, so that a
+/// typo is refused rather than dropped) and every field error of validation after defaulting,
+/// with kube-openapi's field paths. For servers of validating webhooks that hold a schema
+/// of their own (a provider plugin's schema of `spec.config`).
+pub fn check(schema: &CompiledSchema, object: &Value) -> Vec<FieldError> {
+    let mut object = object.clone();
+    let mut errors: Vec<FieldError> = coerce::prune(&mut object, &schema.root, true)
+        .into_iter()
+        .map(|path| FieldError::forbidden(path, "unknown field: the schema does not declare it"))
+        .collect();
+    coerce::default(&mut object, &schema.root);
+    errors.extend(validate(schema, &object, None).0);
+    errors
+}
+
 /// Brings an object read from storage into shape: pruned and defaulted by the storage
 /// version's schema, then pruned by the requested version's.
 pub fn on_read(resource: &ResourceInfo, version: &str, object: &mut Value) {

@@ -35,6 +35,11 @@ impl Plane {
             "Machine" => ("cluster.x-k8s.io", "v1beta2", "machines"),
             "DevCluster" => (INFRA, "v1beta2", "devclusters"),
             "DevMachine" => (INFRA, "v1beta2", "devmachines"),
+            "PluginMachineTemplate" => (
+                "infrastructure.corral.dev",
+                "v1alpha1",
+                "pluginmachinetemplates",
+            ),
             "Secret" => ("", "v1", "secrets"),
             "ConfigMap" => ("", "v1", "configmaps"),
             "Namespace" => ("", "v1", "namespaces"),
@@ -550,4 +555,48 @@ async fn a_directory_round_trip_rewrites_owner_uids_restores_status_and_skips_st
         target.names("Secret").await,
         vec!["c1-bootstrap", "c1-kubeconfig"]
     );
+}
+
+/// The ProviderPlugins that moved Plugin* objects name are cluster-scoped, so outside the
+/// graph: the move creates them at the target first, and the source keeps its own.
+#[tokio::test]
+async fn the_move_brings_the_provider_plugins_its_objects_name() {
+    use corral_infra_plugin::api::ProviderPlugin;
+    let source = Plane::start(true).await;
+    let target = Plane::start(true).await;
+    provisioned_cluster(&source, false).await;
+    let plugins_at = |plane: &Plane| -> Api<ProviderPlugin> { Api::all(plane.env.client.clone()) };
+    let plugin: ProviderPlugin = serde_json::from_value(json!({
+        "apiVersion": "corral.dev/v1alpha1", "kind": "ProviderPlugin",
+        "metadata": { "name": "pool" },
+        "spec": { "endpoint": "http://127.0.0.1:9000", "orphanPolicy": "Delete" },
+    }))
+    .unwrap();
+    plugins_at(&source)
+        .create(&PostParams::default(), &plugin)
+        .await
+        .unwrap();
+    let cluster = source.api("Cluster").get("c1").await.unwrap();
+    source
+        .create(
+            json!({
+                "apiVersion": "infrastructure.corral.dev/v1alpha1", "kind": "PluginMachineTemplate",
+                "metadata": { "name": "workers", "namespace": NAMESPACE },
+                "spec": { "template": { "spec": { "plugin": "pool", "config": { "pool": "rack-1" } } } },
+            }),
+            Some(("Cluster", &cluster)),
+            None,
+        )
+        .await;
+
+    let (result, out) = run(&source, &target, &options(Mode::Move, false)).await;
+    result.unwrap_or_else(|error| panic!("{error}\n{out}"));
+    assert!(
+        out.contains("Created ProviderPlugin pool at the target"),
+        "{out}"
+    );
+    let copied = plugins_at(&target).get("pool").await.unwrap();
+    assert_eq!(copied.spec, plugin.spec);
+    assert!(plugins_at(&source).get_opt("pool").await.unwrap().is_some());
+    assert_eq!(target.names("PluginMachineTemplate").await, ["workers"]);
 }

@@ -35,6 +35,8 @@ pub const PROVIDER_LABEL_VALUE: &str = "infrastructure-plugin";
 pub mod finalizers {
     pub const PLUGIN_CLUSTER: &str = "plugincluster.infrastructure.corral.dev";
     pub const PLUGIN_MACHINE: &str = "pluginmachine.infrastructure.corral.dev";
+    /// Held while PluginClusters or PluginMachines name the ProviderPlugin.
+    pub const PROVIDER_PLUGIN: &str = "providerplugin.corral.dev";
 }
 
 /// Condition types and reasons.
@@ -42,6 +44,8 @@ pub mod conditions {
     /// ProviderPlugin: reachable and contract-compatible. PluginCluster: provisioned.
     /// PluginMachine: its machine is running.
     pub const READY: &str = "Ready";
+    /// ProviderPlugin: ListMachines reported machines that no PluginMachine claims.
+    pub const ORPHANS_FOUND: &str = "OrphansFound";
 
     pub mod reasons {
         pub const READY: &str = "Ready";
@@ -65,11 +69,17 @@ pub mod conditions {
         pub const MACHINE_NOT_FOUND: &str = "MachineNotFound";
         pub const WAITING_FOR_CLUSTER_INFRASTRUCTURE: &str = "WaitingForClusterInfrastructureReady";
         pub const WAITING_FOR_BOOTSTRAP_DATA: &str = "WaitingForBootstrapData";
+        /// PluginMachine: its `spec.config` does not match the plugin's published schema.
+        pub const INVALID_CONFIG: &str = "InvalidConfig";
+        /// OrphansFound is True: machines no PluginMachine claims.
+        pub const ORPHANS_FOUND: &str = "OrphansFound";
+        /// OrphansFound is False: every machine is claimed.
+        pub const NO_ORPHANS: &str = "NoOrphans";
     }
 }
 
 /// A free-form object: the schema of `spec.config` (checked against the plugin's own schema
-/// at admission in a later step) and of the schemas a plugin publishes.
+/// at admission, `crate::admission`) and of the schemas a plugin publishes.
 pub(crate) fn free_form_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",

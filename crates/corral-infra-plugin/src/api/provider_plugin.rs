@@ -64,6 +64,70 @@ pub struct ProviderPluginSpec {
     /// insecure allows plain `grpc://` and `http://` to a host that is not loopback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insecure: Option<bool>,
+    /// admission says how the objects naming this plugin are admitted while the plugin cannot
+    /// be asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<PluginAdmission>,
+    /// orphanPolicy: what is done with machines the plugin holds (ListMachines) that no
+    /// PluginMachine claims: `Report` (the default) lists them in status.orphans, with the
+    /// condition OrphansFound and an Event; `Delete` also deletes them once they have been
+    /// unclaimed for orphanGracePeriodSeconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orphan_policy: Option<OrphanPolicy>,
+    /// orphanGracePeriodSeconds is how long a machine stays unclaimed before orphanPolicy
+    /// Delete deletes it (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub orphan_grace_period_seconds: Option<i32>,
+}
+
+/// How objects naming a plugin are admitted.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginAdmission {
+    /// failurePolicy: what admission does with a PluginCluster, PluginMachine or template
+    /// naming this plugin when the plugin cannot be asked (not reachable, no answer in time,
+    /// not Ready): `Fail` (the default) refuses it with a message naming the plugin;
+    /// `Ignore` admits it once its `spec.config` passes the last schema the plugin published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_policy: Option<FailurePolicy>,
+}
+
+/// What admission does when a plugin cannot be asked.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    #[default]
+    Fail,
+    Ignore,
+}
+
+/// What is done with a plugin's orphaned machines.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OrphanPolicy {
+    #[default]
+    Report,
+    Delete,
+}
+
+/// The default of `spec.orphanGracePeriodSeconds`.
+pub const DEFAULT_ORPHAN_GRACE_PERIOD_SECONDS: i32 = 300;
+
+/// A machine the plugin holds that no PluginMachine claims.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanMachine {
+    /// providerId the plugin reports for it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider_id: String,
+    /// machineUid it was created for.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub machine_uid: String,
+    /// clusterName it was created for.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster_name: String,
+    /// firstSeen is when it was first found unclaimed.
+    #[schemars(schema_with = "corral_api::schema::time")]
+    pub first_seen: Time,
 }
 
 /// What the provider said of itself, and whether Corral can call it.
@@ -87,6 +151,10 @@ pub struct ProviderPluginStatus {
     /// observedGeneration is the generation of the spec observedTime's call used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// orphans: the machines ListMachines reported that no PluginMachine claims (by
+    /// providerID or Machine uid), at the last probe.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub orphans: Vec<OrphanMachine>,
 }
 
 /// A GetInfo answer.
@@ -116,6 +184,15 @@ pub struct PluginInfo {
 }
 
 impl ProviderPlugin {
+    /// `spec.admission.failurePolicy`, defaulted.
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.spec
+            .admission
+            .as_ref()
+            .and_then(|admission| admission.failure_policy)
+            .unwrap_or_default()
+    }
+
     /// Whether the last GetInfo said the plugin speaks the contract, and it is Ready.
     pub fn is_ready(&self) -> bool {
         self.status.as_ref().is_some_and(|status| {

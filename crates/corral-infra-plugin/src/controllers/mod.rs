@@ -11,10 +11,11 @@
 //! deadline per call, so one plugin's trouble never holds up another's objects. A plugin is
 //! called only while its ProviderPlugin is Ready (reachable, contract `v1`).
 
+mod orphans;
 mod plugin_cluster;
-mod plugin_machine;
-mod plugins;
-mod provider_plugin;
+pub(crate) mod plugin_machine;
+pub(crate) mod plugins;
+pub(crate) mod provider_plugin;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -69,6 +70,10 @@ pub async fn run_with_caches(
         client: client.clone(),
         plugins: Plugins::new(caches.get(|_: &ProviderPlugin| "")),
         caches,
+        recorder: corral_runtime::Recorder::new(
+            client.clone(),
+            kube::runtime::events::Reporter::from("corral-plugin-controller"),
+        ),
         poll: Backoff::new(Duration::from_secs(1), Duration::from_secs(30)),
         failures: Backoff::new(Duration::from_secs(1), Duration::from_secs(60)),
         config: corral_runtime::Config {
@@ -89,6 +94,8 @@ pub(crate) struct Context {
     pub caches: Caches,
     /// Clients of the plugins, by ProviderPlugin.
     pub plugins: Plugins,
+    /// Events about ProviderPlugins (orphans).
+    pub recorder: corral_runtime::Recorder,
     /// The wait between polls of an object whose plugin says it is not done (PENDING, not
     /// ready, not deleted yet), per object uid.
     pub poll: Backoff,

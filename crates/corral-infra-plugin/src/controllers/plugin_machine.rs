@@ -229,6 +229,21 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
         )
         .await;
     };
+    // The last check before CreateMachine, for an object admission did not see with the
+    // plugin's current schema (written before the webhook was registered, or the schema
+    // changed since): a bad config never reaches the plugin.
+    if object.spec.provider_id.is_none()
+        && let Some(message) = invalid_config(&context, &object)
+    {
+        return not_ready(
+            &api,
+            &object,
+            reasons::INVALID_CONFIG,
+            message,
+            Action::requeue(context.failures.fail(&key)),
+        )
+        .await;
+    }
     let call = match plugin_call(&context, &api, &object, &object.spec.plugin).await? {
         Ok(call) => call,
         Err(action) => return Ok(action),
@@ -400,8 +415,30 @@ fn address(address: &v1::Address) -> Option<MachineAddress> {
     .ok()
 }
 
+/// Why `spec.config` does not pass the plugin's published schema, if it does not.
+fn invalid_config(context: &Context, object: &PluginMachine) -> Option<String> {
+    let plugin = context
+        .plugins
+        .cache()
+        .get(&ObjectRef::new(&object.spec.plugin))?;
+    let info = plugin.status.as_ref()?.info.as_ref()?;
+    let json = serde_json::to_value(object).ok()?;
+    let errors = crate::admission::config_errors("PluginMachine", info, &json);
+    (!errors.is_empty()).then(|| {
+        format!(
+            "spec.config does not match ProviderPlugin {}'s schema: {}",
+            object.spec.plugin,
+            errors
+                .iter()
+                .map(|error| error.message())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
 /// `spec.config` as the message's `google.protobuf.Struct`.
-pub(super) fn config_struct(config: Option<&serde_json::Value>) -> Option<pbjson_types::Struct> {
+pub(crate) fn config_struct(config: Option<&serde_json::Value>) -> Option<pbjson_types::Struct> {
     config.and_then(|config| serde_json::from_value(config.clone()).ok())
 }
 

@@ -138,7 +138,7 @@ impl Plugins {
 }
 
 /// The client settings of a ProviderPlugin's spec.
-fn client_config(spec: &ProviderPluginSpec) -> ClientConfig {
+pub(crate) fn client_config(spec: &ProviderPluginSpec) -> ClientConfig {
     ClientConfig {
         endpoint: spec.endpoint.clone(),
         ca_bundle: spec.ca_bundle.clone(),

@@ -2,6 +2,9 @@
 //! [`super::PROBE_INTERVAL`]; the answer in the status, and `Ready` True only for a plugin
 //! that answered and lists contract `v1`. A failed probe is retried with a backoff (or after
 //! the plugin's retry-after) and its message kept in `Ready`, with the last answer's info.
+//! Each probe of a plugin with `ListMachines` also looks for orphans (`orphans.rs`). A
+//! finalizer keeps a ProviderPlugin being deleted until no PluginCluster or PluginMachine
+//! names it, so that their own finalizers can still call it.
 
 use std::sync::Arc;
 
@@ -13,9 +16,12 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 
-use super::{Context, Error, call_reason, set_ready, write};
+use super::{Context, Error, call_reason, set_finalizer, set_ready, write};
 use crate::api::conditions::reasons;
-use crate::api::{PluginInfo, ProviderPlugin};
+use crate::api::{PluginCluster, PluginInfo, PluginMachine, ProviderPlugin, finalizers};
+
+/// How often a ProviderPlugin being deleted looks again at the objects that still use it.
+const USERS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub(super) async fn run(context: Arc<Context>, shutdown: corral_runtime::Shutdown) {
     let cache = context.plugins.cache().clone();
@@ -35,10 +41,19 @@ pub(super) async fn run(context: Arc<Context>, shutdown: corral_runtime::Shutdow
 
 async fn reconcile(plugin: Arc<ProviderPlugin>, context: Arc<Context>) -> Result<Action, Error> {
     let name = plugin.name_any();
+    let api: Api<ProviderPlugin> = Api::all(context.client.clone());
     if plugin.metadata.deletion_timestamp.is_some() {
+        // Held while objects use it: their finalizers need the plugin to delete what it holds.
+        let users = users(&context, &name).await;
+        if users > 0 {
+            tracing::info!(plugin = %name, users, "Waiting for the objects using the plugin to go");
+            return Ok(Action::requeue(USERS_WAIT));
+        }
         context.plugins.forget(&name);
+        set_finalizer(&api, &plugin, finalizers::PROVIDER_PLUGIN, false).await?;
         return Ok(Action::await_change());
     }
+    let plugin = Arc::new(set_finalizer(&api, &plugin, finalizers::PROVIDER_PLUGIN, true).await?);
     let generation = plugin.metadata.generation;
     let key = plugin.metadata.uid.clone().unwrap_or_default();
     // A probe is due after a spec change, a failed probe's backoff, or the interval; the
@@ -61,7 +76,6 @@ async fn reconcile(plugin: Arc<ProviderPlugin>, context: Arc<Context>) -> Result
                 error.to_string(),
                 generation,
             );
-            let api: Api<ProviderPlugin> = Api::all(context.client.clone());
             write(&api, &plugin, &after, Part::Status).await?;
             // Nothing to retry: a change of the spec brings the next reconcile.
             return Ok(Action::await_change());
@@ -98,7 +112,12 @@ async fn reconcile(plugin: Arc<ProviderPlugin>, context: Arc<Context>) -> Result
                 generation,
             );
             context.failures.succeed(&key);
-            super::PROBE_INTERVAL
+            let orphans_due = if compatible {
+                super::orphans::reconcile(&context, &plugin, &client, new_status).await
+            } else {
+                None
+            };
+            orphans_due.map_or(super::PROBE_INTERVAL, |due| due.min(super::PROBE_INTERVAL))
         }
         Err(error) => {
             tracing::info!(plugin = %name, %error, "Probing the plugin failed");
@@ -115,13 +134,32 @@ async fn reconcile(plugin: Arc<ProviderPlugin>, context: Arc<Context>) -> Result
         }
     };
     context.plugins.probed(&key, generation, requeue);
-    let api: Api<ProviderPlugin> = Api::all(context.client.clone());
     write(&api, &plugin, &after, Part::Status).await?;
     Ok(Action::requeue(requeue))
 }
 
+/// How many PluginClusters and PluginMachines name the plugin `name`.
+async fn users(context: &Context, name: &str) -> usize {
+    let machines = context.caches.get(super::cluster_label::<PluginMachine>);
+    let clusters = context.caches.get(super::cluster_label::<PluginCluster>);
+    futures::join!(machines.ready(), clusters.ready());
+    let machines = machines
+        .store()
+        .state()
+        .iter()
+        .filter(|machine| machine.spec.plugin == name)
+        .count();
+    let clusters = clusters
+        .store()
+        .state()
+        .iter()
+        .filter(|cluster| cluster.spec.plugin == name)
+        .count();
+    machines + clusters
+}
+
 /// The status's copy of a GetInfo answer.
-fn plugin_info(info: v1::GetInfoResponse) -> PluginInfo {
+pub(crate) fn plugin_info(info: v1::GetInfoResponse) -> PluginInfo {
     let schema = |schema: Option<corral_provider_sdk::pbjson_types::Struct>| {
         schema.and_then(|schema| serde_json::to_value(schema).ok())
     };

@@ -36,8 +36,8 @@ const DEPLOYMENT: &str = "metal-md-0";
 const PLUGIN: &str = "pool";
 
 /// An example provider running as a process, killed when dropped.
-struct ProviderProcess {
-    endpoint: String,
+pub(super) struct ProviderProcess {
+    pub(super) endpoint: String,
     _child: Child,
 }
 
@@ -65,7 +65,7 @@ impl ProviderProcess {
     }
 
     /// The Python provider over HTTP, with `args` added.
-    async fn python(args: &[&str]) -> ProviderProcess {
+    pub(super) async fn python(args: &[&str]) -> ProviderProcess {
         let script = repository().join("examples/python-http-provider/provider.py");
         let mut command = Command::new("python3");
         command
@@ -76,20 +76,20 @@ impl ProviderProcess {
     }
 
     /// The Rust provider over gRPC.
-    async fn rust() -> ProviderProcess {
+    pub(super) async fn rust() -> ProviderProcess {
         let mut command = Command::new(example_binary("rust-grpc-provider"));
         command.args(["--listen", "127.0.0.1:0", "--size", "16"]);
         Self::start(command).await
     }
 
     /// A client of the provider, to see what it holds.
-    fn client(&self) -> corral_provider_sdk::Client {
+    pub(super) fn client(&self) -> corral_provider_sdk::Client {
         corral_provider_sdk::Client::new(&corral_provider_sdk::ClientConfig::new(&self.endpoint))
             .unwrap()
     }
 
     /// The Machine uids of the machines the provider holds, sorted.
-    async fn machine_uids(&self) -> Vec<String> {
+    pub(super) async fn machine_uids(&self) -> Vec<String> {
         let listed = self
             .client()
             .list_machines(v1::ListMachinesRequest::default())
@@ -377,6 +377,28 @@ impl Plane {
             let mut uids: Vec<String> = machines.iter().map(|m| m.uid().unwrap()).collect();
             uids.sort();
             (provider.machine_uids().await == uids).then_some(machines)
+        })
+        .await
+    }
+
+    /// Waits until the MachineDeployment's `replicas` Machines are Provisioned and the provider
+    /// holds them and `extra` machines more.
+    async fn wait_provisioned_with_extra(
+        &self,
+        provider: &ProviderProcess,
+        replicas: usize,
+        extra: usize,
+    ) {
+        eventually("the Machines provisioned", || async {
+            let machines = self.worker_machines().await;
+            let provisioned = machines.iter().all(|machine| {
+                machine.status.as_ref().and_then(|s| s.phase.clone())
+                    == Some(MachinePhase::Provisioned)
+            });
+            (machines.len() == replicas
+                && provisioned
+                && provider.machine_uids().await.len() == replicas + extra)
+                .then_some(())
         })
         .await
     }
@@ -819,5 +841,218 @@ async fn a_slow_plugin_blocks_no_other() {
     );
     // Let the hanging calls end, so that the controllers stop.
     release.send(true).unwrap();
+    plane.stop().await;
+}
+
+/// Orphans: a machine the provider holds that no Machine or PluginMachine claims (made here
+/// with CreateMachine for an unknown uid) is reported on the ProviderPlugin (condition, status,
+/// Event), left alone under the default policy, and deleted under `orphanPolicy: Delete` once
+/// its grace period is over; the Cluster's own machines, and a machine created for a Machine
+/// whose PluginMachine has not recorded it yet, are never reported nor deleted. Then the
+/// ProviderPlugin, deleted while in use, stays until the Cluster is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn orphans_are_reported_and_deleted_by_policy() {
+    let plane = Plane::start().await;
+    let provider = ProviderProcess::python(&[]).await;
+    let client = provider.client();
+    let create = |uid: &str, cluster: &str| v1::CreateMachineRequest {
+        machine: Some(v1::MachineRef {
+            uid: uid.to_owned(),
+            name: format!("machine-{uid}"),
+            cluster_name: cluster.to_owned(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // An orphan: no Machine has this uid.
+    let orphan = client
+        .create_machine(create("0rphan-uid", "gone"))
+        .await
+        .unwrap();
+    // A machine being created right now: its Machine exists, no PluginMachine records it.
+    let machines: Api<Machine> = plane.api();
+    let in_flight: Machine = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+        "metadata": { "name": "in-flight" },
+        "spec": {
+            "clusterName": CLUSTER,
+            "bootstrap": { "dataSecretName": "metal-bootstrap" },
+            "infrastructureRef": { "apiGroup": GROUP, "kind": "PluginMachine", "name": "not-yet" },
+        },
+    }))
+    .unwrap();
+    let in_flight = machines
+        .create(&PostParams::default(), &in_flight)
+        .await
+        .unwrap();
+    let in_flight_uid = in_flight.uid().unwrap();
+    client
+        .create_machine(create(&in_flight_uid, CLUSTER))
+        .await
+        .unwrap();
+
+    plane.register(PLUGIN, &provider.endpoint).await;
+    plane.create_cluster(2).await;
+    plane.wait_provisioned_with_extra(&provider, 2, 2).await;
+    let plugins = plane.provider_plugins();
+    let orphans = eventually("the orphan to be reported", || async {
+        let status = plugins.get(PLUGIN).await.unwrap().status?;
+        let found = corral_runtime::conditions::get(&status.conditions, "OrphansFound")?;
+        (found.status == "True").then_some((status.orphans, found.message.clone()))
+    })
+    .await;
+    assert_eq!(orphans.0.len(), 1, "{orphans:?}");
+    assert_eq!(orphans.0[0].machine_uid, "0rphan-uid");
+    assert_eq!(orphans.0[0].provider_id, orphan.provider_id);
+    assert!(orphans.1.contains(&orphan.provider_id), "{}", orphans.1);
+    let events: Api<k8s_openapi::api::events::v1::Event> = plane.api();
+    eventually("a Warning Event OrphansFound", || async {
+        events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|event| {
+                event.reason.as_deref() == Some("OrphansFound")
+                    && event
+                        .note
+                        .as_deref()
+                        .is_some_and(|n| n.contains("0rphan-uid"))
+            })
+            .map(|_| ())
+    })
+    .await;
+    // Reported only: the provider still holds it.
+    assert!(
+        provider
+            .machine_uids()
+            .await
+            .contains(&"0rphan-uid".to_owned())
+    );
+
+    // Delete after a grace period of one second: the orphan goes, nothing else does.
+    plugins
+        .patch(
+            PLUGIN,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({ "spec": { "orphanPolicy": "Delete", "orphanGracePeriodSeconds": 1 } }),
+            ),
+        )
+        .await
+        .unwrap();
+    eventually("the orphan to be deleted", || async {
+        let uids = provider.machine_uids().await;
+        (!uids.contains(&"0rphan-uid".to_owned())).then_some(())
+    })
+    .await;
+    eventually("OrphansFound False", || async {
+        let status = plugins.get(PLUGIN).await.unwrap().status?;
+        let found = corral_runtime::conditions::get(&status.conditions, "OrphansFound")?;
+        (found.status == "False" && status.orphans.is_empty()).then_some(())
+    })
+    .await;
+    let held = provider.machine_uids().await;
+    assert!(
+        held.contains(&in_flight_uid),
+        "the machine being created is kept"
+    );
+    let workers = plane.worker_machines().await;
+    for worker in &workers {
+        assert!(
+            held.contains(&worker.uid().unwrap()),
+            "the Cluster's machines are kept"
+        );
+    }
+    assert_eq!(held.len(), 3, "{held:?}");
+
+    // A ProviderPlugin in use is held by its finalizer until no object names it: the
+    // PluginMachines' and PluginCluster's finalizers still reach the plugin.
+    eventually("the ProviderPlugin's finalizer", || async {
+        let plugin = plugins.get(PLUGIN).await.unwrap();
+        plugin
+            .finalizers()
+            .iter()
+            .any(|f| f == "providerplugin.corral.dev")
+            .then_some(())
+    })
+    .await;
+    plugins
+        .delete(PLUGIN, &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = plugins.get(PLUGIN).await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    let clusters: Api<Cluster> = plane.api();
+    clusters
+        .delete(CLUSTER, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the ProviderPlugin to be gone with the Cluster", || async {
+        let gone = clusters.get_opt(CLUSTER).await.unwrap().is_none()
+            && plugins.get_opt(PLUGIN).await.unwrap().is_none();
+        gone.then_some(())
+    })
+    .await;
+    let held = provider.machine_uids().await;
+    for worker in &workers {
+        assert!(
+            !held.contains(&worker.uid().unwrap()),
+            "deleted through the plugin"
+        );
+    }
+    plane.stop().await;
+}
+
+/// Without the admission webhook (objects written before it was registered), a PluginMachine
+/// whose `spec.config` the plugin's published schema refuses is never created at the plugin:
+/// its Ready condition says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_config_the_schema_refuses_never_reaches_create_machine() {
+    let plane = Plane::start().await;
+    let provider = ProviderProcess::python(&[]).await;
+    plane.register(PLUGIN, &provider.endpoint).await;
+    plane.plugin_ready(PLUGIN, "True").await;
+    plane.create_cluster(1).await;
+    plane.wait_provisioned(&provider, 1, "metal-md-v1").await;
+    plane
+        .create(json!({
+            "apiVersion": format!("{GROUP}/v1alpha1"), "kind": "PluginMachineTemplate",
+            "metadata": { "name": "metal-md-bad" },
+            "spec": { "template": { "spec": { "plugin": PLUGIN, "config": { "profile": "huge" } } } },
+        }))
+        .await;
+    plane.scale(2).await;
+    plane.roll_to("metal-md-bad").await;
+    let plugin_machines = plane.plugin_kind("PluginMachine");
+    let (name, message) = eventually("a PluginMachine refused for its config", || async {
+        for object in plugin_machines.list(&Default::default()).await.unwrap() {
+            let name = object.name_any();
+            if let Some((status, reason, message)) = ready_of(&plugin_machines, &name).await
+                && status == "False"
+                && reason == "InvalidConfig"
+            {
+                return Some((name, message));
+            }
+        }
+        None
+    })
+    .await;
+    assert!(
+        message.contains(r#"spec.config.profile: Unsupported value: "huge""#),
+        "{message}"
+    );
+    let object = plugin_machines.get(&name).await.unwrap();
+    let (_, machine_uid) = object
+        .owner_references()
+        .iter()
+        .find(|owner| owner.kind == "Machine")
+        .map(|owner| (owner.name.clone(), owner.uid.clone()))
+        .expect("a Machine owns it");
+    assert!(
+        !provider.machine_uids().await.contains(&machine_uid),
+        "CreateMachine was never called for it"
+    );
     plane.stop().await;
 }

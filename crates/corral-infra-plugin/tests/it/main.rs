@@ -1,9 +1,13 @@
 //! corral-infra-plugin's integration tests: the checked-in CRDs, and end to end with the core
-//! controllers and the example providers of `examples/` running as processes (`e2e.rs`).
+//! controllers and the example providers of `examples/` running as processes (`e2e.rs`), and
+//! the admission webhook of `spec.config` through kubectl (`validation.rs`), and the
+//! conformance suite of `corral provider test` against the examples (`conformance.rs`).
 
 mod admission;
+mod conformance;
 mod crds;
 mod e2e;
+mod validation;
 
 use std::future::Future;
 use std::time::Duration;

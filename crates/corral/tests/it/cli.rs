@@ -1204,3 +1204,71 @@ async fn an_unusable_etcd_is_one_line_and_exit_1() {
     );
     assert!(stderr.contains("required"), "{stderr}");
 }
+
+/// `corral provider test` against the Python example provider: one PASS line per check and
+/// exit 0; the same provider started to break idempotency (`--misbehave duplicates`) gets
+/// FAIL lines saying what it did, and exit 1.
+#[test]
+fn provider_test_runs_the_conformance_suite() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/python-http-provider/provider.py");
+    let start = |args: &[&str]| -> (Child, String) {
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the example provider");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let endpoint = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_owned();
+        (child, endpoint)
+    };
+    let no_kubeconfig = Path::new("/nonexistent");
+
+    let (mut good, endpoint) = start(&[]);
+    let out = corral_ok(
+        no_kubeconfig,
+        &["provider", "test", "--endpoint", &endpoint],
+    );
+    good.kill().unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.iter().all(|line| line.starts_with("PASS ")), "{out}");
+    for check in [
+        "PASS GetInfo contract v1",
+        "PASS CreateMachine idempotent by uid",
+        "PASS GetMachine NOT_FOUND after delete",
+        "PASS ListMachines forgets the deleted machine",
+    ] {
+        assert!(lines.contains(&check), "{check}: {out}");
+    }
+
+    let (mut broken, endpoint) = start(&["--misbehave", "duplicates"]);
+    let output = corral(
+        no_kubeconfig,
+        &["provider", "test", "--endpoint", &endpoint],
+    );
+    broken.kill().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let out = text(&output.stdout);
+    assert!(
+        out.lines().any(|line| line
+            .starts_with("FAIL CreateMachine idempotent by uid: a second CreateMachine for uid")),
+        "{out}"
+    );
+    assert!(out.contains("PASS GetInfo shape"), "{out}");
+    assert!(
+        text(&output.stderr).contains("3 of 15 checks failed"),
+        "{}",
+        text(&output.stderr)
+    );
+}
