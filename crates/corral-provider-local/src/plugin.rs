@@ -41,6 +41,10 @@ pub struct Programs {
     pub corral: PathBuf,
     /// The etcd binary control plane machines run.
     pub etcd: PathBuf,
+    /// The agents' `--node-monitor-grace-period` (seconds), when not the agent's default.
+    pub node_monitor_grace_period: Option<u64>,
+    /// The agents' `--node-lease-duration-seconds`, when not the agent's default.
+    pub node_lease_duration_seconds: Option<u64>,
 }
 
 /// The local provider.
@@ -171,6 +175,12 @@ impl LocalProvider {
             .stderr(stderr);
         if !version.is_empty() {
             command.args(["--kubernetes-version", version]);
+        }
+        if let Some(seconds) = self.programs.node_monitor_grace_period {
+            command.args(["--node-monitor-grace-period", &seconds.to_string()]);
+        }
+        if let Some(seconds) = self.programs.node_lease_duration_seconds {
+            command.args(["--node-lease-duration-seconds", &seconds.to_string()]);
         }
         let child = self.host.spawn(machine, &mut command).map_err(host_error)?;
         agents.insert(machine.uid.clone(), child);

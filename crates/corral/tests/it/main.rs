@@ -40,6 +40,8 @@ mod first_run;
 mod kubectl;
 mod kubectl_machinery;
 mod layering;
+mod local_cluster;
+mod local_drills;
 mod local_provider;
 mod move_clusters;
 mod node_agent;
