@@ -531,7 +531,7 @@ pub(crate) struct Samples {
     pub(crate) error_time: Duration,
     /// The longest of those spans.
     pub(crate) longest_gap: Duration,
-    /// The first errors, for the failure's message.
+    /// The first errors, each with when it happened after the sampling began.
     pub(crate) errors: Vec<String>,
 }
 
@@ -555,6 +555,7 @@ impl ApiSampler {
                 errors: Vec::new(),
             };
             let mut failing_since: Option<Instant> = None;
+            let began = Instant::now();
             let mut timer = tokio::time::interval(Duration::from_millis(100));
             timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -586,7 +587,10 @@ impl ApiSampler {
                         samples.failed += 1;
                         failing_since.get_or_insert(started);
                         if samples.errors.len() < 10 {
-                            samples.errors.push(error);
+                            samples.errors.push(format!(
+                                "{:.1}s: {error}",
+                                began.elapsed().as_secs_f64()
+                            ));
                         }
                     }
                 }

@@ -141,12 +141,13 @@ fn describe_readings(readings: &[EtcdReading]) -> String {
 fn assert_stayed_available(drill: &str, samples: &Samples, readings: &[EtcdReading]) {
     eprintln!(
         "drill {drill}: {} API samples, {} failed, {:?} of errors in total, longest gap {:?}; \
-         etcd healthy/members over time: {}",
+         etcd healthy/members over time: {}; errors: {:?}",
         samples.total,
         samples.failed,
         samples.error_time,
         samples.longest_gap,
-        describe_readings(readings)
+        describe_readings(readings),
+        samples.errors
     );
     assert!(
         samples.error_time <= ERROR_BUDGET,
