@@ -541,6 +541,10 @@ async fn start(
             pki.path("apiserver.key"),
             "--client-ca-file".into(),
             pki.path("ca.crt"),
+            // As kubeadm's kube-apiserver (anonymous requests on by default): RBAC lets them
+            // read only the health and version endpoints (system:public-info-viewer), which
+            // the cluster's load balancer checks.
+            "--anonymous-auth".into(),
             "--store".into(),
             "etcd".into(),
             "--etcd-endpoints".into(),

@@ -24,10 +24,7 @@ use crate::node_agent::{Cleanup, require_root};
 
 /// The plugin, serving on a free port, with `extra` arguments; its address from the line it
 /// prints.
-pub(crate) async fn start_plugin(
-    state: &Path,
-    extra: &[&str],
-) -> (tokio::process::Child, String) {
+pub(crate) async fn start_plugin(state: &Path, extra: &[&str]) -> (tokio::process::Child, String) {
     let etcd = corral_store::testing::EtcdProcess::find_binary()
         .expect("etcd is needed (apt-get install etcd-server, or set CORRAL_ETCD_BIN)");
     let mut plugin = tokio::process::Command::new(env!("CARGO_BIN_EXE_corral"))
@@ -230,7 +227,10 @@ impl LocalCluster {
     /// The cluster's Machines.
     pub(crate) async fn cluster_machines(&self) -> Vec<DynamicObject> {
         self.machines()
-            .list(&ListParams::default().labels(&format!("cluster.x-k8s.io/cluster-name={}", self.name)))
+            .list(
+                &ListParams::default()
+                    .labels(&format!("cluster.x-k8s.io/cluster-name={}", self.name)),
+            )
             .await
             .map(|list| list.items)
             .unwrap_or_default()
@@ -297,7 +297,9 @@ impl LocalCluster {
                     "the cluster did not converge to {replicas} Ready machines at {version} in {patience:?}: \
                      KubeadmControlPlane status {:#}\nCluster status {:#}\nMachines {machines:?}\n{}",
                     status.cloned().unwrap_or_default(),
-                    cluster.map(|cluster| cluster.data["status"].clone()).unwrap_or_default(),
+                    cluster
+                        .map(|cluster| cluster.data["status"].clone())
+                        .unwrap_or_default(),
                     self.log_tail(),
                 );
             }
@@ -385,7 +387,10 @@ impl LocalCluster {
     pub(crate) async fn delete(&self) {
         self.track().await;
         let clusters = self.clusters();
-        clusters.delete(&self.name, &Default::default()).await.unwrap();
+        clusters
+            .delete(&self.name, &Default::default())
+            .await
+            .unwrap();
         for _ in 0..1200 {
             if clusters.get_opt(&self.name).await.unwrap().is_none() {
                 break;
@@ -587,10 +592,9 @@ impl ApiSampler {
                         samples.failed += 1;
                         failing_since.get_or_insert(started);
                         if samples.errors.len() < 10 {
-                            samples.errors.push(format!(
-                                "{:.1}s: {error}",
-                                began.elapsed().as_secs_f64()
-                            ));
+                            samples
+                                .errors
+                                .push(format!("{:.1}s: {error}", began.elapsed().as_secs_f64()));
                         }
                     }
                 }

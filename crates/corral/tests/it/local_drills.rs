@@ -159,7 +159,11 @@ fn assert_stayed_available(drill: &str, samples: &Samples, readings: &[EtcdReadi
         "no sample succeeded: {samples:?}"
     );
     assert!(!readings.is_empty(), "no etcd member list was read");
-    let lowest = readings.iter().map(|reading| reading.healthy).min().unwrap();
+    let lowest = readings
+        .iter()
+        .map(|reading| reading.healthy)
+        .min()
+        .unwrap();
     assert!(
         lowest >= 2,
         "etcd had {lowest} healthy member(s) at some point: {}",
@@ -263,17 +267,20 @@ async fn a_killed_control_plane_machine_is_replaced_while_the_api_stays_up() {
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     let killed = Instant::now();
-    cluster
-        .host
-        .cgroup(&victim.uid)
-        .kill_all()
-        .await
-        .unwrap();
-    eprintln!("drill kill: killed machine {} (the etcd leader)", victim.name);
+    cluster.host.cgroup(&victim.uid).kill_all().await.unwrap();
+    eprintln!(
+        "drill kill: killed machine {} (the etcd leader)",
+        victim.name
+    );
 
-    until(&cluster, "the Node going Ready=Unknown", Duration::from_secs(60), || async {
-        node_ready_status(&cluster.nodes().await, &victim.name).as_deref() == Some("Unknown")
-    })
+    until(
+        &cluster,
+        "the Node going Ready=Unknown",
+        Duration::from_secs(60),
+        || async {
+            node_ready_status(&cluster.nodes().await, &victim.name).as_deref() == Some("Unknown")
+        },
+    )
     .await;
     let unknown = killed.elapsed();
     until(
@@ -416,7 +423,11 @@ async fn an_upgrade_replaces_the_control_plane_one_machine_at_a_time() {
         })
         .await;
         cluster
-            .until_converged(3, NEXT_VERSION, deadline.saturating_duration_since(Instant::now()))
+            .until_converged(
+                3,
+                NEXT_VERSION,
+                deadline.saturating_duration_since(Instant::now()),
+            )
             .await;
     }
     let duration = started.elapsed();
@@ -424,7 +435,10 @@ async fn an_upgrade_replaces_the_control_plane_one_machine_at_a_time() {
     let readings = recorder.finish();
     eprintln!("drill upgrade: {VERSION} → {NEXT_VERSION} in {duration:?}");
     let most = *most.lock().unwrap();
-    assert!(most <= 4, "{most} machines at once: more than one replaced at a time");
+    assert!(
+        most <= 4,
+        "{most} machines at once: more than one replaced at a time"
+    );
     assert_nodes_at(&cluster, NEXT_VERSION).await;
     let members = cluster.etcd_members().await;
     assert_eq!(members.len(), 3, "{members:?}");
@@ -433,39 +447,97 @@ async fn an_upgrade_replaces_the_control_plane_one_machine_at_a_time() {
     cluster.delete().await;
 }
 
-/// `corral up` killed with SIGKILL in the middle of an upgrade and started again on the same
-/// data directory: the rollout converges, etcd keeps quorum, and once the cluster is deleted
-/// nothing of it is left on the host.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_management_plane_restarted_mid_rollout_converges_and_leaks_nothing() {
-    let mut cluster = three_control_planes("drill-restart").await;
-    let recorder = EtcdRecorder::start(&cluster).await;
-    let started = Instant::now();
-    upgrade(&cluster, NEXT_VERSION).await;
-    // Mid-rollout: the first new machine exists.
-    until(&cluster, "the rollout's first new machine", Duration::from_secs(60), || async {
-        cluster
-            .cluster_machines()
-            .await
-            .iter()
-            .any(|machine| machine.data["spec"]["version"] == NEXT_VERSION)
-    })
-    .await;
+/// Kills `corral up` with SIGKILL once `moment` holds, and starts it again on the same data
+/// directory two seconds later.
+async fn crash_management_plane_when<F, Fut>(
+    cluster: &mut LocalCluster,
+    what: &str,
+    started: Instant,
+    moment: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    until(cluster, what, Duration::from_secs(90), moment).await;
     cluster.kill_management_plane().await;
     eprintln!(
-        "drill restart: killed corral up {:?} into the rollout",
+        "drill restart: killed corral up {:?} into the rollout ({what})",
         started.elapsed()
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     cluster.restart_management_plane().await;
+}
+
+/// `corral up` killed with SIGKILL in the middle of an upgrade, twice (while the first new
+/// machine bootstraps, and while an old machine is being deleted), and started again on the
+/// same data directory each time: the rollout converges, etcd keeps quorum, the workload API
+/// stays up (the management plane is not on its path), and once the cluster is deleted
+/// nothing of it is left on the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_management_plane_restarted_mid_rollout_converges_and_leaks_nothing() {
+    let mut cluster = three_control_planes("drill-restart").await;
+    let old: Vec<String> = cluster
+        .track()
+        .await
+        .into_iter()
+        .map(|machine| machine.uid)
+        .collect();
+    let sampler = ApiSampler::start(cluster.workload_config().await);
+    let recorder = EtcdRecorder::start(&cluster).await;
+    let started = Instant::now();
+    upgrade(&cluster, NEXT_VERSION).await;
+    let host = cluster.host.clone();
+    let name = cluster.name.clone();
+    let new_machine_bootstrapping = || {
+        let (host, name, old) = (host.clone(), name.clone(), old.clone());
+        async move {
+            host.machines()
+                .await
+                .unwrap_or_default()
+                .iter()
+                .any(|machine| machine.cluster_name == name && !old.contains(&machine.uid))
+        }
+    };
+    crash_management_plane_when(
+        &mut cluster,
+        "the first new machine on the host",
+        started,
+        new_machine_bootstrapping,
+    )
+    .await;
+    let machines = cluster.machines();
+    let label = format!("cluster.x-k8s.io/cluster-name={name}");
+    let old_machine_deleting = || {
+        let (machines, label) = (machines.clone(), label.clone());
+        async move {
+            machines
+                .list(&kube::api::ListParams::default().labels(&label))
+                .await
+                .is_ok_and(|list| {
+                    list.items.iter().any(|machine| {
+                        machine.metadata.deletion_timestamp.is_some()
+                            && machine.data["spec"]["version"] == VERSION
+                    })
+                })
+        }
+    };
+    crash_management_plane_when(
+        &mut cluster,
+        "an old machine being deleted",
+        started,
+        old_machine_deleting,
+    )
+    .await;
     cluster
         .until_converged(3, NEXT_VERSION, Duration::from_secs(150))
         .await;
-    eprintln!("drill restart: converged {:?} after the upgrade began", started.elapsed());
+    eprintln!(
+        "drill restart: converged {:?} after the upgrade began",
+        started.elapsed()
+    );
+    let samples = sampler.finish().await;
     let readings = recorder.finish();
-    eprintln!("drill restart: etcd healthy/members over time: {}", describe_readings(&readings));
-    let lowest = readings.iter().map(|reading| reading.healthy).min().unwrap();
-    assert!(lowest >= 2, "{}", describe_readings(&readings));
+    assert_stayed_available("restart", &samples, &readings);
     assert_nodes_at(&cluster, NEXT_VERSION).await;
     cluster.delete().await;
 }
