@@ -84,17 +84,6 @@ pub(crate) async fn kubectl_apply(kubeconfig: &Path, manifest: &str) {
     panic!("kubectl apply kept failing: {last:?}");
 }
 
-/// A Cluster API resource of the management plane, untyped.
-pub(crate) fn resource(group: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: group.into(),
-        version: "v1beta2".into(),
-        api_version: format!("{group}/v1beta2"),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
 /// Whether the object's `status.conditions` has `type` with `status`.
 pub(crate) fn has_condition(object: &DynamicObject, type_: &str, status: &str) -> bool {
     object.data["status"]["conditions"]
@@ -200,19 +189,15 @@ impl LocalCluster {
     }
 
     pub(crate) fn clusters(&self) -> Api<DynamicObject> {
-        self.api(&resource("cluster.x-k8s.io", "Cluster", "clusters"))
+        self.api(&ApiResource::erase::<corral_api::Cluster>(&()))
     }
 
     pub(crate) fn machines(&self) -> Api<DynamicObject> {
-        self.api(&resource("cluster.x-k8s.io", "Machine", "machines"))
+        self.api(&ApiResource::erase::<corral_api::Machine>(&()))
     }
 
     pub(crate) fn control_planes(&self) -> Api<DynamicObject> {
-        self.api(&resource(
-            "controlplane.cluster.x-k8s.io",
-            "KubeadmControlPlane",
-            "kubeadmcontrolplanes",
-        ))
+        self.api(&corral_cli::resource::Kind::KubeadmControlPlane.resource())
     }
 
     pub(crate) fn api(&self, resource: &ApiResource) -> Api<DynamicObject> {
