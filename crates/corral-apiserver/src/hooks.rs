@@ -1,6 +1,6 @@
 //! What is particular to a built-in resource, called by the generic verbs in `rest.rs`:
 //! namespaces have a lifecycle and finalizers in their spec, CRDs define served resources,
-//! Secrets carry base64 data.
+//! Secrets carry base64 data, CertificateSigningRequests record their requester.
 
 use serde_json::{Value, json};
 
@@ -40,6 +40,8 @@ pub fn prepare_create(target: &Target, object: &mut Value) -> Result<(), ApiErro
         crate::webhook::prepare(kind, object);
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::prepare(kind, object);
+    } else if crate::certificates::is_csr(target) {
+        crate::certificates::prepare_create(object, crate::rbac::requester().as_deref());
     } else if is(target, "", "secrets") {
         merge_string_data(object);
         let map = object.as_object_mut().unwrap();
@@ -108,6 +110,8 @@ pub fn prepare_update(target: &Target, current: &Value, new: &mut Value) -> Resu
         crate::webhook::prepare(kind, new);
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::prepare(kind, new);
+    } else if crate::certificates::is_csr(target) {
+        crate::certificates::prepare_update(target.subresource.as_deref(), current, new);
     } else if is(target, "", "secrets") {
         merge_string_data(new);
         let old_type = current.get("type").cloned();
@@ -142,6 +146,8 @@ pub fn validate(
         causes.extend(crate::webhook::validate_configuration(kind, object));
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::admit(state, kind, target, object, old)?;
+    } else if crate::certificates::is_csr(target) {
+        causes.extend(crate::certificates::validate(object));
     } else if is(target, "", "secrets") {
         use base64::Engine;
         if let Some(data) = object.get("data") {
@@ -249,12 +255,34 @@ pub async fn after_write(state: &ApiState, target: &Target, object: &Value) {
             if let Some(name) = object::name(object) {
                 namespaces::start_cleanup(state.self_handle(), name.to_string());
             }
+        } else if issues_service_account_tokens(state) {
+            // kube-controller-manager's serviceaccounts controller: every namespace has a
+            // `default` account.
+            if let Some(name) = object::name(object) {
+                let state = state.self_handle();
+                let name = name.to_string();
+                tokio::spawn(async move {
+                    if let Err(error) =
+                        crate::auth::service_account::ensure_default(&state, &name).await
+                    {
+                        tracing::warn!(namespace = %name, %error, "Cannot create the default ServiceAccount");
+                    }
+                });
+            }
         }
     } else if let Some(kind) = crate::webhook::configuration_kind(target) {
         crate::webhook::after_write(state, kind, object);
     } else if let Some(kind) = crate::rbac::kind_of(target) {
         crate::rbac::after_write(state, kind, object);
     }
+}
+
+fn issues_service_account_tokens(state: &ApiState) -> bool {
+    state
+        .config
+        .authentication
+        .as_ref()
+        .is_some_and(|authentication| authentication.service_accounts.is_some())
 }
 
 /// Effects of a successful delete on the server itself.

@@ -12,6 +12,7 @@ mod apply;
 pub mod auth;
 mod body;
 mod builtin_fields;
+mod certificates;
 mod conversion;
 pub mod crd;
 mod discovery;

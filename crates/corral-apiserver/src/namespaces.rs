@@ -13,7 +13,7 @@ use crate::rest::{self, DeleteOptions, Target};
 use crate::server::ApiState;
 
 /// Namespaces kube-apiserver creates at start.
-pub const INITIAL: [&str; 3] = ["default", "kube-system", "kube-public"];
+pub const INITIAL: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// The storage key of a namespace.
 pub fn key(name: &str) -> String {
@@ -45,6 +45,16 @@ pub async fn ensure_initial(state: &ApiState) -> Result<(), ApiError> {
             Ok(_) => {}
             Err(error) if error.reason == "AlreadyExists" => {}
             Err(error) => return Err(error),
+        }
+    }
+    let issues_tokens = state
+        .config
+        .authentication
+        .as_ref()
+        .is_some_and(|authentication| authentication.service_accounts.is_some());
+    if issues_tokens {
+        for name in INITIAL {
+            crate::auth::service_account::ensure_default(state, name).await?;
         }
     }
     Ok(())

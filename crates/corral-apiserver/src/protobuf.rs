@@ -19,7 +19,7 @@
 //! merge, a later scalar replaces an earlier one, as in Go.
 //!
 //! Supported: `v1` ConfigMap, Secret, Namespace and Event, `events.k8s.io/v1` Event,
-//! `coordination.k8s.io/v1` Lease, the `rbac.authorization.k8s.io/v1` kinds, the
+//! `coordination.k8s.io/v1` Lease, ServiceAccount and TokenRequest, the `rbac.authorization.k8s.io/v1` kinds, the
 //! `authorization.k8s.io/v1` reviews, and DeleteOptions of any group version. Anything else is
 //! [`ProtobufError::UnsupportedKind`], which the server answers with 415.
 
@@ -142,6 +142,8 @@ pub fn decode(bytes: &[u8]) -> Result<Value> {
         ("v1", "Event") => &CORE_EVENT,
         ("events.k8s.io/v1", "Event") => &EVENTS_EVENT,
         ("coordination.k8s.io/v1", "Lease") => &LEASE,
+        ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
+        ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
         ("rbac.authorization.k8s.io/v1", "Role") => &ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => &CLUSTER_ROLE,
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
@@ -450,6 +452,63 @@ static EVENTS_EVENT_SERIES: Message = Message {
     fields: &[
         field(1, "count", Type::Int32, Omit::Never),
         field(2, "lastObservedTime", Type::MicroTime, Omit::Never),
+    ],
+};
+
+static SERVICE_ACCOUNT: Message = Message {
+    name: "ServiceAccount",
+    fields: &[
+        metadata(),
+        field(
+            2,
+            "secrets",
+            Type::Messages(&OBJECT_REFERENCE),
+            Omit::IfEmpty,
+        ),
+        field(
+            3,
+            "imagePullSecrets",
+            Type::Messages(&LOCAL_OBJECT_REFERENCE),
+            Omit::IfEmpty,
+        ),
+        field(4, "automountServiceAccountToken", Type::Bool, Omit::IfNil),
+    ],
+};
+
+static LOCAL_OBJECT_REFERENCE: Message = Message {
+    name: "LocalObjectReference",
+    fields: &[field(1, "name", Type::String, Omit::IfEmpty)],
+};
+
+static TOKEN_REQUEST: Message = Message {
+    name: "TokenRequest",
+    fields: &[
+        metadata(),
+        field(2, "spec", Type::Message(&TOKEN_REQUEST_SPEC), Omit::Never),
+    ],
+};
+
+static TOKEN_REQUEST_SPEC: Message = Message {
+    name: "TokenRequestSpec",
+    fields: &[
+        field(1, "audiences", Type::Strings, Omit::Never),
+        field(
+            3,
+            "boundObjectRef",
+            Type::Message(&BOUND_OBJECT_REFERENCE),
+            Omit::IfNil,
+        ),
+        field(4, "expirationSeconds", Type::Int64, Omit::IfNil),
+    ],
+};
+
+static BOUND_OBJECT_REFERENCE: Message = Message {
+    name: "BoundObjectReference",
+    fields: &[
+        field(1, "kind", Type::String, Omit::IfEmpty),
+        field(2, "apiVersion", Type::String, Omit::IfEmpty),
+        field(3, "name", Type::String, Omit::IfEmpty),
+        field(4, "uid", Type::String, Omit::IfEmpty),
     ],
 };
 

@@ -296,6 +296,7 @@ pub fn builtins() -> Vec<ResourceInfo> {
             ..builtin("", "v1", "pods", "Pod", true, &["po"])
         },
         builtin("", "v1", "secrets", "Secret", true, &[]),
+        builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"]),
         builtin("", "v1", "events", "Event", true, &["ev"]),
         ResourceInfo {
             stored_as: Some((String::new(), "events".to_string())),
@@ -319,6 +320,17 @@ pub fn builtins() -> Vec<ResourceInfo> {
             false,
             &[],
         ),
+        ResourceInfo {
+            status_subresource: true,
+            ..builtin(
+                crate::certificates::GROUP,
+                "v1",
+                "certificatesigningrequests",
+                "CertificateSigningRequest",
+                false,
+                &["csr"],
+            )
+        },
         builtin(
             "rbac.authorization.k8s.io",
             "v1",

@@ -986,7 +986,8 @@ async fn update_once(
     base: Base,
     from_cache: bool,
 ) -> Result<Attempt, ApiError> {
-    let status_only = target.subresource.as_deref() == Some("status");
+    // `/approval` (CertificateSigningRequests) writes conditions in the status, as `/status`.
+    let status_only = matches!(target.subresource.as_deref(), Some("status" | "approval"));
     let Base {
         mod_revision,
         value: stored,

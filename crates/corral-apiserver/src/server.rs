@@ -12,7 +12,7 @@ use corral_store::{DynStore, Revision};
 use http::{Method, StatusCode};
 use serde_json::Value;
 
-use crate::auth::{Authenticator, UserInfo};
+use crate::auth::{Authenticator, Credential, UserInfo};
 use crate::error::ApiError;
 use crate::patch::{Patch, PatchType};
 use crate::query::Query;
@@ -401,7 +401,32 @@ async fn handle(State(front): State<Front>, mut request: Request) -> Response {
     let user = match &front.gate {
         Gate::Fixed(user) => user.clone(),
         Gate::Authenticate(authenticator) => match authenticator.authenticate(&request) {
-            Ok(user) => user,
+            Ok(Credential::User(user)) => user,
+            Ok(Credential::BootstrapToken(token)) => {
+                match crate::auth::bootstrap_token::authenticate(&front.state, &token).await {
+                    Some(user) => user,
+                    None => return crate::auth::unauthorized(),
+                }
+            }
+            Ok(Credential::ServiceAccountToken(token)) => {
+                let tokens = front
+                    .state
+                    .config
+                    .authentication
+                    .as_ref()
+                    .and_then(|authentication| authentication.service_accounts.clone());
+                let user = match tokens {
+                    Some(tokens) => {
+                        crate::auth::service_account::authenticate(&front.state, &tokens, &token)
+                            .await
+                    }
+                    None => None,
+                };
+                match user {
+                    Some(user) => user,
+                    None => return crate::auth::unauthorized(),
+                }
+            }
             Err(response) => {
                 tracing::debug!(method = %request.method(), path = request.uri().path(), "Request unauthenticated");
                 return response;
@@ -667,6 +692,16 @@ fn parse_target(
         let served = match subresource {
             "status" => resource.status_subresource,
             "scale" => resource.scale.is_some(),
+            "token" => {
+                resource.builtin
+                    && resource.group.is_empty()
+                    && resource.plural == "serviceaccounts"
+            }
+            "approval" => {
+                resource.builtin
+                    && resource.group == crate::certificates::GROUP
+                    && resource.plural == "certificatesigningrequests"
+            }
             "finalize" => {
                 resource.builtin && resource.group.is_empty() && resource.plural == "namespaces"
             }
@@ -745,6 +780,11 @@ async fn resource_request(
             &query,
             &rest::get(&state, &target, &name).await?,
         ),
+        (Method::POST, Some(name)) if target.subresource.as_deref() == Some("token") => {
+            let bytes = body::read(request_body).await?;
+            let object = body::decode_object(&body::content_type(&headers), &bytes)?;
+            crate::auth::service_account::token_request(&state, &target, &name, object).await?
+        }
         (Method::POST, None) => {
             if target.resource.namespaced && target.namespace.is_none() {
                 return Err(ApiError::method_not_allowed(

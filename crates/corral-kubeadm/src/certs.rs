@@ -455,6 +455,98 @@ pub fn issue(ca: &KeyMaterial, leaf: &Leaf<'_>, now: OffsetDateTime) -> Result<K
     })
 }
 
+/// A certificate signing request (PEM) for a client certificate of `common_name` in
+/// `organizations`, with its new P-256 private key (PEM): what a kubelet sends to get its
+/// client certificate.
+pub fn client_request(
+    common_name: &str,
+    organizations: &[&str],
+) -> Result<(String, String), Error> {
+    let key = KeyAlgorithm::EcdsaP256.generate_key()?;
+    let mut params = CertificateParams::default();
+    let mut subject = DistinguishedName::new();
+    for organization in organizations {
+        subject.push(DnType::OrganizationName, *organization);
+    }
+    subject.push(DnType::CommonName, common_name);
+    params.distinguished_name = subject;
+    let request = params
+        .serialize_request(&key)
+        .map_err(|error| Error::Generate(error.to_string()))?;
+    let pem = request
+        .pem()
+        .map_err(|error| Error::Generate(error.to_string()))?;
+    Ok((pem, key.serialize_pem()))
+}
+
+/// What a certificate signing request asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requested {
+    pub common_name: String,
+    pub organizations: Vec<String>,
+    /// Whether it asks for subject alternative names (a client certificate does not).
+    pub has_names: bool,
+}
+
+/// Reads a PEM certificate signing request, checking its signature.
+pub fn read_request(request_pem: &str) -> Result<Requested, String> {
+    let params = rcgen::CertificateSigningRequestParams::from_pem(request_pem)
+        .map_err(|error| format!("not a certificate request: {error}"))?;
+    let subject = &params.params.distinguished_name;
+    let text = |value: &rcgen::DnValue| match value {
+        rcgen::DnValue::Utf8String(text) => text.clone(),
+        rcgen::DnValue::PrintableString(text) => text.as_str().to_owned(),
+        other => format!("{other:?}"),
+    };
+    let common_name = subject
+        .get(&DnType::CommonName)
+        .map(text)
+        .unwrap_or_default();
+    let organizations = subject
+        .iter()
+        .filter(|(kind, _)| **kind == DnType::OrganizationName)
+        .map(|(_, value)| text(value))
+        .collect();
+    Ok(Requested {
+        common_name,
+        organizations,
+        has_names: !params.params.subject_alt_names.is_empty(),
+    })
+}
+
+/// Signs a certificate signing request as a client certificate by `ca`, valid from five
+/// minutes before `now` for `validity` (kube-controller-manager's signer; the request's
+/// subject is kept, its extensions are not).
+pub fn sign_client_request(
+    ca: &KeyMaterial,
+    request_pem: &str,
+    validity: Duration,
+    now: OffsetDateTime,
+) -> Result<String, Error> {
+    let ca_key = KeyPair::from_pem(&ca.private_key_pem)
+        .map_err(|error| Error::Generate(format!("the CA key does not parse: {error}")))?;
+    let issuer = Issuer::from_ca_cert_pem(&ca.certificate_pem, ca_key)
+        .map_err(|error| Error::Generate(format!("the CA certificate does not parse: {error}")))?;
+    let mut request = rcgen::CertificateSigningRequestParams::from_pem(request_pem)
+        .map_err(|error| Error::Generate(format!("not a certificate request: {error}")))?;
+    let params = &mut request.params;
+    params.subject_alt_names.clear();
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.not_before = now - Duration::minutes(5);
+    params.not_after = now + validity;
+    params.serial_number = Some(random_serial());
+    params.use_authority_key_identifier_extension = true;
+    let certificate = request
+        .signed_by(&issuer)
+        .map_err(|error| Error::Generate(error.to_string()))?;
+    Ok(certificate.pem())
+}
+
 /// A random positive serial number of 16 bytes, as RFC 5280 wants them unpredictable.
 pub(crate) fn random_serial() -> rcgen::SerialNumber {
     let mut bytes: [u8; 16] = rand::random();

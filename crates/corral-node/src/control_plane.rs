@@ -160,6 +160,8 @@ pub struct ControlPlane {
     pub initialized: bool,
     /// A client of the machine's own API server, as the admin.
     pub client: kube::Client,
+    /// The cluster CA, which signs kubelets' client certificates.
+    pub cluster_ca: KeyMaterial,
     /// Supervises the etcd member and the API server; they stop with it.
     _processes: Vec<tokio_util::task::AbortOnDropHandle<()>>,
 }
@@ -199,7 +201,7 @@ pub async fn join(options: &Options, config: &str) -> Result<ControlPlane, Error
     start(options, facts, &pki, &initial_cluster, "existing", false).await
 }
 
-fn read_facts(options: &Options, config: &str) -> Result<KubeadmFacts, Error> {
+pub(crate) fn read_facts(options: &Options, config: &str) -> Result<KubeadmFacts, Error> {
     let unreadable = |reason: String| Error::Configuration {
         path: config.into(),
         reason,
@@ -541,10 +543,14 @@ async fn start(
             pki.path("apiserver.key"),
             "--client-ca-file".into(),
             pki.path("ca.crt"),
-            // As kubeadm's kube-apiserver (anonymous requests on by default): RBAC lets them
-            // read only the health and version endpoints (system:public-info-viewer), which
-            // the cluster's load balancer checks.
-            "--anonymous-auth".into(),
+            // kube-apiserver's defaults, which joining machines rely on: cluster-info is read
+            // anonymously (as are the health endpoints the cluster's load balancer checks),
+            // the kubelet's certificate asked for with a bootstrap token.
+            "--anonymous-auth=true".into(),
+            "--enable-bootstrap-token-auth".into(),
+            // Every control plane machine signs ServiceAccount tokens with the cluster's key.
+            "--service-account-signing-key-file".into(),
+            pki.path("sa.key"),
             "--store".into(),
             "etcd".into(),
             "--etcd-endpoints".into(),
@@ -579,6 +585,7 @@ async fn start(
         facts,
         initialized,
         client,
+        cluster_ca: pki.cluster_ca.clone(),
         _processes: vec![
             tokio_util::task::AbortOnDropHandle::new(etcd),
             tokio_util::task::AbortOnDropHandle::new(apiserver),

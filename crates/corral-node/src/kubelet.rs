@@ -9,15 +9,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::{
-    Namespace, Node, NodeAddress, NodeSpec, NodeStatus, NodeSystemInfo, Taint,
-};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, NodeStatus, NodeSystemInfo, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use crate::Options;
-use crate::control_plane::ControlPlane;
+use crate::control_plane::{ControlPlane, KubeadmFacts};
 
 const LEASE_NAMESPACE: &str = "kube-node-lease";
 const STATUS_REPORT: Duration = Duration::from_secs(60);
@@ -40,21 +38,22 @@ pub enum Error {
 }
 
 /// Registers the Node, writes the bootstrap sentinel, then heartbeats until the process ends.
-pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), Error> {
-    let client = control_plane.client.clone();
-    let node_name = control_plane.facts.node_name.clone();
-    let version = control_plane.facts.kubernetes_version.clone();
+/// `client` is the kubelet's client of the cluster; a control plane machine also publishes
+/// what kubeadm leaves and runs the controller manager's parts.
+pub async fn run(
+    options: &Options,
+    facts: &KubeadmFacts,
+    client: kube::Client,
+    control_plane: Option<ControlPlane>,
+) -> Result<(), Error> {
+    let node_name = facts.node_name.clone();
+    let version = facts.kubernetes_version.clone();
     let nodes: Api<Node> = Api::all(client.clone());
     let register = |source| Error::Register {
         node: node_name.clone(),
         source,
     };
-    let node = node(
-        options,
-        &node_name,
-        version.as_deref(),
-        control_plane.facts.control_plane,
-    );
+    let node = node(options, &node_name, version.as_deref(), facts.control_plane);
     match nodes.create(&PostParams::default(), &node).await {
         Ok(_) => {}
         Err(kube::Error::Api(status)) if status.code == 409 => {}
@@ -63,27 +62,11 @@ pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), E
     post_status(&nodes, &node_name, &node)
         .await
         .map_err(register)?;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let lease_namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(LEASE_NAMESPACE.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    match namespaces
-        .create(&PostParams::default(), &lease_namespace)
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(error) => return Err(register(error)),
-    }
     renew_lease(&client, &node_name, options.node_lease_duration)
         .await
         .map_err(register)?;
-    if control_plane.facts.control_plane {
-        publish_control_plane(options, &control_plane)
+    if let Some(control_plane) = &control_plane {
+        publish_control_plane(options, control_plane)
             .await
             .map_err(register)?;
     }
@@ -101,12 +84,19 @@ pub async fn run(options: &Options, control_plane: ControlPlane) -> Result<(), E
         source,
     })?;
     tracing::info!(node = %node_name, "Node registered; heartbeating");
-    // The control plane's controller manager, as far as Cluster API needs it.
-    let _node_lifecycle = control_plane.facts.control_plane.then(|| {
-        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(crate::node_lifecycle::run(
-            client.clone(),
-            options.node_monitor_grace_period,
-        )))
+    // The control plane's controller manager, as far as Cluster API and joining machines
+    // need it.
+    let _controller_manager = control_plane.as_ref().map(|control_plane| {
+        (
+            tokio_util::task::AbortOnDropHandle::new(tokio::spawn(crate::node_lifecycle::run(
+                client.clone(),
+                options.node_monitor_grace_period,
+            ))),
+            tokio_util::task::AbortOnDropHandle::new(tokio::spawn(crate::controller_manager::run(
+                client.clone(),
+                control_plane.cluster_ca.clone(),
+            ))),
+        )
     });
 
     let lease_duration = options.node_lease_duration;
@@ -202,7 +192,65 @@ async fn publish_control_plane(
     let daemon_sets: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
     create_or_keep(&daemon_sets, &corral_workload::kube_proxy(version)).await?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    create_or_keep(&deployments, &corral_workload::coredns()).await
+    create_or_keep(&deployments, &corral_workload::coredns()).await?;
+    publish_join_objects(
+        client,
+        &format!("https://{endpoint}"),
+        &control_plane.cluster_ca.certificate_pem,
+    )
+    .await
+}
+
+/// kubeadm's bootstrap-token phase: cluster-info and the bindings joining machines use
+/// ([`crate::cluster_info`]).
+async fn publish_join_objects(
+    client: &kube::Client,
+    server: &str,
+    ca_pem: &str,
+) -> Result<(), kube::Error> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+    fn parse<K: serde::de::DeserializeOwned>(object: serde_json::Value) -> K {
+        serde_json::from_value(object).expect("cluster_info's objects are valid")
+    }
+    for object in crate::cluster_info::objects(server, ca_pem) {
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        match object["kind"].as_str() {
+            Some("ConfigMap") => {
+                create_or_keep(
+                    &Api::<ConfigMap>::namespaced(client.clone(), &namespace),
+                    &parse(object),
+                )
+                .await?
+            }
+            Some("Role") => {
+                create_or_keep(
+                    &Api::<Role>::namespaced(client.clone(), &namespace),
+                    &parse(object),
+                )
+                .await?
+            }
+            Some("RoleBinding") => {
+                create_or_keep(
+                    &Api::<RoleBinding>::namespaced(client.clone(), &namespace),
+                    &parse(object),
+                )
+                .await?
+            }
+            Some("ClusterRoleBinding") => {
+                create_or_keep(
+                    &Api::<ClusterRoleBinding>::all(client.clone()),
+                    &parse(object),
+                )
+                .await?
+            }
+            other => unreachable!("cluster_info::objects has no {other:?}"),
+        }
+    }
+    Ok(())
 }
 
 async fn create_or_keep<K>(api: &Api<K>, object: &K) -> Result<(), kube::Error>

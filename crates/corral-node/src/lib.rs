@@ -14,13 +14,18 @@
 //! failure before it ends [`run`] with an error saying what, which the machine reports.
 //!
 //! For `kubeadm join` with `controlPlane`, the machine's etcd member is added to the cluster's
-//! etcd first. Not yet: workers joining (authenticating with a bootstrap token), the static Pod
-//! objects and kubeadm's ConfigMaps a control plane provider reads.
+//! etcd first. A worker joins as kubeadm's does ([`tls_bootstrap`]): it discovers the cluster
+//! with its bootstrap token through cluster-info ([`cluster_info`]) and asks for its kubelet's
+//! client certificate, which the control plane machines approve and sign
+//! ([`controller_manager`], with the node lifecycle).
 
 pub mod cloud_config;
+pub mod cluster_info;
 pub mod control_plane;
+pub mod controller_manager;
 pub mod kubelet;
 pub mod node_lifecycle;
+pub mod tls_bootstrap;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -69,10 +74,8 @@ pub enum Error {
     CloudConfig(#[from] cloud_config::Error),
     #[error("the bootstrap data runs no kubeadm command")]
     NoKubeadmCommand,
-    #[error(
-        "kubeadm join of a worker is not done by the node agent yet (it needs bootstrap-token authentication)"
-    )]
-    WorkerJoinNotSupported,
+    #[error(transparent)]
+    Join(#[from] tls_bootstrap::Error),
     #[error(transparent)]
     ControlPlane(#[from] control_plane::Error),
     #[error(transparent)]
@@ -111,17 +114,20 @@ pub async fn run(options: Options) -> Result<(), Error> {
     match kubeadm {
         Some(Command::KubeadmInit { config }) => {
             let control_plane = control_plane::init(&options, &config).await?;
-            kubelet::run(&options, control_plane).await?;
+            let (facts, client) = (control_plane.facts.clone(), control_plane.client.clone());
+            kubelet::run(&options, &facts, client, Some(control_plane)).await?;
             Ok(())
         }
         Some(Command::KubeadmJoin { config }) => {
-            let control_plane = control_plane::join(&options, &config)
-                .await
-                .map_err(|error| match error {
-                    control_plane::Error::NotAControlPlane => Error::WorkerJoinNotSupported,
-                    error => Error::ControlPlane(error),
-                })?;
-            kubelet::run(&options, control_plane).await?;
+            let facts = control_plane::read_facts(&options, &config)?;
+            if facts.control_plane {
+                let control_plane = control_plane::join(&options, &config).await?;
+                let client = control_plane.client.clone();
+                kubelet::run(&options, &facts, client, Some(control_plane)).await?;
+            } else {
+                let client = tls_bootstrap::join(&options, &config, &facts).await?;
+                kubelet::run(&options, &facts, client, None).await?;
+            }
             Ok(())
         }
         _ => Err(Error::NoKubeadmCommand),

@@ -87,10 +87,18 @@ enum Command {
 struct UpArgs {
     #[command(flatten)]
     server: ApiserverArgs,
-    /// Also create a demo cluster (3 control plane machines and 3 workers, in-memory) and show
-    /// its machines until they are Running.
+    /// Also create a demo cluster (3 control plane machines and 3 workers in-memory; 3 and 2
+    /// with `--infrastructure local`) and show its machines until they are Running.
     #[arg(long)]
     demo: bool,
+    /// Where the demo cluster's machines run: `in-memory` (simulated), or `local` (real
+    /// machines on this host: network namespaces with an etcd member and an API server per
+    /// control plane machine; needs root, iproute2 and etcd). With `local`, this process also
+    /// serves the local provider and registers it as the ProviderPlugin `local`, so that
+    /// `corral generate cluster NAME --infrastructure local` works; its machines are recorded
+    /// under `<data-dir>/local`.
+    #[arg(long, value_enum, default_value = "in-memory", value_name = "PROVIDER")]
+    infrastructure: up::Infrastructure,
     #[command(flatten)]
     cloud: cloud::CloudFlag,
     /// Log to standard error instead of `<data-dir>/corral.log` (on a terminal, the demo
@@ -133,7 +141,8 @@ struct ApiserverArgs {
     /// Serve plain HTTP without authentication (every request is trusted), on loopback only.
     #[arg(long, conflicts_with_all = [
         "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_san",
-        "token_auth_file", "anonymous_auth", "authorization_mode",
+        "token_auth_file", "anonymous_auth", "authorization_mode", "enable_bootstrap_token_auth",
+        "service_account_signing_key_file", "api_audiences",
     ])]
     insecure_http: bool,
     /// Also serve what a workload cluster's API server serves beside the built-ins (apps/v1
@@ -164,6 +173,22 @@ struct ApiserverArgs {
     /// `system:unauthenticated`); without it they get 401.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_name = "BOOL")]
     anonymous_auth: bool,
+    /// Let bootstrap tokens authenticate: bearer tokens `<id>.<secret>` of the Secrets
+    /// `kube-system/bootstrap-token-<id>` (type `bootstrap.kubernetes.io/token`) that
+    /// `kubeadm join` presents, as user `system:bootstrap:<id>` in `system:bootstrappers`.
+    #[arg(long)]
+    enable_bootstrap_token_auth: bool,
+    /// PEM ECDSA P-256 private key that signs ServiceAccount tokens (`kubectl create token`);
+    /// without it, `<data-dir>/pki/sa.key`, made on first start.
+    #[arg(long, value_name = "FILE")]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// `iss` of the ServiceAccount tokens issued, and required of those presented.
+    #[arg(long, value_name = "URL", default_value = corral_apiserver::auth::service_account::DEFAULT_ISSUER)]
+    service_account_issuer: String,
+    /// Audiences a token must name to authenticate here, comma-separated (the issuer by
+    /// default).
+    #[arg(long, value_delimiter = ',', value_name = "AUDIENCE")]
+    api_audiences: Vec<String>,
     /// How authenticated requests are authorized: RBAC, with kube-apiserver's bootstrap
     /// roles (`system:masters`, the admin kubeconfig's group, may do anything), or
     /// AlwaysAllow.

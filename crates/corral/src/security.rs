@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use corral_apiserver::auth::service_account::ServiceAccountTokens;
 use corral_apiserver::auth::{MASTERS_GROUP, TokenFile};
 use corral_apiserver::pki::{self, KeyMaterial};
 use corral_apiserver::{AuthenticationConfig, ServingCertificate, TlsConfig};
@@ -98,6 +99,21 @@ pub fn prepare(args: &ApiserverArgs) -> anyhow::Result<Security> {
         Some(path) => Some(Arc::new(TokenFile::read(path)?)),
         None => None,
     };
+    let service_account_key = match &args.service_account_signing_key_file {
+        Some(path) => std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "cannot read --service-account-signing-key-file {}",
+                path.display()
+            )
+        })?,
+        None => ensure_service_account_key(&pki_dir)?,
+    };
+    let service_accounts = ServiceAccountTokens::new(
+        &service_account_key,
+        args.service_account_issuer.clone(),
+        args.api_audiences.clone(),
+    )
+    .map_err(|reason| anyhow::anyhow!("cannot sign ServiceAccount tokens: {reason}"))?;
     let admin = pki::issue_client(&ca, ADMIN_USER, &[MASTERS_GROUP], pki::CERTIFICATE_VALIDITY)?;
     let server_ca = args
         .tls_cert_file
@@ -112,6 +128,8 @@ pub fn prepare(args: &ApiserverArgs) -> anyhow::Result<Security> {
         authentication: Some(AuthenticationConfig {
             tokens,
             anonymous: args.anonymous_auth,
+            bootstrap_tokens: args.enable_bootstrap_token_auth,
+            service_accounts: Some(Arc::new(service_accounts)),
         }),
         admin: Some((server_ca, admin)),
     })
@@ -181,6 +199,20 @@ fn ensure_ca(pki_dir: &Path) -> anyhow::Result<KeyMaterial> {
     corral_apiserver::tls::write_private(&key, ca.private_key_pem.as_bytes())?;
     corral_apiserver::tls::write_private(&certificate, ca.certificate_pem.as_bytes())?;
     Ok(ca)
+}
+
+/// The key that signs ServiceAccount tokens, `<data-dir>/pki/sa.key`, made on first use.
+fn ensure_service_account_key(pki_dir: &Path) -> anyhow::Result<String> {
+    let path = pki_dir.join("sa.key");
+    if path.exists() {
+        return std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()));
+    }
+    create_private_dir(pki_dir)?;
+    let pem = corral_apiserver::auth::service_account::generate_key()
+        .context("cannot generate the ServiceAccount signing key")?;
+    corral_apiserver::tls::write_private(&path, pem.as_bytes())?;
+    Ok(pem)
 }
 
 fn create_private_dir(path: &Path) -> anyhow::Result<()> {

@@ -27,6 +27,19 @@ const DEMO_KUBERNETES_VERSION: &str = "v1.32.0";
 /// How long the demo view waits for the demo cluster to become available.
 const DEMO_DEADLINE: Duration = Duration::from_secs(300);
 
+/// Where the demo cluster's machines run (`corral up --infrastructure`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Infrastructure {
+    /// The in-memory provider's simulated machines.
+    InMemory,
+    /// The local provider's real machines on this host.
+    Local,
+}
+
+/// The ProviderPlugin name and subnet pool of the local provider `corral up` serves.
+const LOCAL_PLUGIN: &str = corral_cli::generate::LOCAL;
+const LOCAL_SUBNET_POOL: u8 = 77;
+
 /// Whether standard output is a terminal that takes the live view (and colours).
 fn shows_progress() -> bool {
     std::io::stdout().is_terminal()
@@ -58,11 +71,15 @@ impl Progress {
 /// election: this process owns its store, whose lock `main` holds) until SIGINT or SIGTERM,
 /// then stops them and the server and says where everything is kept.
 pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
+    let local = match args.infrastructure {
+        Infrastructure::Local => Some(local_prerequisites(&args)?),
+        Infrastructure::InMemory => None,
+    };
     // From here on Ctrl-C and SIGTERM stop the process with its one line, also while it is
     // starting.
     let mut stop_signal = std::pin::pin!(crate::shutdown_signal());
     let plane = tokio::select! {
-        plane = start(&args) => plane?,
+        plane = start(&args, local) => plane?,
         _ = &mut stop_signal => {
             say_stopped(&args);
             return Ok(());
@@ -71,7 +88,12 @@ pub async fn run(args: crate::UpArgs) -> anyhow::Result<()> {
     if args.demo {
         // The demo is a view: when it cannot go on (the cluster was deleted or moved away, or
         // it does not become available), the management plane keeps running.
-        let demo = show_demo(&plane.connection, "demo", plane.log.as_deref());
+        let demo = show_demo(
+            &plane.connection,
+            "demo",
+            args.infrastructure,
+            plane.log.as_deref(),
+        );
         let signalled = tokio::select! {
             result = demo => {
                 if let Err(error) = result {
@@ -104,10 +126,86 @@ struct Plane {
     controllers: tokio::task::JoinHandle<()>,
     /// The log file, unless the log goes to standard error.
     log: Option<std::path::PathBuf>,
+    /// The local provider's server, with `--infrastructure local`; its machines outlive
+    /// this process (a restart finds them again).
+    _local_provider: Option<tokio_util::task::AbortOnDropHandle<()>>,
+}
+
+/// What the local provider needs, checked before anything starts: one line saying what is
+/// missing.
+fn local_prerequisites(
+    args: &crate::UpArgs,
+) -> anyhow::Result<corral_provider_local::plugin::Programs> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        anyhow::bail!(
+            "--infrastructure local runs machines as network namespaces, which needs root: run as root, or leave out --infrastructure for simulated machines"
+        );
+    }
+    let on_path = |program: &str| {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    if on_path("ip").is_none() {
+        anyhow::bail!(
+            "--infrastructure local needs iproute2's `ip` on PATH (apt-get install iproute2)"
+        );
+    }
+    let etcd = on_path("etcd").ok_or_else(|| {
+        anyhow::anyhow!(
+            "--infrastructure local needs etcd on PATH for control plane machines (apt-get install etcd-server)"
+        )
+    })?;
+    let _ = &args.server.data_dir;
+    Ok(corral_provider_local::plugin::Programs {
+        corral: std::env::current_exe().context("cannot find the corral binary itself")?,
+        etcd,
+        node_monitor_grace_period: None,
+        node_lease_duration_seconds: None,
+    })
+}
+
+/// Serves the local provider on a loopback port and registers it as the ProviderPlugin
+/// `local`; the task serves until dropped.
+async fn start_local_provider(
+    args: &crate::UpArgs,
+    connection: &corral_cli::Connection,
+    programs: corral_provider_local::plugin::Programs,
+) -> anyhow::Result<(tokio_util::task::AbortOnDropHandle<()>, String)> {
+    use corral_provider_local::{host::Host, plugin};
+    let state = args.server.data_dir.join("local");
+    let host = Host::new(&state, LOCAL_SUBNET_POOL)
+        .context("the local provider cannot hold machines here")?;
+    let provider = std::sync::Arc::new(plugin::LocalProvider::new(host, programs));
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .context("cannot listen for the local provider")?;
+    let endpoint = format!("grpc://{}", listener.local_addr()?);
+    let server = tokio::spawn(async move {
+        if let Err(error) =
+            corral_provider_sdk::server::serve_grpc(provider, listener, std::future::pending())
+                .await
+        {
+            tracing::error!(%error, "The local provider stopped serving");
+        }
+    });
+    let plugin = format!(
+        "apiVersion: corral.dev/v1alpha1\nkind: ProviderPlugin\nmetadata:\n  name: {LOCAL_PLUGIN}\nspec:\n  endpoint: {endpoint}\n"
+    );
+    corral_cli::apply::apply_yaml(connection, &plugin)
+        .await
+        .context("registering the local provider")?;
+    Ok((tokio_util::task::AbortOnDropHandle::new(server), endpoint))
 }
 
 /// Starts the management plane, one checklist line per step.
-async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
+async fn start(
+    args: &crate::UpArgs,
+    local: Option<corral_provider_local::plugin::Programs>,
+) -> anyhow::Result<Plane> {
     let progress = Progress { colour: colour() };
     let server = crate::start_apiserver(&args.server, &mut |step, detail| {
         progress.done(step, detail)
@@ -155,6 +253,20 @@ async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
         "Controllers started",
         "core, kubeadm bootstrap and control plane, in-memory infrastructure",
     );
+    let local_provider = match local {
+        Some(programs) => {
+            let (server, endpoint) = start_local_provider(args, &connection, programs).await?;
+            progress.done(
+                "Local provider",
+                format!(
+                    "{endpoint}, machines under {}",
+                    args.server.data_dir.join("local").display()
+                ),
+            );
+            Some(server)
+        }
+        None => None,
+    };
     let log = (!args.log_to_stderr).then(|| args.server.data_dir.join(crate::logging::LOG_FILE));
     if let Some(log) = &log {
         progress.done("Logging to", log.display());
@@ -171,6 +283,7 @@ async fn start(args: &crate::UpArgs) -> anyhow::Result<Plane> {
         stop,
         controllers,
         log,
+        _local_provider: local_provider,
     })
 }
 
@@ -190,9 +303,10 @@ fn say_stopped(args: &crate::UpArgs) {
 async fn show_demo(
     connection: &corral_cli::Connection,
     name: &str,
+    infrastructure: Infrastructure,
     log: Option<&Path>,
 ) -> anyhow::Result<()> {
-    create_demo(connection, name).await?;
+    create_demo(connection, name, infrastructure).await?;
     let options = DescribeOptions {
         namespace: "default".into(),
         name: name.into(),
@@ -243,7 +357,11 @@ fn absolute(path: &Path) -> std::path::PathBuf {
 /// machines and 3 workers. When it exists already (a restart on the same data dir) it is left
 /// as it is: applying the template again would undo what was done to it since (a scale, an
 /// upgrade).
-pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> anyhow::Result<()> {
+pub async fn create_demo(
+    connection: &corral_cli::Connection,
+    name: &str,
+    infrastructure: Infrastructure,
+) -> anyhow::Result<()> {
     let clusters: kube::Api<corral_api::Cluster> =
         kube::Api::namespaced(connection.client.clone(), "default");
     let existing = clusters
@@ -254,16 +372,24 @@ pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> any
         println!("\nThe demo cluster {name} exists already; resuming it:");
         return Ok(());
     }
+    let (provider, workers, described) = match infrastructure {
+        Infrastructure::InMemory => (
+            corral_infra_inmemory::api::PROVIDER_NAME,
+            3,
+            "3 workers, in-memory",
+        ),
+        Infrastructure::Local => (LOCAL_PLUGIN, 2, "2 workers, real machines on this host"),
+    };
     let request = GenerateCluster {
         cluster_name: name.into(),
         source: Source::Embedded {
-            infrastructure: Some(corral_infra_inmemory::api::PROVIDER_NAME.into()),
+            infrastructure: Some(provider.into()),
             flavor: DEMO_FLAVOR.map(String::from),
         },
         target_namespace: Some("default".into()),
         kubernetes_version: Some(DEMO_KUBERNETES_VERSION.into()),
         control_plane_machine_count: 3,
-        worker_machine_count: 3,
+        worker_machine_count: workers,
         environment: Default::default(),
     };
     let yaml = generate::generate_cluster(&request)?;
@@ -271,7 +397,7 @@ pub async fn create_demo(connection: &corral_cli::Connection, name: &str) -> any
         .await
         .context("creating the demo cluster")?;
     println!(
-        "\nCreated the demo cluster {name} (a KubeadmControlPlane of 3 machines, 3 workers, in-memory):"
+        "\nCreated the demo cluster {name} (a KubeadmControlPlane of 3 machines, {described}):"
     );
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Authentication: who sent a request. As kube-apiserver's authenticators: an x509 client
 //! certificate verified against the client CA during the TLS handshake (`x509.rs`: CN is the
 //! user, each O a group), else a bearer token of the static token file (`tokens.rs`, as
-//! `--token-auth-file`), else `system:anonymous` when anonymous requests are allowed. A
+//! `--token-auth-file`) or a bootstrap token (`bootstrap_token.rs`, as
+//! `--enable-bootstrap-token-auth`) or a ServiceAccount token (`service_account.rs`), else
+//! `system:anonymous` when anonymous requests are allowed. A
 //! request with none of them, or with a token that is not in the file, is answered 401 with
 //! kube-apiserver's `Status` (reason `Unauthorized`, message `Unauthorized`), whatever its
 //! path: as in kube-apiserver with anonymous authentication off, `/healthz`, `/livez`,
@@ -13,6 +15,8 @@
 //! ([`crate::Server::in_process`]) are [`UserInfo::controllers`], or whom
 //! [`crate::Server::in_process_as`] names.
 
+pub mod bootstrap_token;
+pub mod service_account;
 mod tokens;
 pub(crate) mod x509;
 
@@ -103,6 +107,32 @@ pub struct AuthenticationConfig {
     pub tokens: Option<Arc<TokenFile>>,
     /// Whether requests without credentials pass as `system:anonymous` (`--anonymous-auth`).
     pub anonymous: bool,
+    /// Whether bootstrap tokens authenticate (`--enable-bootstrap-token-auth`).
+    pub bootstrap_tokens: bool,
+    /// ServiceAccount tokens: issued on `serviceaccounts/<name>/token` and authenticated
+    /// (`--service-account-signing-key-file`).
+    pub service_accounts: Option<Arc<service_account::ServiceAccountTokens>>,
+}
+
+/// Who a request is from, as far as [`Authenticator::authenticate`] can tell without the store.
+pub(crate) enum Credential {
+    User(Arc<UserInfo>),
+    /// A bearer token of a bootstrap token's shape, to be checked against its Secret
+    /// ([`bootstrap_token::authenticate`]).
+    BootstrapToken(String),
+    /// A JWT, to be checked as a ServiceAccount token ([`service_account::authenticate`]).
+    ServiceAccountToken(String),
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credential::User(user) => f.debug_tuple("User").field(user).finish(),
+            // A credential: never printed.
+            Credential::BootstrapToken(_) => f.write_str("BootstrapToken(<redacted>)"),
+            Credential::ServiceAccountToken(_) => f.write_str("ServiceAccountToken(<redacted>)"),
+        }
+    }
 }
 
 /// What the TLS layer learnt of the client's certificate, in the request's extensions.
@@ -134,31 +164,37 @@ impl Authenticator {
     pub(crate) fn authenticate<B>(
         &self,
         request: &http::Request<B>,
-    ) -> Result<Arc<UserInfo>, Response> {
+    ) -> Result<Credential, Response> {
         if let Some(ClientCertificate::User(user)) = request.extensions().get::<ClientCertificate>()
         {
-            return Ok(user.clone());
+            return Ok(Credential::User(user.clone()));
         }
         let certificate_unusable = matches!(
             request.extensions().get::<ClientCertificate>(),
             Some(ClientCertificate::Unusable)
         );
         if let Some(token) = bearer_token(request.headers()) {
-            return match self
+            if let Some(user) = self
                 .config
                 .tokens
                 .as_ref()
                 .and_then(|tokens| tokens.user(token))
             {
-                Some(user) => Ok(user),
-                None => Err(unauthorized()),
-            };
+                return Ok(Credential::User(user));
+            }
+            if self.config.bootstrap_tokens && bootstrap_token::parse(token).is_some() {
+                return Ok(Credential::BootstrapToken(token.to_string()));
+            }
+            if self.config.service_accounts.is_some() && service_account::looks_like_jwt(token) {
+                return Ok(Credential::ServiceAccountToken(token.to_string()));
+            }
+            return Err(unauthorized());
         }
         if certificate_unusable {
             return Err(unauthorized());
         }
         if self.config.anonymous {
-            return Ok(self.anonymous.clone());
+            return Ok(Credential::User(self.anonymous.clone()));
         }
         Err(unauthorized())
     }

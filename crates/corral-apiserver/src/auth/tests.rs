@@ -43,11 +43,13 @@ fn authenticator_takes_tokens_then_anonymous() {
     let strict = Authenticator::new(AuthenticationConfig {
         tokens: Some(tokens.clone()),
         anonymous: false,
+        ..Default::default()
     });
     assert_eq!(
         strict
             .authenticate(&request(Some("Bearer t0k3n")))
             .unwrap()
+            .user()
             .name,
         "alice"
     );
@@ -62,13 +64,14 @@ fn authenticator_takes_tokens_then_anonymous() {
     let open = Authenticator::new(AuthenticationConfig {
         tokens: Some(tokens),
         anonymous: true,
+        ..Default::default()
     });
     assert_eq!(
-        open.authenticate(&request(None)).unwrap().name,
+        open.authenticate(&request(None)).unwrap().user().name,
         ANONYMOUS_USER
     );
     assert_eq!(
-        open.authenticate(&request(None)).unwrap().groups,
+        open.authenticate(&request(None)).unwrap().user().groups,
         [UNAUTHENTICATED_GROUP]
     );
     // A wrong token fails even with anonymous requests allowed.
@@ -86,7 +89,39 @@ fn a_client_certificate_comes_first() {
             "",
             vec![MASTERS_GROUP.into()],
         ))));
-    let user = authenticator.authenticate(&with_certificate).unwrap();
+    let credential = authenticator.authenticate(&with_certificate).unwrap();
+    let user = credential.user();
     assert_eq!(user.name, "admin");
     assert_eq!(user.groups, [MASTERS_GROUP, AUTHENTICATED_GROUP]);
+}
+
+impl Credential {
+    fn user(&self) -> &UserInfo {
+        match self {
+            Credential::User(user) => user,
+            other => panic!("{other:?}, not a user"),
+        }
+    }
+}
+
+#[test]
+fn bootstrap_tokens_are_left_to_their_secret_only_when_enabled() {
+    let without = Authenticator::new(AuthenticationConfig::default());
+    assert!(
+        without
+            .authenticate(&request(Some("Bearer abcdef.0123456789abcdef")))
+            .is_err()
+    );
+    let with = Authenticator::new(AuthenticationConfig {
+        bootstrap_tokens: true,
+        ..Default::default()
+    });
+    assert!(matches!(
+        with.authenticate(&request(Some("Bearer abcdef.0123456789abcdef"))),
+        Ok(Credential::BootstrapToken(token)) if token == "abcdef.0123456789abcdef"
+    ));
+    assert!(
+        with.authenticate(&request(Some("Bearer not-a-bootstrap-token")))
+            .is_err()
+    );
 }

@@ -49,6 +49,7 @@ fn the_index_links_every_group_version_by_hash() {
         "api/v1",
         "apis/admissionregistration.k8s.io/v1",
         "apis/apiextensions.k8s.io/v1",
+        "apis/certificates.k8s.io/v1",
         "apis/coordination.k8s.io/v1",
         "apis/events.k8s.io/v1",
         "apis/example.com/v1",
@@ -60,7 +61,7 @@ fn the_index_links_every_group_version_by_hash() {
             format!("/openapi/v3/{path}?hash={etag}")
         );
     }
-    assert_eq!(paths.len(), 7);
+    assert_eq!(paths.len(), 8);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! the part that concerns what this server serves: `cluster-admin` bound to
 //! `system:masters`; `admin`, `edit` and `view`, aggregated from the
 //! `system:aggregate-to-*` roles by their `rbac.authorization.k8s.io/aggregate-to-*` labels;
-//! `system:discovery`, `system:basic-user` and `system:public-info-viewer` with their bindings.
+//! `system:discovery`, `system:basic-user` and `system:public-info-viewer` with their bindings;
+//! the node roles (`system:node`, `system:node-bootstrapper`, the CSR client roles), unbound.
 //! Each object is created at start when missing; an existing one is left as it is.
 
 use serde_json::{Value, json};
@@ -123,6 +124,72 @@ pub fn cluster_roles() -> Vec<Value> {
                 &["/healthz", "/livez", "/readyz", "/version", "/version/"],
                 &["get"],
             )],
+        ),
+        // What joining machines and kubelets use: kubeadm binds the first two to its
+        // bootstrap tokens' group and the third to `system:nodes`.
+        cluster_role(
+            "system:node-bootstrapper",
+            &[],
+            vec![rule(
+                &[crate::certificates::GROUP],
+                &["certificatesigningrequests"],
+                &["create", "get", "list", "watch"],
+            )],
+        ),
+        cluster_role(
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+            &[],
+            vec![rule(
+                &[crate::certificates::GROUP],
+                &["certificatesigningrequests/nodeclient"],
+                &["create"],
+            )],
+        ),
+        cluster_role(
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            &[],
+            vec![rule(
+                &[crate::certificates::GROUP],
+                &["certificatesigningrequests/selfnodeclient"],
+                &["create"],
+            )],
+        ),
+        // A kubelet's permissions (kube grants them through its Node authorizer, which
+        // Corral does not have: whoever runs kubelets binds this role to `system:nodes`).
+        cluster_role(
+            "system:node",
+            &[],
+            vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["localsubjectaccessreviews", "subjectaccessreviews"],
+                    &["create"],
+                ),
+                rule(&[""], &["services", "endpoints"], &["get", "list", "watch"]),
+                rule(&[""], &["nodes"], &["create", "get", "list", "watch"]),
+                rule(&[""], &["nodes/status"], &["patch", "update"]),
+                rule(&[""], &["nodes"], &["patch", "update"]),
+                rule(&[""], &["events"], &["create", "patch", "update"]),
+                rule(
+                    &[""],
+                    &["pods"],
+                    &["get", "list", "watch", "create", "delete"],
+                ),
+                rule(&[""], &["pods/status"], &["patch", "update"]),
+                rule(&[""], &["pods/eviction"], &["create"]),
+                rule(&[""], &["configmaps", "secrets"], &["get", "list", "watch"]),
+                rule(
+                    &[crate::certificates::GROUP],
+                    &["certificatesigningrequests"],
+                    &["create", "get", "list", "watch"],
+                ),
+                rule(
+                    &["coordination.k8s.io"],
+                    &["leases"],
+                    &["create", "delete", "get", "patch", "update"],
+                ),
+            ],
         ),
         aggregated("admin", &[], "admin"),
         aggregated("edit", &[TO_ADMIN], "edit"),

@@ -79,6 +79,7 @@ async fn a_token_of_the_token_file_authenticates_and_a_wrong_one_gets_401() {
     let tls = start_tls(AuthenticationConfig {
         tokens: Some(tokens()),
         anonymous: false,
+        ..Default::default()
     })
     .await;
     let (status, body) = tls
@@ -107,6 +108,7 @@ async fn anonymous_requests_pass_only_when_allowed_and_a_wrong_token_still_fails
     let tls = start_tls(AuthenticationConfig {
         tokens: Some(tokens()),
         anonymous: true,
+        ..Default::default()
     })
     .await;
     let namespaces: Api<Namespace> = Api::all(tls.kube_client(None).await);

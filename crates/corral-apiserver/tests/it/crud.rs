@@ -24,7 +24,7 @@ async fn initial_namespaces_exist(server: TestServer) {
         .into_iter()
         .filter_map(|n| n.metadata.name)
         .collect();
-    for expected in ["default", "kube-system", "kube-public"] {
+    for expected in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         assert!(
             names.contains(&expected.to_string()),
             "{expected} in {names:?}"

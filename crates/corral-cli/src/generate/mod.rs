@@ -58,6 +58,10 @@ fn plugin_name(source: &Source) -> Option<&str> {
         Source::Embedded {
             infrastructure: Some(infrastructure),
             ..
+        } if infrastructure == LOCAL => Some(LOCAL),
+        Source::Embedded {
+            infrastructure: Some(infrastructure),
+            ..
         } => infrastructure
             .strip_prefix("plugin:")
             .filter(|name| !name.is_empty()),
@@ -65,10 +69,16 @@ fn plugin_name(source: &Source) -> Option<&str> {
     }
 }
 
+/// `--infrastructure local`: the local provider (`corral provider local`), a plugin registered
+/// as the ProviderPlugin `local` (what `corral up --infrastructure local` does); the same as
+/// `plugin:local`.
+pub const LOCAL: &str = "local";
+
 /// The infrastructure providers with embedded templates.
 pub fn infrastructure_providers() -> Vec<&'static str> {
     let mut providers: Vec<&str> = EMBEDDED.iter().map(|t| t.provider).collect();
     providers.dedup();
+    providers.push(LOCAL);
     providers
 }
 
@@ -112,6 +122,7 @@ fn template(source: &Source) -> Result<(String, Option<&'static str>), Error> {
             let providers = infrastructure_providers();
             let provider = match infrastructure {
                 // `in-memory:v0.0.0` names a version, as clusterctl allows; there is one.
+                Some(name) if name == LOCAL => "plugin".to_string(),
                 Some(name) => name.split(':').next().unwrap_or(name).to_string(),
                 None => providers[0].to_string(),
             };

@@ -41,6 +41,7 @@ mod kubectl;
 mod kubectl_machinery;
 mod layering;
 mod local_cluster;
+mod local_demo;
 mod local_drills;
 mod local_provider;
 mod move_clusters;

@@ -550,6 +550,164 @@ async fn measure_real_machines() {
     );
 }
 
+/// A worker's bootstrap data as the kubeadm bootstrap provider renders it: no certificates,
+/// only a JoinConfiguration with the bootstrap token and the pin of the cluster CA.
+fn worker_bootstrap_data(endpoint: &str, token: &str, ca_cert_hash: &str) -> String {
+    let files = vec![WriteFile::root(
+        cloud_init::JOIN_CONFIG_PATH,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\n\
+             kind: JoinConfiguration\n\
+             nodeRegistration:\n  name: '{{{{ ds.meta_data.local_hostname }}}}'\n\
+             discovery:\n  bootstrapToken:\n    apiServerEndpoint: {endpoint}\n    \
+             token: {token}\n    caCertHashes:\n    - {ca_cert_hash}\n"
+        ),
+    )];
+    cloud_init::render(
+        &CloudConfig {
+            files,
+            ..Default::default()
+        },
+        KubeadmCommand::Join,
+    )
+}
+
+/// A worker joins as kubeadm's does: it discovers the cluster through cluster-info signed with
+/// its bootstrap token, asks for its kubelet's client certificate with the token, which the
+/// control plane machine approves and signs, and registers its Node with that certificate. A
+/// worker pinning another CA fails, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_joins_with_a_bootstrap_token_and_its_own_client_certificate() {
+    use corral_kubeadm::bootstrap::token::{self, BootstrapToken};
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    require_root();
+    let state = tempfile::tempdir().unwrap();
+    let host = Host::new(state.path(), 77).expect("a cgroup hierarchy");
+    let cluster = format!("worker-{}", std::process::id());
+    let _cleanup = Cleanup {
+        host: host.clone(),
+        cluster: cluster.clone(),
+    };
+    let cas = cluster_cas();
+    let mut control_plane = start_machine(&host, &cluster, &format!("{cluster}-cp-1"), |machine| {
+        bootstrap_data(
+            &cas,
+            &format!("{}:6443", machine.address),
+            KubeadmCommand::Init,
+        )
+    })
+    .await;
+    control_plane.bootstrapped().await;
+    let endpoint = format!("{}:6443", control_plane.machine.address);
+    let (client, _) = control_plane.admin_client().await;
+    // What the kubeadm bootstrap provider does for each joining machine.
+    let join_token = BootstrapToken::generate();
+    token::create(&client, &join_token, time::OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    let cluster_ca = cas
+        .iter()
+        .find(|file| file.path == "/etc/kubernetes/pki/ca.crt")
+        .unwrap();
+    let pin = certs::ca_cert_hash(&cluster_ca.content).unwrap();
+
+    let mut worker = start_machine(&host, &cluster, &format!("{cluster}-md-1"), |_| {
+        worker_bootstrap_data(&endpoint, &join_token.to_string(), &pin)
+    })
+    .await;
+    worker.bootstrapped().await;
+    let name = worker.machine.name.clone();
+    let node = Api::<Node>::all(client.clone()).get(&name).await.unwrap();
+    assert_eq!(
+        node.spec.unwrap().provider_id.as_deref(),
+        Some(worker.machine.provider_id.as_str())
+    );
+    assert!(
+        !node
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key("node-role.kubernetes.io/control-plane"),
+        "a worker's Node has no control plane role"
+    );
+    // The kubelet's own credentials: a client certificate for system:node:<name> in
+    // system:nodes, from a request the control plane approved after a SubjectAccessReview.
+    let requests = Api::<CertificateSigningRequest>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let request = requests
+        .items
+        .iter()
+        .find(|request| {
+            request.spec.username.as_deref()
+                == Some(&*format!("system:bootstrap:{}", join_token.id))
+        })
+        .expect("the worker's certificate request, made with its bootstrap token");
+    let status = request.status.clone().unwrap();
+    assert!(status.certificate.is_some());
+    let approved = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|condition| condition.type_ == "Approved")
+        .expect("approved");
+    assert_eq!(approved.reason.as_deref(), Some("AutoApproved"));
+    let kubelet_conf =
+        std::fs::read_to_string(worker.root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    assert!(
+        !kubelet_conf.contains(&join_token.secret),
+        "the kubelet keeps no token"
+    );
+    let kubelet = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::from_yaml(&kubelet_conf).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    // kube-apiserver's refusal names the user: the kubelet is system:node:<name>.
+    let refused = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(kubelet.clone())
+        .get("cluster-admin")
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("User \"system:node:{name}\"")),
+        "{refused}"
+    );
+    // The worker's Lease is renewed with that certificate.
+    Api::<Lease>::namespaced(client.clone(), "kube-node-lease")
+        .get(&name)
+        .await
+        .unwrap();
+    // A worker that pins another CA does not join: it fails saying why.
+    let other_pin = certs::ca_cert_hash(
+        &certs::generate(
+            Purpose::ClusterCa,
+            KeyAlgorithm::EcdsaP256,
+            time::OffsetDateTime::now_utc(),
+        )
+        .unwrap()
+        .certificate_pem,
+    )
+    .unwrap();
+    let mut impostor = start_machine(&host, &cluster, &format!("{cluster}-md-2"), |_| {
+        worker_bootstrap_data(&endpoint, &join_token.to_string(), &other_pin)
+    })
+    .await;
+    let status = tokio::time::timeout(Duration::from_secs(60), impostor.agent.wait())
+        .await
+        .expect("the agent gives up")
+        .unwrap();
+    assert!(!status.success());
+    let said = std::fs::read_to_string(&impostor.log).unwrap();
+    assert!(said.contains("matches none of caCertHashes"), "{said}");
+}
+
 /// The control plane provider's view of the cluster's etcd.
 async fn real_etcd(
     client: &kube::Client,

@@ -264,3 +264,61 @@ print("ok")
     })
     .await;
 }
+
+/// A kubeconfig that presents `token` to the server, trusting the data directory's CA.
+fn token_kubeconfig(env: &TestEnv, server: &ServerProcess, name: &str, token: &str) -> PathBuf {
+    let ca = server.data_dir().join("pki").join("ca.crt");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: corral\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: {name}\n  context:\n    cluster: corral\n    user: {name}\ncurrent-context: {name}\n",
+        server.url(),
+        ca.display()
+    );
+    let path = env.scratch_dir().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `kubectl create token`: a ServiceAccount's token authenticates as the account, RBAC
+/// decides what it may do, tokens for another audience or of a deleted account (even one
+/// created again under the same name) get 401, and a too-short lifetime is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_tokens_authenticate_until_the_account_is_deleted() {
+    support::run(Backend::Sqlite, |env| async move {
+        let Some(k) = support::kubectl() else { return };
+        let server = env.start_server().await;
+        let admin = server.kubeconfig().to_path_buf();
+        kubectl_ok(&k, &admin, &["create", "namespace", "a"]);
+        // Every namespace has its default account.
+        kubectl_eventually(&k, &admin, &["get", "serviceaccount", "default", "-n", "a"]);
+        kubectl_ok(&k, &admin, &["create", "serviceaccount", "robot", "-n", "a"]);
+        let token = kubectl_ok(&k, &admin, &["create", "token", "robot", "-n", "a"]);
+        let robot = token_kubeconfig(&env, &server, "robot", token.trim());
+        assert_eq!(
+            forbidden(&k, &robot, &["get", "configmaps", "-n", "a"]),
+            r#"configmaps is forbidden: User "system:serviceaccount:a:robot" cannot list resource "configmaps" in API group "" in the namespace "a""#
+        );
+        kubectl_ok(&k, &admin, &["create", "rolebinding", "robot-view", "--clusterrole=view", "--serviceaccount=a:robot", "-n", "a"]);
+        kubectl_eventually(&k, &robot, &["get", "configmaps", "-n", "a"]);
+
+        let unauthorized = |kubeconfig: &Path| {
+            let output = kubectl(&k, kubeconfig, &["get", "configmaps", "-n", "a"]);
+            assert!(!output.status.success());
+            let text = stderr(&output);
+            assert!(text.contains("Unauthorized"), "{text}");
+        };
+        let elsewhere = kubectl_ok(&k, &admin, &["create", "token", "robot", "-n", "a", "--audience", "vault"]);
+        unauthorized(&token_kubeconfig(&env, &server, "vault", elsewhere.trim()));
+        let short = kubectl(&k, &admin, &["create", "token", "robot", "-n", "a", "--duration", "1m"]);
+        assert!(!short.status.success());
+        assert!(stderr(&short).contains("may not specify a duration less than 10 minutes"), "{}", stderr(&short));
+
+        kubectl_ok(&k, &admin, &["delete", "serviceaccount", "robot", "-n", "a"]);
+        unauthorized(&robot);
+        kubectl_ok(&k, &admin, &["create", "serviceaccount", "robot", "-n", "a"]);
+        unauthorized(&robot);
+        // A new token of the new account works again.
+        let token = kubectl_ok(&k, &admin, &["create", "token", "robot", "-n", "a"]);
+        kubectl_eventually(&k, &token_kubeconfig(&env, &server, "robot-2", token.trim()), &["get", "configmaps", "-n", "a"]);
+    })
+    .await;
+}

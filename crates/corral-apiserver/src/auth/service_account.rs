@@ -1,0 +1,451 @@
+//! ServiceAccount tokens, as kube-apiserver issues and checks them: `TokenRequest` on
+//! `serviceaccounts/<name>/token` (`kubectl create token`) signs a JWT (ES256, with the key of
+//! `--service-account-signing-key-file`) naming the account's namespace, name and uid, the
+//! audiences asked for (the API server's own by default) and an expiry (an hour by default, at
+//! least ten minutes); a bearer token that is such a JWT authenticates as
+//! `system:serviceaccount:<namespace>:<name>` in `system:serviceaccounts` and
+//! `system:serviceaccounts:<namespace>` while its signature, issuer, audience and expiry hold
+//! AND the account still exists with the uid the token names — a deleted account's tokens stop
+//! working, even if an account of the same name is created again.
+//!
+//! Every namespace gets its `default` ServiceAccount when created (kube-controller-manager's
+//! serviceaccounts controller), on servers that issue tokens.
+//!
+//! Not done: tokens bound to a Pod, Secret or Node (`boundObjectRef` is refused), legacy
+//! Secret-based tokens, the OIDC discovery documents.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use http::StatusCode;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair as _};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::UserInfo;
+use crate::error::{ApiError, Cause};
+use crate::object;
+use crate::rest::Target;
+use crate::server::ApiState;
+
+/// kubeadm's `--service-account-issuer`.
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+/// The groups of every ServiceAccount.
+pub const ALL_GROUP: &str = "system:serviceaccounts";
+/// A token's lifetime when the request does not say (kube's default).
+const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+/// The shortest lifetime a request may ask for (kube's).
+const MIN_EXPIRATION_SECONDS: i64 = 600;
+/// The longest (kube's `--service-account-max-token-expiration` is unset by default; a day
+/// keeps stolen tokens short-lived).
+const MAX_EXPIRATION_SECONDS: i64 = 48 * 3600;
+
+/// Issues and checks tokens with one key.
+pub struct ServiceAccountTokens {
+    signing: EcdsaKeyPair,
+    /// The public key, uncompressed, for verification.
+    public: Vec<u8>,
+    /// `iss` of issued tokens, required of presented ones.
+    pub issuer: String,
+    /// The API server's audiences (`--api-audiences`): a token must name one of them.
+    pub audiences: Vec<String>,
+    rng: SystemRandom,
+}
+
+impl std::fmt::Debug for ServiceAccountTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceAccountTokens")
+            .field("issuer", &self.issuer)
+            .field("audiences", &self.audiences)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServiceAccountTokens {
+    /// From a PEM P-256 private key (PKCS#8, as `corral up` and kubeadm's `sa.key` hold it).
+    pub fn new(
+        private_key_pem: &str,
+        issuer: impl Into<String>,
+        audiences: Vec<String>,
+    ) -> Result<ServiceAccountTokens, String> {
+        let key = rcgen::KeyPair::from_pem(private_key_pem)
+            .map_err(|error| format!("not a PEM private key: {error}"))?;
+        let rng = SystemRandom::new();
+        let signing = EcdsaKeyPair::from_pkcs8(
+            &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &key.serialize_der(),
+            &rng,
+        )
+        .map_err(|_| "the service account signing key must be an ECDSA P-256 key".to_owned())?;
+        let public = signing.public_key().as_ref().to_vec();
+        let issuer = issuer.into();
+        let audiences = if audiences.is_empty() {
+            vec![issuer.clone()]
+        } else {
+            audiences
+        };
+        Ok(ServiceAccountTokens {
+            signing,
+            public,
+            issuer,
+            audiences,
+            rng,
+        })
+    }
+
+    /// A signed token for the account, valid from `now` for `seconds`.
+    pub fn issue(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        audiences: &[String],
+        seconds: i64,
+        now: OffsetDateTime,
+    ) -> String {
+        let issued = now.unix_timestamp();
+        let claims = json!({
+            "iss": self.issuer,
+            "sub": format!("system:serviceaccount:{namespace}:{name}"),
+            "aud": audiences,
+            "exp": issued + seconds,
+            "iat": issued,
+            "nbf": issued,
+            "jti": uuid::Uuid::new_v4().to_string(),
+            "kubernetes.io": {
+                "namespace": namespace,
+                "serviceaccount": {"name": name, "uid": uid},
+            },
+        });
+        let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "typ": "JWT"}).to_string());
+        let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+        let input = format!("{header}.{payload}");
+        let signature = self
+            .signing
+            .sign(&self.rng, input.as_bytes())
+            .expect("signing with a valid key does not fail");
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+    }
+
+    /// The claims of a token this server issued and that is valid at `now`, or why not.
+    fn verify(&self, token: &str, now: OffsetDateTime) -> Result<Claims, &'static str> {
+        let mut parts = token.split('.');
+        let (Some(header), Some(payload), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err("not a JWT");
+        };
+        let signature = URL_SAFE_NO_PAD
+            .decode(signature)
+            .map_err(|_| "the signature is not base64url")?;
+        signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &self.public)
+            .verify(format!("{header}.{payload}").as_bytes(), &signature)
+            .map_err(|_| "the signature does not verify")?;
+        let claims: Value = URL_SAFE_NO_PAD
+            .decode(payload)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or("the claims are not JSON")?;
+        if claims["iss"] != self.issuer.as_str() {
+            return Err("another issuer");
+        }
+        let audiences: Vec<&str> = match &claims["aud"] {
+            Value::String(one) => vec![one.as_str()],
+            Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !audiences
+            .iter()
+            .any(|audience| self.audiences.iter().any(|own| own == audience))
+        {
+            return Err("no audience of this server");
+        }
+        let now = now.unix_timestamp();
+        if claims["exp"].as_i64().is_none_or(|exp| exp <= now) {
+            return Err("expired");
+        }
+        if claims["nbf"].as_i64().is_some_and(|nbf| nbf > now + 60) {
+            return Err("not valid yet");
+        }
+        let account = &claims["kubernetes.io"];
+        let field = |pointer: &str| {
+            account
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        Ok(Claims {
+            namespace: field("/namespace").ok_or("no namespace")?,
+            name: field("/serviceaccount/name").ok_or("no service account")?,
+            uid: field("/serviceaccount/uid").ok_or("no service account uid")?,
+        })
+    }
+}
+
+/// A new signing key: PEM PKCS#8 ECDSA P-256.
+pub fn generate_key() -> Result<String, rcgen::Error> {
+    Ok(rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?.serialize_pem())
+}
+
+/// Whom a valid token names.
+#[derive(Debug, PartialEq, Eq)]
+struct Claims {
+    namespace: String,
+    name: String,
+    uid: String,
+}
+
+/// Whether a bearer token looks like a JWT (three base64url parts), which only service
+/// account tokens are here.
+pub fn looks_like_jwt(token: &str) -> bool {
+    token.split('.').count() == 3 && token.starts_with("eyJ")
+}
+
+/// The user of a ServiceAccount token, or `None` when the token does not authenticate.
+pub(crate) async fn authenticate(
+    state: &ApiState,
+    tokens: &ServiceAccountTokens,
+    token: &str,
+) -> Option<Arc<UserInfo>> {
+    let claims = match tokens.verify(token, OffsetDateTime::now_utc()) {
+        Ok(claims) => claims,
+        Err(reason) => {
+            tracing::debug!(reason, "ServiceAccount token refused");
+            return None;
+        }
+    };
+    let accounts = state.registry.lookup("", "v1", "serviceaccounts")?;
+    let key = accounts.key(Some(&claims.namespace), &claims.name);
+    let account = match state.store.get(&key, None).await {
+        Ok(Some(kv)) => object::decode_stored(&kv).ok()?,
+        Ok(None) => {
+            tracing::debug!(namespace = %claims.namespace, name = %claims.name, "The token's ServiceAccount does not exist");
+            return None;
+        }
+        Err(error) => {
+            tracing::warn!(%error, "Cannot read a token's ServiceAccount");
+            return None;
+        }
+    };
+    if object::uid(&account) != Some(claims.uid.as_str())
+        || object::deletion_timestamp(&account).is_some()
+    {
+        tracing::debug!(namespace = %claims.namespace, name = %claims.name, "The token's ServiceAccount was replaced or is being deleted");
+        return None;
+    }
+    Some(Arc::new(UserInfo::authenticated(
+        format!("system:serviceaccount:{}:{}", claims.namespace, claims.name),
+        claims.uid,
+        vec![
+            ALL_GROUP.to_owned(),
+            format!("{ALL_GROUP}:{}", claims.namespace),
+        ],
+    )))
+}
+
+/// `POST …/serviceaccounts/<name>/token`: a TokenRequest answered with a token.
+pub(crate) async fn token_request(
+    state: &ApiState,
+    target: &Target,
+    name: &str,
+    body: Value,
+) -> Result<Response, ApiError> {
+    let Some(tokens) = state
+        .config
+        .authentication
+        .as_ref()
+        .and_then(|authentication| authentication.service_accounts.clone())
+    else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server does not issue ServiceAccount tokens (no --service-account-signing-key-file)",
+        ));
+    };
+    let mut account_target = target.clone();
+    account_target.subresource = None;
+    let account = crate::rest::get(state, &account_target, name).await?;
+    let namespace = target.namespace.clone().unwrap_or_default();
+    let invalid = |field: &str, message: String| {
+        ApiError::invalid(
+            crate::error::Subject {
+                resource: "tokenrequests",
+                group: "authentication.k8s.io",
+                name,
+            },
+            "TokenRequest",
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message,
+                field: field.into(),
+            }],
+        )
+    };
+    if body["kind"] != "TokenRequest" && !body["kind"].is_null() {
+        return Err(ApiError::bad_request(format!(
+            "the body must be a TokenRequest, not {}",
+            body["kind"]
+        )));
+    }
+    let spec = &body["spec"];
+    let seconds = match &spec["expirationSeconds"] {
+        Value::Null => DEFAULT_EXPIRATION_SECONDS,
+        value => value.as_i64().ok_or_else(|| {
+            invalid(
+                "spec.expirationSeconds",
+                format!("Invalid value: {value}: must be an integer"),
+            )
+        })?,
+    };
+    if seconds < MIN_EXPIRATION_SECONDS {
+        return Err(invalid(
+            "spec.expirationSeconds",
+            format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
+        ));
+    }
+    let seconds = seconds.min(MAX_EXPIRATION_SECONDS);
+    if !spec["boundObjectRef"].is_null() {
+        return Err(invalid(
+            "spec.boundObjectRef",
+            "Invalid value: tokens bound to an object are not supported by Corral".into(),
+        ));
+    }
+    let audiences: Vec<String> = match spec["audiences"].as_array() {
+        Some(list) if !list.is_empty() => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => tokens.audiences.clone(),
+    };
+    let now = OffsetDateTime::now_utc();
+    let uid = object::uid(&account).unwrap_or_default();
+    let token = tokens.issue(&namespace, name, uid, &audiences, seconds, now);
+    let expiration = (now + time::Duration::seconds(seconds))
+        .replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("UTC formats as RFC 3339");
+    tracing::info!(%namespace, account = name, seconds, "Issued a ServiceAccount token");
+    Ok(crate::rest::json_response(
+        StatusCode::CREATED,
+        &json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "creationTimestamp": object::now_rfc3339(),
+            },
+            "spec": {
+                "audiences": audiences,
+                "expirationSeconds": seconds,
+                "boundObjectRef": null,
+            },
+            "status": {"token": token, "expirationTimestamp": expiration},
+        }),
+    ))
+}
+
+/// Creates the namespace's `default` ServiceAccount when it has none. (Boxed: it writes
+/// through `rest::create`, whose hooks start it for new namespaces.)
+pub(crate) fn ensure_default<'a>(
+    state: &'a ApiState,
+    namespace: &'a str,
+) -> futures::future::BoxFuture<'a, Result<(), ApiError>> {
+    Box::pin(ensure_default_now(state, namespace))
+}
+
+async fn ensure_default_now(state: &ApiState, namespace: &str) -> Result<(), ApiError> {
+    let Some(resource) = state.registry.lookup("", "v1", "serviceaccounts") else {
+        return Ok(());
+    };
+    if state
+        .store
+        .get(&resource.key(Some(namespace), "default"), None)
+        .await?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let target = Target {
+        resource,
+        version: "v1".into(),
+        namespace: Some(namespace.to_owned()),
+        name: None,
+        subresource: None,
+    };
+    let account = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": namespace},
+    });
+    match crate::rest::create(state, &target, &Default::default(), account).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.reason == "AlreadyExists" => Ok(()),
+        // The namespace went away meanwhile.
+        Err(error)
+            if error.code == StatusCode::NOT_FOUND || error.code == StatusCode::FORBIDDEN =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(audiences: Vec<String>) -> ServiceAccountTokens {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        ServiceAccountTokens::new(&key.serialize_pem(), DEFAULT_ISSUER, audiences).unwrap()
+    }
+
+    #[test]
+    fn an_issued_token_verifies_until_it_expires_and_only_for_this_server() {
+        let server = tokens(vec![]);
+        let now = OffsetDateTime::now_utc();
+        let token = server.issue("a", "robot", "uid-1", &server.audiences.clone(), 600, now);
+        assert!(looks_like_jwt(&token));
+        assert_eq!(
+            server.verify(&token, now).unwrap(),
+            Claims {
+                namespace: "a".into(),
+                name: "robot".into(),
+                uid: "uid-1".into()
+            }
+        );
+        assert_eq!(
+            server.verify(&token, now + time::Duration::seconds(601)),
+            Err("expired")
+        );
+        let elsewhere = server.issue("a", "robot", "uid-1", &["vault".into()], 600, now);
+        assert_eq!(
+            server.verify(&elsewhere, now),
+            Err("no audience of this server")
+        );
+        // Another key's token, and a token whose claims were changed.
+        let other = tokens(vec![]);
+        let forged = other.issue("a", "robot", "uid-1", &other.audiences.clone(), 600, now);
+        assert_eq!(
+            server.verify(&forged, now),
+            Err("the signature does not verify")
+        );
+        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+        parts[1] = URL_SAFE_NO_PAD.encode(
+            json!({"iss": DEFAULT_ISSUER, "aud": [DEFAULT_ISSUER], "exp": now.unix_timestamp() + 600,
+                   "kubernetes.io": {"namespace": "kube-system",
+                                     "serviceaccount": {"name": "admin", "uid": "x"}}})
+            .to_string(),
+        );
+        assert_eq!(
+            server.verify(&parts.join("."), now),
+            Err("the signature does not verify")
+        );
+    }
+}
