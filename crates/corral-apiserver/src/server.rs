@@ -610,6 +610,20 @@ pub async fn serve_request(state: Arc<ApiState>, request: Request) -> Response {
     }
 }
 
+/// `/healthz` and `/readyz`: "ok", or, when the store cannot serve (kube-apiserver's `etcd`
+/// check), 500 with kube-apiserver's listing of the checks, the reason withheld as there.
+fn health(state: &ApiState, check: &str) -> Response {
+    match state.store.ready() {
+        Ok(()) => text("ok"),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("[+]ping ok\n[-]etcd failed: reason withheld\n{check} check failed\n"),
+        )
+            .into_response(),
+    }
+}
+
 fn text(body: &'static str) -> Response {
     (
         StatusCode::OK,
@@ -646,7 +660,8 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
         .to_string();
     let is_get = parts.method == Method::GET;
     match segments.as_slice() {
-        ["healthz" | "livez" | "readyz", ..] if is_get => return Ok(text("ok")),
+        ["livez", ..] if is_get => return Ok(text("ok")),
+        [check @ ("healthz" | "readyz"), ..] if is_get => return Ok(health(&state, check)),
         ["version"] if is_get => return Ok(json_response(StatusCode::OK, &discovery::version())),
         ["openapi", "v3"] if is_get => return Ok(crate::openapi::index(&state, &parts.headers)),
         ["openapi", "v3", document @ ..] if is_get => {

@@ -544,7 +544,8 @@ async fn start(
             "--client-ca-file".into(),
             pki.path("ca.crt"),
             // kube-apiserver's defaults, which joining machines rely on: cluster-info is read
-            // anonymously, the kubelet's certificate asked for with a bootstrap token.
+            // anonymously (as are the health endpoints the cluster's load balancer checks),
+            // the kubelet's certificate asked for with a bootstrap token.
             "--anonymous-auth=true".into(),
             "--enable-bootstrap-token-auth".into(),
             // Every control plane machine signs ServiceAccount tokens with the cluster's key.

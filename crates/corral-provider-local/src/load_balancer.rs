@@ -9,6 +9,12 @@
 //! error while another backend is up; a probe brings a set-aside backend back as soon as it
 //! accepts again. TLS passes through untouched: the API servers' certificates name the
 //! endpoint.
+//!
+//! Started with [`LoadBalancer::start_checked`] (the local provider's endpoints), it also checks
+//! every backend's API server as upstream's HAProxy does (`option httpchk GET /healthz`, `check
+//! check-ssl verify none`): `GET /readyz` over TLS every [`CHECK_INTERVAL`]; a backend that
+//! does not answer 200 within [`CHECK_TIMEOUT`] (an API server whose etcd member was removed,
+//! on a machine about to be deleted) gets new connections only when no other backend is ready.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -26,11 +32,19 @@ pub const SET_ASIDE: Duration = Duration::from_secs(5);
 /// How often set-aside backends are probed.
 const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
+/// How often each backend's readiness is checked (with [`LoadBalancer::start_checked`]).
+pub const CHECK_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How long a readiness check may take.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+
 #[derive(Default)]
 struct Backends {
     addresses: Vec<SocketAddr>,
     /// Until when each address (by position in `addresses`) is set aside.
     aside_until: Vec<Option<Instant>>,
+    /// Whether each address failed its last readiness check.
+    unready: Vec<bool>,
     next: usize,
 }
 
@@ -50,6 +64,7 @@ impl Backends {
             let index = (start + offset) % count;
             match self.aside_until[index] {
                 Some(until) if until > now => aside.push(self.addresses[index]),
+                _ if self.unready[index] => aside.push(self.addresses[index]),
                 _ => up.push(self.addresses[index]),
             }
         }
@@ -60,6 +75,15 @@ impl Backends {
     fn set_aside(&mut self, address: SocketAddr, until: Option<Instant>) {
         if let Some(index) = self.addresses.iter().position(|a| *a == address) {
             self.aside_until[index] = until;
+        }
+    }
+
+    fn set_ready(&mut self, address: SocketAddr, ready: bool) {
+        if let Some(index) = self.addresses.iter().position(|a| *a == address) {
+            if self.unready[index] == ready {
+                tracing::info!(%address, ready, "A control plane backend's readiness changed");
+            }
+            self.unready[index] = !ready;
         }
     }
 }
@@ -77,16 +101,36 @@ impl LoadBalancer {
         listen: SocketAddr,
         backends: Vec<SocketAddr>,
     ) -> std::io::Result<LoadBalancer> {
+        Self::start_with(listen, backends, false).await
+    }
+
+    /// Like [`LoadBalancer::start`], with the backends' API servers checked (`GET /readyz`).
+    pub async fn start_checked(
+        listen: SocketAddr,
+        backends: Vec<SocketAddr>,
+    ) -> std::io::Result<LoadBalancer> {
+        Self::start_with(listen, backends, true).await
+    }
+
+    async fn start_with(
+        listen: SocketAddr,
+        backends: Vec<SocketAddr>,
+        checked: bool,
+    ) -> std::io::Result<LoadBalancer> {
         let listener = TcpListener::bind(listen).await?;
         let address = listener.local_addr()?;
         let state = Arc::new(Mutex::new(Backends::default()));
+        let mut tasks = vec![
+            tokio::spawn(accept(listener, state.clone())),
+            tokio::spawn(probe(state.clone())),
+        ];
+        if checked {
+            tasks.push(tokio::spawn(check(state.clone())));
+        }
         let balancer = LoadBalancer {
             address,
-            backends: state.clone(),
-            tasks: vec![
-                tokio::spawn(accept(listener, state.clone())),
-                tokio::spawn(probe(state)),
-            ],
+            backends: state,
+            tasks,
         };
         balancer.set_backends(backends);
         Ok(balancer)
@@ -102,18 +146,22 @@ impl LoadBalancer {
             .backends
             .lock()
             .expect("the backends lock is not poisoned");
-        let aside_until = addresses
+        let kept: Vec<Option<usize>> = addresses
             .iter()
-            .map(|address| {
-                backends
-                    .addresses
-                    .iter()
-                    .position(|a| a == address)
-                    .and_then(|index| backends.aside_until[index])
-            })
+            .map(|address| backends.addresses.iter().position(|a| a == address))
+            .collect();
+        let aside_until = kept
+            .iter()
+            .map(|index| index.and_then(|index| backends.aside_until[index]))
+            .collect();
+        // A new backend is ready until a check says otherwise (better a try than none).
+        let unready = kept
+            .iter()
+            .map(|index| index.is_some_and(|index| backends.unready[index]))
             .collect();
         backends.addresses = addresses;
         backends.aside_until = aside_until;
+        backends.unready = unready;
     }
 
     pub fn backends(&self) -> Vec<SocketAddr> {
@@ -194,6 +242,134 @@ async fn probe(backends: Arc<Mutex<Backends>>) {
                     .set_aside(address, None);
             }
         }
+    }
+}
+
+/// Checks every backend's readiness, every [`CHECK_INTERVAL`].
+async fn check(backends: Arc<Mutex<Backends>>) {
+    let tls = Arc::new(check_tls());
+    loop {
+        tokio::time::sleep(CHECK_INTERVAL).await;
+        let addresses = backends
+            .lock()
+            .expect("the backends lock is not poisoned")
+            .addresses
+            .clone();
+        let checks = addresses.into_iter().map(|address| {
+            let tls = tls.clone();
+            async move { (address, ready(address, tls).await) }
+        });
+        for (address, ready) in join_all(checks).await {
+            backends
+                .lock()
+                .expect("the backends lock is not poisoned")
+                .set_ready(address, ready);
+        }
+    }
+}
+
+/// Runs the futures concurrently, each on its own task.
+async fn join_all<T: Send + 'static>(
+    futures: impl Iterator<Item = impl std::future::Future<Output = T> + Send + 'static>,
+) -> Vec<T> {
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut results = Vec::with_capacity(handles.len());
+    for handle in handles {
+        if let Ok(result) = handle.await {
+            results.push(result);
+        }
+    }
+    results
+}
+
+/// Whether the API server at `address` answers `GET /readyz` with 200 within
+/// [`CHECK_TIMEOUT`].
+async fn ready(address: SocketAddr, tls: Arc<rustls::ClientConfig>) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let check = async {
+        let tcp = TcpStream::connect(address).await.ok()?;
+        let name = rustls::pki_types::ServerName::IpAddress(address.ip().into());
+        let mut stream = tokio_rustls::TlsConnector::from(tls)
+            .connect(name, tcp)
+            .await
+            .ok()?;
+        let request =
+            format!("GET /readyz HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 64];
+        while answer.len() < 12 {
+            let read = stream.read(&mut buffer).await.ok()?;
+            if read == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buffer[..read]);
+        }
+        Some(answer.starts_with(b"HTTP/1.1 200"))
+    };
+    matches!(
+        tokio::time::timeout(CHECK_TIMEOUT, check).await,
+        Ok(Some(true))
+    )
+}
+
+/// TLS for the checks: the server's certificate chain is not verified (HAProxy's `verify
+/// none`: the check only reads a status, sends nothing secret), its handshake signature is.
+fn check_tls() -> rustls::ClientConfig {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth()
+}
+
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

@@ -41,6 +41,10 @@ pub struct Programs {
     pub corral: PathBuf,
     /// The etcd binary control plane machines run.
     pub etcd: PathBuf,
+    /// The agents' `--node-monitor-grace-period` (seconds), when not the agent's default.
+    pub node_monitor_grace_period: Option<u64>,
+    /// The agents' `--node-lease-duration-seconds`, when not the agent's default.
+    pub node_lease_duration_seconds: Option<u64>,
 }
 
 /// The local provider.
@@ -74,13 +78,13 @@ impl LocalProvider {
             .ensure_network(namespace, cluster)
             .await
             .map_err(host_error)?;
-        let backends = self.backends(namespace, cluster).await?;
+        let backends = self.backends(namespace, cluster, None).await?;
         let key = (namespace.to_owned(), cluster.to_owned());
         if let Some(balancer) = self.endpoints.lock().expect("not poisoned").get(&key) {
             balancer.set_backends(backends);
             return Ok(balancer.address());
         }
-        let balancer = LoadBalancer::start(
+        let balancer = LoadBalancer::start_checked(
             SocketAddr::from((network.gateway, API_SERVER_PORT)),
             backends,
         )
@@ -100,10 +104,12 @@ impl LocalProvider {
         Ok(address)
     }
 
+    /// The API servers of the cluster's machines, but the one of the machine `except`.
     async fn backends(
         &self,
         namespace: &str,
         cluster: &str,
+        except: Option<&str>,
     ) -> Result<Vec<SocketAddr>, ProviderError> {
         Ok(self
             .host
@@ -112,13 +118,20 @@ impl LocalProvider {
             .map_err(host_error)?
             .into_iter()
             .filter(|machine| machine.namespace == namespace && machine.cluster_name == cluster)
+            .filter(|machine| Some(machine.uid.as_str()) != except)
             .map(|machine| SocketAddr::from((machine.address, API_SERVER_PORT)))
             .collect())
     }
 
-    /// Points the cluster's endpoint, where this process runs one, at its machines now.
-    async fn refresh_endpoint(&self, namespace: &str, cluster: &str) -> Result<(), ProviderError> {
-        let backends = self.backends(namespace, cluster).await?;
+    /// Points the cluster's endpoint, where this process runs one, at its machines now but
+    /// the one with uid `except` (a machine being deleted).
+    async fn refresh_endpoint(
+        &self,
+        namespace: &str,
+        cluster: &str,
+        except: Option<&str>,
+    ) -> Result<(), ProviderError> {
+        let backends = self.backends(namespace, cluster, except).await?;
         let key = (namespace.to_owned(), cluster.to_owned());
         if let Some(balancer) = self.endpoints.lock().expect("not poisoned").get(&key) {
             balancer.set_backends(backends);
@@ -171,6 +184,12 @@ impl LocalProvider {
             .stderr(stderr);
         if !version.is_empty() {
             command.args(["--kubernetes-version", version]);
+        }
+        if let Some(seconds) = self.programs.node_monitor_grace_period {
+            command.args(["--node-monitor-grace-period", &seconds.to_string()]);
+        }
+        if let Some(seconds) = self.programs.node_lease_duration_seconds {
+            command.args(["--node-lease-duration-seconds", &seconds.to_string()]);
         }
         let child = self.host.spawn(machine, &mut command).map_err(host_error)?;
         agents.insert(machine.uid.clone(), child);
@@ -359,6 +378,16 @@ impl Provider for LocalProvider {
             .machine(&reference.uid)
             .await
             .map_err(host_error)?;
+        // The endpoint stops sending new connections to the machine before its API server
+        // is killed, so no client is handed one that is going away.
+        if let Some(machine) = &recorded {
+            self.refresh_endpoint(
+                &machine.namespace,
+                &machine.cluster_name,
+                Some(&machine.uid),
+            )
+            .await?;
+        }
         self.host
             .delete_machine(&reference.uid)
             .await
@@ -372,7 +401,7 @@ impl Provider for LocalProvider {
             let _ = agent.start_kill();
         }
         if let Some(machine) = recorded {
-            self.refresh_endpoint(&machine.namespace, &machine.cluster_name)
+            self.refresh_endpoint(&machine.namespace, &machine.cluster_name, None)
                 .await?;
         }
         Ok(v1::DeleteMachineResponse { deleted: true })

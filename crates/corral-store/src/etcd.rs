@@ -617,6 +617,15 @@ impl Store for EtcdStore {
         self.inner.current_revision().await
     }
 
+    /// Ready while some member is in the rotation (answered its last linearizable probe,
+    /// `members.rs`): a store whose members are all dead, cut off or removed is not.
+    fn ready(&self) -> std::result::Result<(), String> {
+        if self.healthy_endpoints().is_empty() {
+            return Err("no etcd member answers".into());
+        }
+        Ok(())
+    }
+
     async fn get(&self, key: &str, revision: Option<Revision>) -> Result<Option<KeyValue>> {
         let request = pb::RangeRequest {
             key: self.inner.full_key(key),

@@ -224,6 +224,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// The revision of the last compaction (0 if none).
     async fn compacted_revision(&self) -> Result<Revision>;
+
+    /// Whether the store can serve requests now, without waiting: what kube-apiserver's
+    /// `etcd` readiness check reports (`/readyz`), so that a load balancer stops sending to an
+    /// API server whose storage is gone. `Err` says why not. Local backends are always ready.
+    fn ready(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A shared handle to any backend.

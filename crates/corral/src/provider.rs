@@ -74,6 +74,15 @@ struct LocalArgs {
     /// The etcd binary control plane machines run (Debian's etcd-server package).
     #[arg(long, value_name = "FILE", default_value = "etcd")]
     etcd: PathBuf,
+    /// Passed to every machine's agent: how long, in seconds, a Node may stay silent before
+    /// the control plane marks it Ready=Unknown (kube-controller-manager's
+    /// --node-monitor-grace-period; the agent's default is 40).
+    #[arg(long, value_name = "SECONDS")]
+    node_monitor_grace_period: Option<u64>,
+    /// Passed to every machine's agent: how long, in seconds, a Node's Lease lasts (the
+    /// kubelet's nodeLeaseDurationSeconds; the agent's default is 40).
+    #[arg(long, value_name = "SECONDS")]
+    node_lease_duration_seconds: Option<u64>,
 }
 
 pub async fn run(args: ProviderArgs) -> anyhow::Result<()> {
@@ -134,6 +143,8 @@ async fn local(args: LocalArgs) -> anyhow::Result<()> {
     let programs = plugin::Programs {
         corral: std::env::current_exe().context("cannot find the corral binary itself")?,
         etcd: args.etcd,
+        node_monitor_grace_period: args.node_monitor_grace_period,
+        node_lease_duration_seconds: args.node_lease_duration_seconds,
     };
     let provider = Arc::new(plugin::LocalProvider::new(host, programs));
     let listener = tokio::net::TcpListener::bind(args.listen)

@@ -163,6 +163,8 @@ fn local_prerequisites(
     Ok(corral_provider_local::plugin::Programs {
         corral: std::env::current_exe().context("cannot find the corral binary itself")?,
         etcd,
+        node_monitor_grace_period: None,
+        node_lease_duration_seconds: None,
     })
 }
 

@@ -3,7 +3,7 @@
 //! servers keep answering as one API. Writes go alternately through either server, each is read
 //! back and listed through the second; no request may fail once a fault has settled (2 s), no
 //! acknowledged write may be lost, and a watch on the second server sees every one of them in
-//! order.
+//! order. And `/readyz` follows the members: failing while none answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -239,4 +239,44 @@ async fn write_alternately(
         outcomes.failures.len()
     );
     outcomes
+}
+
+/// `/readyz` and `/healthz` follow the store, as kube-apiserver's `etcd` check: 500 with the
+/// check listing while no etcd member answers (what a load balancer's check reads), 200 again
+/// once one does; `/livez` stays 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_etcd() {
+    let Some(mut cluster) = EtcdCluster::start_or_skip(1).await else {
+        return;
+    };
+    let store = EtcdStore::connect(&cluster.endpoints(), "/registry/")
+        .await
+        .expect("connecting to etcd");
+    let server = support::start(TestStore::new(Arc::new(store), ()), ServerConfig::default()).await;
+    for path in ["/readyz", "/healthz", "/livez"] {
+        assert_eq!(server.raw("GET", path, None, Vec::new()).await.status, 200);
+    }
+    cluster.fail(0, MemberFailure::Killed);
+    let raw = support::eventually(10, "/readyz failing", || async {
+        let raw = server.raw("GET", "/readyz", None, Vec::new()).await;
+        (raw.status == 500).then_some(raw)
+    })
+    .await;
+    assert_eq!(
+        String::from_utf8_lossy(&raw.body),
+        "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n"
+    );
+    assert_eq!(
+        server.raw("GET", "/healthz", None, Vec::new()).await.status,
+        500
+    );
+    assert_eq!(
+        server.raw("GET", "/livez", None, Vec::new()).await.status,
+        200
+    );
+    cluster.restart(0).await;
+    support::eventually(30, "/readyz answering again", || async {
+        (server.raw("GET", "/readyz", None, Vec::new()).await.status == 200).then_some(())
+    })
+    .await;
 }

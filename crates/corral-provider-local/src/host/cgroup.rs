@@ -78,8 +78,9 @@ impl Cgroup {
     }
 
     /// SIGKILLs every process in the cgroup until none is left: v2's `cgroup.kill` where the
-    /// kernel has it, else one process at a time, again while forks race the killing.
-    pub(super) async fn kill_all(&self) -> Result<(), HostError> {
+    /// kernel has it, else one process at a time, again while forks race the killing. Deleting
+    /// a machine does it; so does a failure drill that crashes one (its namespace stays).
+    pub async fn kill_all(&self) -> Result<(), HostError> {
         if self.v2 {
             // Kernels before 5.14 have no cgroup.kill; the loop below does its work.
             let _ = std::fs::write(self.path.join("cgroup.kill"), "1");
