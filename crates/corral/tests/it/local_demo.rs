@@ -13,25 +13,8 @@ use corral_kubeadm::certs::{self, KeyMaterial, Leaf};
 use corral_provider_local::host::Host;
 use kube::api::{ApiResource, DynamicObject};
 
+use crate::local_cluster::{has_condition, kubectl_apply};
 use crate::node_agent::{Cleanup, require_root};
-
-fn resource(group: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: group.into(),
-        version: "v1beta2".into(),
-        api_version: format!("{group}/v1beta2"),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-fn condition_true(object: &DynamicObject, kind: &str) -> bool {
-    object.data["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|condition| condition["type"] == kind && condition["status"] == "True")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_on_local_infrastructure_runs_three_control_plane_machines_and_two_workers() {
@@ -75,25 +58,17 @@ async fn the_demo_on_local_infrastructure_runs_three_control_plane_machines_and_
     let clusters: kube::Api<DynamicObject> = kube::Api::namespaced_with(
         client.clone(),
         "default",
-        &resource("cluster.x-k8s.io", "Cluster", "clusters"),
+        &ApiResource::erase::<corral_api::Cluster>(&()),
     );
     let deployments: kube::Api<DynamicObject> = kube::Api::namespaced_with(
         client.clone(),
         "default",
-        &resource(
-            "cluster.x-k8s.io",
-            "MachineDeployment",
-            "machinedeployments",
-        ),
+        &ApiResource::erase::<corral_api::MachineDeployment>(&()),
     );
     let control_planes: kube::Api<DynamicObject> = kube::Api::namespaced_with(
         client.clone(),
         "default",
-        &resource(
-            "controlplane.cluster.x-k8s.io",
-            "KubeadmControlPlane",
-            "kubeadmcontrolplanes",
-        ),
+        &corral_cli::resource::Kind::KubeadmControlPlane.resource(),
     );
     let mut available_after = None;
     for _ in 0..3000 {
@@ -115,7 +90,7 @@ async fn the_demo_on_local_infrastructure_runs_three_control_plane_machines_and_
             .and_then(|kcp| kcp.data["status"]["readyReplicas"].as_i64());
         if cluster
             .as_ref()
-            .is_some_and(|c| condition_true(c, "Available"))
+            .is_some_and(|c| has_condition(c, "Available", "True"))
             && workers == Some(2)
             && control_plane_machines == Some(3)
         {
@@ -250,25 +225,7 @@ async fn the_demo_on_local_infrastructure_runs_three_control_plane_machines_and_
         cluster.x-k8s.io/deployment-name: demo-md-0\n  checks:\n    \
         unhealthyNodeConditions:\n    - type: Ready\n      status: Unknown\n      \
         timeoutSeconds: 5\n    - type: Ready\n      status: \"False\"\n      timeoutSeconds: 5\n";
-    let applied = std::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(health_check.as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
-    assert!(applied.status.success(), "{applied:?}");
+    kubectl_apply(&kubeconfig, health_check).await;
     let workers = host
         .machines()
         .await
@@ -286,7 +243,7 @@ async fn the_demo_on_local_infrastructure_runs_three_control_plane_machines_and_
     let machines: kube::Api<DynamicObject> = kube::Api::namespaced_with(
         client.clone(),
         "default",
-        &resource("cluster.x-k8s.io", "Machine", "machines"),
+        &ApiResource::erase::<corral_api::Machine>(&()),
     );
     let mut replaced_after = None;
     for _ in 0..1800 {
