@@ -191,6 +191,28 @@ impl Recorder {
         }
     }
 
+    /// Publishes an Event about `object` whose action is its reason, as the controllers'
+    /// Events are. Events are for people: a failure to publish one is logged, not returned,
+    /// so it never fails a reconcile.
+    pub async fn note<K: kube::Resource<DynamicType = ()>>(
+        &self,
+        object: &K,
+        type_: kube::runtime::events::EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.publish(&event, &object.object_ref(&())).await {
+            tracing::warn!(%error, reason, "Publishing an Event failed");
+        }
+    }
+
     /// Creates the Event about `regarding`, or counts a repeat in the series of the first.
     /// Events of cluster-scoped objects go to the `default` namespace.
     pub async fn publish(

@@ -24,7 +24,7 @@ use corral_runtime::Recorder;
 use corral_runtime::own_writes::OwnWrites;
 use futures::{FutureExt, StreamExt};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -207,16 +207,7 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
-            tracing::warn!(%error, reason, "Publishing an Event failed");
-        }
+        self.recorder.note(object, type_, reason, note).await
     }
 }
 

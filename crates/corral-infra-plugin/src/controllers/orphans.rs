@@ -18,9 +18,9 @@ use corral_api::Machine;
 use corral_provider_sdk::{Client, v1};
 use corral_runtime::conditions::{self, NewCondition, bool_status};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams};
-use kube::runtime::events::{Event, EventType};
-use kube::{Resource, ResourceExt};
+use kube::runtime::events::EventType;
 
 use super::Context;
 use crate::api::conditions::{ORPHANS_FOUND, reasons};
@@ -297,20 +297,7 @@ async fn event(
     reason: &str,
     note: String,
 ) {
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: reason.into(),
-        secondary: None,
-    };
-    if let Err(error) = context
-        .recorder
-        .publish(&event, &plugin.object_ref(&()))
-        .await
-    {
-        tracing::warn!(%error, reason, "Publishing an Event failed");
-    }
+    context.recorder.note(plugin, type_, reason, note).await
 }
 
 fn unclaimed_for(first_seen: &Time, now: &Time) -> Duration {

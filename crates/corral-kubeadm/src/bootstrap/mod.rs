@@ -55,7 +55,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, trigger_with};
-use kube::runtime::events::{Event, EventType, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -140,16 +140,7 @@ struct Context {
 
 impl Context {
     async fn event(&self, config: &KubeadmConfig, type_: EventType, reason: &str, note: String) {
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &config.object_ref(&())).await {
-            tracing::warn!(%error, reason, "Publishing an Event failed");
-        }
+        self.recorder.note(config, type_, reason, note).await
     }
 }
 

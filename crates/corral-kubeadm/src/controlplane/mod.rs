@@ -59,11 +59,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, ReconcileRequest, trigger_self, trigger_with};
-use kube::runtime::events::{Event, EventType, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::api::bootstrap::KubeadmConfig;
@@ -310,16 +310,7 @@ impl Expected {
 impl Context {
     /// Publishes an Event about the KubeadmControlPlane; a failure to publish is only logged.
     async fn event(&self, kcp: &KubeadmControlPlane, type_: EventType, reason: &str, note: String) {
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &kcp.object_ref(&())).await {
-            tracing::warn!(%error, reason, "Publishing an Event failed");
-        }
+        self.recorder.note(kcp, type_, reason, note).await
     }
 
     /// Creates a Machine (see [`machines::create_machine`]) and says so in an Event, or why
