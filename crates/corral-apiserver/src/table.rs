@@ -89,6 +89,10 @@ enum Cells {
     Role,
     /// RoleBinding and ClusterRoleBinding: name, role, age, subjects by kind.
     RoleBinding,
+    /// kubectl's CertificateSigningRequest columns.
+    CertificateSigningRequest,
+    /// kubectl's ServiceAccount columns.
+    ServiceAccount,
     /// Name and Age.
     Default,
 }
@@ -191,6 +195,43 @@ impl Printer {
                     age(),
                 ],
                 Cells::Lease,
+            )
+        } else if is_builtin(
+            resource,
+            crate::certificates::GROUP,
+            "certificatesigningrequests",
+        ) {
+            (
+                vec![
+                    Column::name_column(),
+                    age(),
+                    Column::new("SignerName", "string", "The signer asked to sign."),
+                    Column::new(
+                        "Requestor",
+                        "string",
+                        "Who asked, as the API server recorded it.",
+                    ),
+                    Column::new(
+                        "RequestedDuration",
+                        "string",
+                        "The validity asked for, if any.",
+                    ),
+                    Column::new(
+                        "Condition",
+                        "string",
+                        "Approved, Denied or Failed, and Issued once signed; else Pending.",
+                    ),
+                ],
+                Cells::CertificateSigningRequest,
+            )
+        } else if is_builtin(resource, "", "serviceaccounts") {
+            (
+                vec![
+                    Column::name_column(),
+                    Column::new("Secrets", "string", "The number of secrets listed."),
+                    age(),
+                ],
+                Cells::ServiceAccount,
             )
         } else if is_builtin(resource, "", "nodes") {
             (
@@ -347,6 +388,50 @@ impl Printer {
             Cells::Namespace => vec![
                 name(),
                 json!(str_at(object, &["status", "phase"]).unwrap_or("")),
+                age(),
+            ],
+            Cells::CertificateSigningRequest => {
+                let mut condition: Vec<&str> = object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["type"].as_str())
+                    .collect();
+                if object
+                    .pointer("/status/certificate")
+                    .is_some_and(|c| c.as_str().is_some_and(|text| !text.is_empty()))
+                {
+                    condition.push("Issued");
+                }
+                let condition = if condition.is_empty() {
+                    "Pending".to_string()
+                } else {
+                    condition.join(",")
+                };
+                let duration = object
+                    .pointer("/spec/expirationSeconds")
+                    .and_then(Value::as_i64)
+                    .map_or("<none>".to_string(), |seconds| {
+                        human_duration(chrono::TimeDelta::seconds(seconds))
+                    });
+                vec![
+                    name(),
+                    age(),
+                    json!(str_at(object, &["spec", "signerName"]).unwrap_or("")),
+                    json!(str_at(object, &["spec", "username"]).unwrap_or("")),
+                    json!(duration),
+                    json!(condition),
+                ]
+            }
+            Cells::ServiceAccount => vec![
+                name(),
+                json!(
+                    object
+                        .pointer("/secrets")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len)
+                ),
                 age(),
             ],
             Cells::Lease => vec![

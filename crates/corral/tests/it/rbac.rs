@@ -289,7 +289,9 @@ async fn service_account_tokens_authenticate_until_the_account_is_deleted() {
         let admin = server.kubeconfig().to_path_buf();
         kubectl_ok(&k, &admin, &["create", "namespace", "a"]);
         // Every namespace has its default account.
-        kubectl_eventually(&k, &admin, &["get", "serviceaccount", "default", "-n", "a"]);
+        let accounts = kubectl_eventually(&k, &admin, &["get", "serviceaccount", "default", "-n", "a"]);
+        let header: Vec<&str> = accounts.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(header, ["NAME", "SECRETS", "AGE"], "{accounts}");
         kubectl_ok(&k, &admin, &["create", "serviceaccount", "robot", "-n", "a"]);
         let token = kubectl_ok(&k, &admin, &["create", "token", "robot", "-n", "a"]);
         let robot = token_kubeconfig(&env, &server, "robot", token.trim());
@@ -357,6 +359,17 @@ async fn certificate_signing_requests_record_their_requester_and_are_approved_th
         kubectl_ok(&k, &admin, &["certificate", "approve", "n1"]);
         let approved: serde_json::Value =
             serde_json::from_str(&kubectl_ok(&k, &admin, &["get", "csr", "n1", "-o", "json"])).unwrap();
+        let table = kubectl_ok(&k, &admin, &["get", "csr", "n1"]);
+        let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(
+            header,
+            ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"],
+            "{table}"
+        );
+        assert!(
+            table.lines().nth(1).is_some_and(|row| row.contains("carol") && row.ends_with("Approved")),
+            "{table}"
+        );
         let conditions = approved["status"]["conditions"].as_array().unwrap();
         assert_eq!(conditions[0]["type"], "Approved", "{approved:#}");
         assert_eq!(approved["spec"], stored["spec"]);
