@@ -583,6 +583,11 @@ pub fn check(purpose: Purpose, material: &KeyMaterial) -> Result<(), String> {
     Ok(())
 }
 
+/// The DER of a PEM certificate (its first block), e.g. a CA to trust.
+pub fn certificate_der(certificate_pem: &str) -> Result<Vec<u8>, String> {
+    pem_contents(certificate_pem, "the certificate")
+}
+
 /// The DER contents of the first PEM block of `text`.
 fn pem_contents(text: &str, key: &str) -> Result<Vec<u8>, String> {
     let block = rustls_pki_pem(text).ok_or_else(|| format!("{key} holds no PEM block"))?;

@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use corral_kubeadm::bootstrap::token::BootstrapToken;
 use corral_kubeadm::certs;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{
@@ -71,11 +72,10 @@ pub enum Error {
     Client(String),
 }
 
-/// What the JoinConfiguration's token discovery says. The token is a credential: not `Debug`.
+/// What the JoinConfiguration's token discovery says.
 struct Discovery {
     endpoint: String,
-    token_id: String,
-    token_secret: String,
+    token: BootstrapToken,
     ca_cert_hashes: Vec<String>,
     skip_ca_verification: bool,
 }
@@ -98,9 +98,7 @@ impl Discovery {
         let token = discovery["token"]
             .as_str()
             .ok_or("discovery.bootstrapToken.token is not set")?;
-        let (id, secret) = token
-            .split_once('.')
-            .filter(|(id, secret)| id.len() == 6 && secret.len() == 16)
+        let token = BootstrapToken::parse(token)
             .ok_or("discovery.bootstrapToken.token is not a bootstrap token (<6>.<16>)")?;
         let ca_cert_hashes: Vec<String> = discovery["caCertHashes"]
             .as_array()
@@ -118,8 +116,7 @@ impl Discovery {
         }
         Ok(Discovery {
             endpoint,
-            token_id: id.to_owned(),
-            token_secret: secret.to_owned(),
+            token,
             ca_cert_hashes,
             skip_ca_verification,
         })
@@ -233,23 +230,23 @@ async fn discover_once(discovery: &Discovery) -> Result<(String, String), Failur
         .get(&format!(
             "{}{}",
             cluster_info::SIGNATURE_PREFIX,
-            discovery.token_id
+            discovery.token.id
         ))
         .ok_or_else(|| {
             format!(
                 "cluster-info has no signature for token {} yet",
-                discovery.token_id
+                discovery.token.id
             )
         })?;
     if !cluster_info::verify(
         kubeconfig,
         signature,
-        &discovery.token_id,
-        &discovery.token_secret,
+        &discovery.token.id,
+        &discovery.token.secret,
     ) {
         return Err(Failure::Retry(format!(
             "cluster-info's signature for token {} does not verify",
-            discovery.token_id
+            discovery.token.id
         )));
     }
     let (server, ca_pem) = cluster_info::read_kubeconfig(kubeconfig)?;
@@ -279,9 +276,10 @@ async fn client_certificate(
             .parse()
             .map_err(|error| Error::Request(format!("the server is not a URL: {error}")))?,
     );
-    config.root_cert = Some(vec![pem_der(ca_pem).map_err(Error::Request)?]);
-    config.auth_info.token =
-        Some(format!("{}.{}", discovery.token_id, discovery.token_secret).into());
+    config.root_cert = Some(vec![
+        certs::certificate_der(ca_pem).map_err(Error::Request)?,
+    ]);
+    config.auth_info.token = Some(discovery.token.to_string().into());
     let bootstrap =
         kube::Client::try_from(config).map_err(|error| Error::Request(error.to_string()))?;
     let requests: Api<CertificateSigningRequest> = Api::all(bootstrap);
@@ -348,19 +346,6 @@ async fn client_certificate(
     }
 }
 
-fn pem_der(pem: &str) -> Result<Vec<u8>, String> {
-    use base64::Engine;
-    let body: String = pem
-        .lines()
-        .skip_while(|line| !line.starts_with("-----BEGIN CERTIFICATE-----"))
-        .skip(1)
-        .take_while(|line| !line.starts_with("-----END"))
-        .collect();
-    base64::engine::general_purpose::STANDARD
-        .decode(body)
-        .map_err(|_| "the cluster CA is not a PEM certificate".to_owned())
-}
-
 async fn client(kubeconfig: &str) -> Result<kube::Client, Error> {
     let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig)
         .map_err(|error| Error::Client(error.to_string()))?;
@@ -399,7 +384,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(read.endpoint, "10.0.0.1:6443");
-        assert_eq!(read.token_id, "abcdef");
+        assert_eq!(read.token.id, "abcdef");
         assert_eq!(
             Discovery::read(&join(
                 "    apiServerEndpoint: 10.0.0.1:6443\n    token: abcdef.0123456789abcdef\n"
