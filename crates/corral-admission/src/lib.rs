@@ -11,6 +11,16 @@
 //! `api/admission.rs`); the binary hands the server the set of every built-in provider.
 //! Rules read and write the object as JSON in its storage version, after the schema has
 //! pruned and defaulted it, so a rule may rely on the schema's types and required fields.
+//!
+//! # Map of the crate
+//!
+//! What an API server needs to run a kind's own admission without knowing the kind: the `KindRules`
+//! shape (default, validate a create, validate an update against the stored object, upstream's
+//! webhooks' three calls) and the `RuleSet` of them by group and kind, plus the apimachinery pieces
+//! rules and server share: `field` (field errors worded as `field.ErrorList`), `names`
+//! (`util/validation`), `selector` (`labels` and `fields`). The rules live with their types
+//! (`corral_api::admission`, the providers' `api/admission.rs`); the table of every rule, its
+//! upstream source and its test is `docs/admission-rules.md`.
 
 pub mod field;
 pub mod names;

@@ -15,6 +15,29 @@
 //! Conventions in the types: optional scalars are `Option`s; optional structs whose fields are
 //! all optional are embedded by value and left out when empty (upstream's `omitzero`); optional
 //! lists and maps are left out when empty.
+//!
+//! # Map of the crate
+//!
+//! The Cluster API `cluster.x-k8s.io/v1beta2` types as kube `CustomResource`s, one module per kind
+//! (`cluster.rs` with the topology types, `machine.rs`, `machine_set.rs`, `machine_deployment.rs`,
+//! `machine_health_check.rs`) and `common.rs` for what they share; pure data, no I/O. `crds()`
+//! (`crd.rs`) generates the CRDs from the types, finishing the derive's output as upstream serves
+//! it (`crd::finish`; `crd::finish_provider` does the same with the contract and clusterctl labels
+//! for the providers' CRDs, and `schema.rs`'s patterns and `schema_with` helpers are public for
+//! their types too); the copies in `crates/corral-api/crds/` are regenerated with
+//! `CORRAL_UPDATE_CRDS=1 cargo test -p corral-api`, and a test fails while they are stale. Where
+//! upstream defaults in a webhook and a schema can say the same, the schema says it (`default`),
+//! next to the field it concerns; upstream's webhook rules are `admission/` (one module per kind,
+//! `corral_admission::KindRules` over the object's JSON), which the API server runs. `labels`,
+//! `annotations`, `finalizers`, `conditions` and `field_managers` hold upstream's well-known names.
+//! `contract.rs` is the provider contract: views over a provider object's JSON
+//! (`InfrastructureCluster`, `InfrastructureMachine`, `BootstrapConfig`, `ControlPlane`) that read
+//! and write the fields core uses, for the v1beta2 and v1beta1 contracts, and
+//! `ContractVersion::from_crd_labels`. `tests/it/upstream.rs` compares the generated schemas with
+//! upstream's (`tests/upstream/`) attribute by attribute, with one allow-list of the differences
+//! Corral means; the comparison itself is `testing` (feature `testing`), which the provider crates'
+//! tests use too, as they use its check of the checked-in CRDs (`check_checked_in_crds`);
+//! `tests/it/cel.rs` runs the rules and defaults.
 
 pub mod admission;
 pub mod annotations;

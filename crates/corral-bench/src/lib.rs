@@ -5,6 +5,22 @@
 //! Everything runs in this process on one Tokio runtime — the servers, their stores and the
 //! clients — except etcd, which is its own process; so the clients' work competes with the
 //! servers' for the same CPUs, as it would on a small control-plane machine.
+//!
+//! # Map of the crate
+//!
+//! The benchmarks (`cargo run --release -p corral-bench -- apiserver`, `-- machinery`): full HTTP
+//! path against both stores with raw etcd as the yardstick, and the API machinery (schema
+//! validation, garbage collection, server-side apply). `scale/` is `-- scale` and `-- rollout`: the
+//! whole management plane in-process (`scale/plane.rs`: SQLite store wrapped in a write-counting
+//! `Store`, API server, CRDs, core controllers, in-memory provider), N clusters or one large
+//! MachineDeployment created through the API and watched until Available/Running (the watches
+//! decode only the fields they count, `scale/tracked.rs`, so that the observer costs little of the
+//! CPU it measures), rolled and deleted, with writes per resource, reconciles per controller
+//! (`corral_runtime::metrics` and `corral_infra_inmemory::reconcile_counts`), CPU and peak RSS from
+//! `/proc`. Results in BENCHMARKS.md; `tests/it/scale.rs` runs 20 clusters as a correctness check.
+//! `scripts/profile/` reads `perf script` stacks (self and inclusive shares, callees, callers, and
+//! per benchmark phase with `stamp.py` and `phases.py`) and alternates two builds on one benchmark
+//! (`ab.sh`), as BENCHMARKS.md's "Profiling it yourself" shows.
 
 pub mod client;
 pub mod cpu;

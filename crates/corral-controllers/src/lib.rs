@@ -15,6 +15,32 @@
 //! Each controller is a module split by concern, as upstream does: `mod.rs` (wiring and
 //! reconcile), `phases.rs` (the provider objects), pure planners (`compute_*`) tested by
 //! simulation, `status.rs` (pure functions that compute conditions), and `delete.rs`.
+//!
+//! # Map of the crate
+//!
+//! The Cluster API core controllers, kube-runtime reconcilers over a `kube::Client`, written on
+//! `corral-runtime`; `run` (`lib.rs`) starts every controller until shutdown, over its own `Caches`
+//! or, with `run_with_caches`, ones the providers of the process share. Each controller is a module
+//! split by concern, as upstream's (a Cluster is woken by its control plane and standalone
+//! Machines, MachineDeployments, and deletions while it is itself being deleted; a MachineSet's
+//! Machines and a MachineDeployment's MachineSets reach it through their owner's status):
+//! `cluster/` and `machine/` (`mod.rs` wiring and reconcile, `phases.rs` provider objects,
+//! `status.rs` pure status, `delete.rs` deletion order; `machine/node_ref.rs`, `machine/drain.rs`,
+//! `machine/up_to_date.rs` the UpToDate condition of a MachineDeployment's Machines, as upstream
+//! computes it in the Machine controller), `machine_set/` (`machines.rs` adoption, creation from
+//! templates, scale-down through the pure `deletion_order.rs`, remediation of `OwnerRemediated`
+//! Machines and in-place propagation; `in_sync.rs` remembers, per cache `Arc`, which Machines were
+//! found in sync with the template and which matched the selector; `expectations.rs` holds back a
+//! reconcile until the cache shows its own writes), `machine_deployment/` (`rollout_planner.rs`
+//! plans each step purely, checked by simulation against golden traces; `sync.rs` writes a plan to
+//! MachineSets; `rollback.rs` is Corral's `rollback-to-revision` and `revision-history-limit`
+//! annotations), and `machine_health_check/` (pure planners `target_health.rs` and
+//! `remediation_allowed.rs` judge each Machine and the `triggerIf` bound; unhealthy Machines are
+//! handed to their owner through `OwnerRemediated`, or to an external remediator through a request
+//! created from a template; its timeouts are judged by `corral_runtime::Clock`, which tests move
+//! forward instead of sleeping). `tests/it` runs the controllers against an in-process API server
+//! with generic test provider kinds, the test playing the provider, and more API servers as
+//! workload clusters.
 
 pub mod cluster;
 pub mod machine;

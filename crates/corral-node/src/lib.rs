@@ -18,6 +18,26 @@
 //! with its bootstrap token through cluster-info ([`cluster_info`]) and asks for its kubelet's
 //! client certificate, which the control plane machines approve and sign
 //! ([`controller_manager`], with the node lifecycle).
+//!
+//! # Map of the crate
+//!
+//! The node agent, `corral node`, started inside a local machine with its bootstrap data:
+//! `cloud_config` reads the kubeadm bootstrap provider's cloud-config (Jinja `ds.meta_data`
+//! variables filled, `write_files` written under the machine's root, never outside it, `runcmd`
+//! classified: only kubeadm's commands are performed, by the agent itself); `control_plane` does
+//! `kubeadm init`'s work (leaf certificates from the carried CAs through
+//! `corral_kubeadm::certs::issue`, an etcd member and a `corral apiserver` on it as supervised
+//! children, anonymous requests on as kubeadm's are so that the endpoint can check `/readyz`,
+//! `admin.conf`); `kubelet` registers the Node and renews its Lease; `control_plane::join` adds a
+//! control plane machine's etcd member (members found from the control plane Nodes) before starting
+//! the same; a control plane machine's `node_lifecycle` marks Nodes whose heartbeats stopped
+//! `Ready=Unknown`, as kube-controller-manager does; control plane machines publish what kubeadm
+//! leaves (static Pods, kubeadm-config, kube-proxy, CoreDNS) from `corral-workload`, the builders
+//! the in-memory provider's simulation writes too. Workers join as kubeadm's do: `tls_bootstrap`
+//! discovers the cluster through `cluster_info` (kube-public/cluster-info, signed per bootstrap
+//! token, its CA pinned by `caCertHashes`) and gets the kubelet's client certificate by
+//! CertificateSigningRequest, which `controller_manager` on control plane machines approves
+//! (SubjectAccessReview) and signs, beside the bootstrap signer and token cleaner.
 
 pub mod cloud_config;
 pub mod cluster_info;

@@ -19,6 +19,22 @@
 //! `UNAVAILABLE`, `INTERNAL`) and an optional retry-after, carried as a gRPC status with the
 //! `retry-after-seconds` metadata entry, or as a non-2xx HTTP answer whose body is
 //! `{"code", "message", "retryAfterSeconds"}`.
+//!
+//! # Map of the crate
+//!
+//! The provider protocol `corral.provider.v1` (`proto/corral/provider/v1/provider.proto`; for
+//! authors, `docs/provider-protocol.md`) for both sides, with no workspace dependency so that a
+//! provider written in Rust needs only it. `src/generated/` is the prost messages, tonic client and
+//! server and pbjson's canonical JSON mapping, checked in (`tests/it/generated_code.rs` regenerates
+//! them with protox and pbjson-build and fails on drift, `CORRAL_UPDATE_GENERATED=1`).
+//! `provider.rs` is the one trait an author implements; `server/` serves it over gRPC (`grpc.rs`,
+//! tonic) or HTTP/JSON (`http.rs`, axum: `POST /<Method>`, errors as
+//! `{"code","message","retryAfterSeconds"}`); `error.rs` is `ProviderError` and its two wire forms;
+//! `client.rs` is the `Client` Corral calls providers with: the transport from the endpoint's
+//! scheme, a deadline per call, failures classified (the provider's error, unreachable, timeout,
+//! garbage), plain endpoints off loopback refused unless `insecure`. `conformance.rs` is the suite
+//! `corral provider test` runs against a provider. `tests/it/transports.rs` runs every call over
+//! both transports.
 
 pub mod client;
 pub mod conformance;

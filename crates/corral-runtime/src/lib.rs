@@ -27,6 +27,60 @@
 //! builds its queue (its own objects through a shared cache or a reflector, plus mapped
 //! watches) and calls [`run_controller`]; the crate that owns it starts it (the core's
 //! `corral_controllers::run`, a provider's own `run`).
+//!
+//! # Map of the crate
+//!
+//! What every controller and provider is written on, core and providers alike; it depends on
+//! `corral-api` and kube only, and knows no controller (what is particular to one, such as the
+//! MachineSet's field manager, is passed in or named in `corral-api`). The crate root holds the
+//! `Context` (client, event recorder reporting as `corral`, provider-object resolver, cluster
+//! cache, shared caches, settings: `Config`) and `run_controller` (kube-runtime's applier fed by
+//! the controller's kind plus mapped watches, one task and one tracing span per reconcile, failures
+//! retried with per-object exponential backoff (`backoff.rs`), lost write races within a second;
+//! reconciles of a copy an own write replaced are skipped). `shared.rs` is `Caches`: one watch,
+//! store and `index.rs` `ClusterIndex` (a kind's objects per Cluster, and within a Cluster per key:
+//! controller owner, control-plane label, MachinePool label, provider ID; the store's own `Arc`s)
+//! per kind for all controllers of a process, providers included; each controller subscribes to a
+//! stream of the store's own `Arc`s, a snapshot then every change; objects are cached without
+//! managedFields — the Machine cache keeps the MachineSet's entry, which it reads —
+//! `trim_managed_fields`; `lean.rs` decodes watched objects with only that entry's tree built, the
+//! others parsed and skipped. `changes.rs` is "reconcile only when what I read changed":
+//! `Fingerprints` of what a controller reads of another kind's objects, applied to a cache's stream
+//! by `SharedCache::applied_changed` / `touched_changed`; the start of a deletion always passes
+//! once, and a deleted object's entry is dropped on its deletion event. `coalesce.rs` holds back
+//! reconciles asked for by other objects' changes and by a controller's own status writes coming
+//! back for 200 ms and joins them, longer for objects that sum up thousands of Machines
+//! (`Window::scaled`, up to 1 s, one window for an object's own writes and its descendants'
+//! changes); a user's change is reconciled at once. `patch.rs` writes merge patches of what
+//! changed, with the read resourceVersion as precondition; equal objects are not encoded, and
+//! `patch::write` compares metadata+spec and status typed (`Parts`) so that only the part that
+//! changed is encoded; its answers are decoded for five metadata fields only. `own_writes.rs` is
+//! "skip a copy my own write replaced": the chain of versions own writes replaced, per uid,
+//! process-wide for every write through `patch` (and so for `run_controller`), or per controller
+//! for one that writes otherwise (the in-memory provider). `events.rs` is the Event recorder of
+//! every controller, core and providers: client-go's `events` semantics, the first repeat starts a
+//! series and later repeats are counted in memory and written by a flusher at most every 10 s,
+//! without kube-runtime's scan of every recent Event per publish; `Recorder::note` is how a
+//! controller says something (a failure to publish is logged, never fails a reconcile). `ready.rs`
+//! is `CachesReady`, one shared wait for a controller's reflector stores (kube-runtime 5's
+//! `Store::wait_until_ready` wakes only the last of concurrent waiters); `triggers.rs` starts
+//! watches of provider kinds as references resolve; `metrics.rs` counts reconciles per controller;
+//! `clock.rs` is the `Clock` timeouts are judged by, which tests move forward instead of sleeping;
+//! `naming.rs` makes up Machine names from `machineNaming` templates, random suffixes and label
+//! values (MachineSet, MachineDeployment, KubeadmControlPlane). `external.rs` reads and writes
+//! provider objects from `ContractVersionedObjectReference`s: the resource by API discovery, the
+//! version from the CRD's contract label, ownership, deletion (read through the kind's cache; the
+//! API server is asked only when the cache does not show the object; `list_cached` selects from the
+//! cache by namespace and labels), and objects cloned from `<Kind>Template`s. `cluster_cache.rs`
+//! holds one client per workload cluster from its `<cluster>-kubeconfig` Secret (read from its
+//! watch of kubeconfig Secrets, which also wakes a cluster waiting for its Secret, and serves each
+//! Cluster's certificate and kubeconfig Secrets to the kubeadm providers: `cluster_secret`),
+//! health-probed by a task per cluster, with a Node cache indexed by provider ID; the controllers
+//! of one `Caches` (core and providers) share one (`Caches::cluster_cache`). `conditions/` sets and
+//! derives v1beta2 conditions (mirror, summary, aggregate) as upstream's `util/conditions`. Its
+//! tests run against an in-process API server (`corral-testenv`, a dev-dependency); the
+//! `ClusterCache` against real workload API servers is tested in corral-controllers'
+//! `tests/it/cluster_cache.rs`.
 
 pub mod backoff;
 pub mod changes;

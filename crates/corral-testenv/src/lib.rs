@@ -4,6 +4,11 @@
 //!
 //! Controllers never depend on the API server; their tests do, through this crate, so that the
 //! same tests could run against a real kube-apiserver by swapping the client.
+//!
+//! # Map of the crate
+//!
+//! Test support for crates that talk to a management plane through `kube::Client`: a real API
+//! server in-process on a free port over a fresh store, a client for it, CRD installation.
 
 use std::future::Future;
 use std::time::Duration;

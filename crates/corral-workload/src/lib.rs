@@ -9,6 +9,13 @@
 //! Two writers: the node agent (`corral-node`) on the local provider's real machines, and the
 //! in-memory provider's simulated cloud, as upstream's in-memory backend fakes them
 //! (`inmemorymachine_backend.go`). Pure builders; the writers decide when.
+//!
+//! # Map of the crate
+//!
+//! What kubeadm leaves in a workload cluster, as pure k8s-openapi builders: the control plane
+//! static Pods, kubeadm-config, kubelet-config, kube-proxy and CoreDNS. Written by the node agent
+//! on real machines and by the in-memory provider's simulated cloud; read by the control plane
+//! provider.
 
 use std::collections::BTreeMap;
 

@@ -2,6 +2,43 @@
 //!
 //! Only this crate parses flags, reads the environment and installs the tracing subscriber;
 //! the libraries take explicit configuration.
+//!
+//! # Map of the crate
+//!
+//! The binary. Parses flags, reads the environment, installs the tracing subscriber, opens the
+//! store, writes the admin kubeconfig, and shuts down on SIGINT/SIGTERM. `security.rs` turns the
+//! TLS and authentication flags and the data directory's CA (`<data-dir>/pki/`) into the server's
+//! `TlsConfig` and `AuthenticationConfig` and the admin kubeconfig's client certificate.
+//! `commands.rs` maps the client commands' flags onto `corral_cli` calls and its errors onto exit
+//! codes (2 for usage). `up.rs` is the one-process management plane (API server, `corral init`'s
+//! install, the controllers) with its start-up progress view, the `--demo` cluster from the
+//! embedded template shown through `corral_cli::describe::watch`, and the line that says where
+//! everything is kept when a signal stops it. `datadir_lock.rs` makes a data directory one
+//! process's: `corral up` and `corral apiserver` hold a kernel lock (`flock`) on `corral.lock` for
+//! their life, with their pid and URL written in it for the one-line refusal a second process
+//! prints; the lock goes with the process, even on kill -9. `logging.rs` installs the subscriber:
+//! `corral up` logs to `<data-dir>/corral.log` through a size-rotating writer (`--log-to-stderr`
+//! streams it), everything else to standard error, and warnings and errors are counted for the
+//! progress view. `cloud.rs` is `corral cloud` (the simulated cloud in its own process) and the
+//! `--cloud URL` flag of `up` and `controllers`. `move_command.rs` parses `corral move` for
+//! `corral_cli::mover`, clusterctl's move: preflight, pause, the object graph and its order by
+//! owner depth (`mover/graph.rs`), create at the target with owner uids rewritten and status
+//! restored, delete at the source with finalizers removed first, unpause; a failure midway prints
+//! what is where and the `--resume` / `--rollback` commands. `--to-directory` writes the graph to
+//! one file per object and `--from-directory` creates it elsewhere (`mover/directory.rs`).
+//! `main.rs` also takes `--kubeconfig`, `--kubeconfig-context` and `-v` anywhere on the command
+//! line, as clusterctl, and sets mimalloc as the global allocator (default feature `mimalloc`;
+//! `corral-bench` does the same, so benchmarks measure what ships). `tests/it` runs the built
+//! binary against kubectl, the Python client, and kill -9, moves a cluster between two `corral up`
+//! sharing one `corral cloud` (`move_clusters.rs`), and drives the CLI end to end (`cli.rs`: the
+//! commands, their errors, a restart of `corral up`, two `corral controllers` replicas), and
+//! `first_run.rs` what a person sees of `corral up --demo` on a pseudo-terminal (util-linux
+//! `script`) and through a pipe, the data directory's lock and `describe --watch`.
+//! `local_cluster.rs` runs a cluster on the local provider (`corral up`, `corral provider local`, a
+//! generated cluster; its workload API sampled through the endpoint, its etcd through the cluster's
+//! CA, the host checked for leaks after deletion) for `local_provider.rs` and `local_drills.rs`,
+//! issue 26's control plane drills: a machine killed, an upgrade, and `corral up` killed twice
+//! mid-rollout (root needed).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
