@@ -15,7 +15,6 @@ use x509_parser::prelude::FromDer;
 
 use crate::auth::UserInfo;
 use crate::error::Cause;
-use crate::rest::Target;
 
 pub const GROUP: &str = "certificates.k8s.io";
 
@@ -48,12 +47,6 @@ const USAGES: &[&str] = &[
     "microsoft sgc",
     "netscape sgc",
 ];
-
-pub fn is_csr(target: &Target) -> bool {
-    target.resource.builtin
-        && target.resource.group == GROUP
-        && target.resource.plural == "certificatesigningrequests"
-}
 
 /// A new request: who asked is the requester, and it has no status yet.
 pub fn prepare_create(object: &mut Value, requester: Option<&UserInfo>) {

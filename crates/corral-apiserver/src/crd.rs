@@ -284,6 +284,7 @@ pub fn resource_info(crd: &Value) -> Option<ResourceInfo> {
         builtin: false,
         tracks_generation: true,
         stored_as: None,
+        strategy: Default::default(),
     })
 }
 

@@ -3,7 +3,7 @@
 //! It serves built-in resources (namespaces, secrets, configmaps, events, leases, CRDs) and
 //! every resource a CRD defines, with kube-apiserver's REST semantics, so that kubectl,
 //! kube-rs and the official client libraries work against it unchanged. Objects are untyped
-//! JSON; what is particular to a built-in kind lives in `hooks.rs`.
+//! JSON; what is particular to a built-in kind is its strategy (`strategy/`).
 //!
 //! Entry point: [`Server::start`].
 //!
@@ -11,9 +11,9 @@
 //!
 //! The Kubernetes-compatible API server. `server.rs` owns the shared state (`ApiState`), routing
 //! and the listener. `registry.rs` knows which resources are served (built-ins plus CRD-defined
-//! ones, added and removed by `crd.rs`). `rest.rs` implements the verbs generically over untyped
+//! ones, added and removed by `crd.rs`). `rest/` implements the verbs (a module per verb) generically over untyped
 //! JSON objects: server-owned metadata, optimistic concurrency, finalizers, the status subresource;
-//! `hooks.rs` holds what is particular to a built-in kind (namespaces, CRDs, secrets).
+//! `strategy/` is what is particular to a resource: a `Strategy` each resource carries in its `ResourceInfo` (namespaces, CRDs, Secrets, ConfigMaps, webhook configurations, RBAC, CSRs; `GENERIC` for the rest).
 //! `watch_cache.rs` is one fan-out per resource: a single store watch feeds every API watch, with a
 //! history for resumption bounded by events and bytes (kept in stored form, decoded again for a
 //! watcher that resumes; an evicted revision is 410 Expired), and drops watchers that do not keep
@@ -49,7 +49,7 @@
 //! `admission.rs`) and on reads, validation with every field error in one 422, and CEL rules
 //! (feature `cel`; `schema/cel/direct.rs` evaluates the common rule forms over the JSON itself and
 //! defers the rest, failures and messages to the `cel` interpreter). `apply/` is server-side apply
-//! and `metadata.managedFields`, with structured-merge-diff's semantics: `rest.rs` calls
+//! and `metadata.managedFields`, with structured-merge-diff's semantics: `rest/` calls
 //! `apply::track` on every create and update to record who changed which fields (an update edits
 //! the stored entries in their `FieldsV1` form, `apply/fields_v1.rs`, decoding them into field sets
 //! only when it must; an entry whose text names none of the changed top-level fields is not even
@@ -122,7 +122,6 @@ pub mod encryption;
 pub mod error;
 mod follow;
 pub mod gc;
-mod hooks;
 pub mod kubeconfig;
 pub mod limits;
 pub mod names;
@@ -142,6 +141,7 @@ pub mod schema;
 pub mod selector;
 mod server;
 pub mod strategic_merge;
+pub mod strategy;
 mod table;
 pub mod tls;
 mod watch;

@@ -9,6 +9,8 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
+use crate::strategy::{self, StrategyRef};
+
 /// How the scale subresource maps onto the object (from a CRD's `subresources.scale`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScalePaths {
@@ -67,6 +69,8 @@ pub struct ResourceInfo {
     /// Objects are stored under another resource, (group, plural), in its shape (see
     /// `conversion.rs`).
     pub stored_as: Option<(String, String)>,
+    /// What is particular to the resource on writes (see `strategy/`).
+    pub strategy: crate::strategy::StrategyRef,
 }
 
 impl ResourceInfo {
@@ -263,6 +267,7 @@ fn builtin(
         builtin: true,
         tracks_generation: false,
         stored_as: None,
+        strategy: Default::default(),
     }
 }
 
@@ -270,6 +275,7 @@ fn builtin(
 pub fn builtins() -> Vec<ResourceInfo> {
     let mut namespaces = builtin("", "v1", "namespaces", "Namespace", false, &["ns"]);
     namespaces.status_subresource = true;
+    namespaces.strategy = StrategyRef(&strategy::NAMESPACES);
     let mut crds = builtin(
         "apiextensions.k8s.io",
         "v1",
@@ -279,11 +285,15 @@ pub fn builtins() -> Vec<ResourceInfo> {
         &["crd", "crds"],
     );
     crds.status_subresource = true;
+    crds.strategy = StrategyRef(&strategy::CRDS);
     crds.tracks_generation = true;
     crds.categories = vec!["api-extensions".to_string()];
     vec![
         namespaces,
-        builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::CONFIG_MAPS),
+            ..builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"])
+        },
         // Nodes and Pods are served so that a Corral API server can stand in for a workload
         // cluster's (simulated clusters register Nodes; drain lists Pods by node).
         ResourceInfo {
@@ -295,7 +305,10 @@ pub fn builtins() -> Vec<ResourceInfo> {
             categories: vec!["all".to_string()],
             ..builtin("", "v1", "pods", "Pod", true, &["po"])
         },
-        builtin("", "v1", "secrets", "Secret", true, &[]),
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::SECRETS),
+            ..builtin("", "v1", "secrets", "Secret", true, &[])
+        },
         builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"]),
         builtin("", "v1", "events", "Event", true, &["ev"]),
         ResourceInfo {
@@ -304,24 +317,31 @@ pub fn builtins() -> Vec<ResourceInfo> {
         },
         builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
         crds,
-        builtin(
-            "admissionregistration.k8s.io",
-            "v1",
-            "mutatingwebhookconfigurations",
-            "MutatingWebhookConfiguration",
-            false,
-            &[],
-        ),
-        builtin(
-            "admissionregistration.k8s.io",
-            "v1",
-            "validatingwebhookconfigurations",
-            "ValidatingWebhookConfiguration",
-            false,
-            &[],
-        ),
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::MUTATING_WEBHOOKS),
+            ..builtin(
+                "admissionregistration.k8s.io",
+                "v1",
+                "mutatingwebhookconfigurations",
+                "MutatingWebhookConfiguration",
+                false,
+                &[],
+            )
+        },
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::VALIDATING_WEBHOOKS),
+            ..builtin(
+                "admissionregistration.k8s.io",
+                "v1",
+                "validatingwebhookconfigurations",
+                "ValidatingWebhookConfiguration",
+                false,
+                &[],
+            )
+        },
         ResourceInfo {
             status_subresource: true,
+            strategy: StrategyRef(&strategy::CSRS),
             ..builtin(
                 crate::certificates::GROUP,
                 "v1",
@@ -331,38 +351,50 @@ pub fn builtins() -> Vec<ResourceInfo> {
                 &["csr"],
             )
         },
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "roles",
-            "Role",
-            true,
-            &[],
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            &[],
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            &[],
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            &[],
-        ),
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::RBAC[0]),
+            ..builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "roles",
+                "Role",
+                true,
+                &[],
+            )
+        },
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::RBAC[1]),
+            ..builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterroles",
+                "ClusterRole",
+                false,
+                &[],
+            )
+        },
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::RBAC[2]),
+            ..builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "rolebindings",
+                "RoleBinding",
+                true,
+                &[],
+            )
+        },
+        ResourceInfo {
+            strategy: StrategyRef(&strategy::RBAC[3]),
+            ..builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                false,
+                &[],
+            )
+        },
     ]
 }
 
@@ -387,6 +419,7 @@ pub fn workload_cluster_resources() -> Vec<ResourceInfo> {
         short_names: vec![short_name.into()],
         categories: vec!["all".into()],
         status_subresource: true,
+        strategy: Default::default(),
         ..base.clone()
     };
     vec![

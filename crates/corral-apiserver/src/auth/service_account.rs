@@ -352,7 +352,7 @@ pub(crate) async fn token_request(
 }
 
 /// Creates the namespace's `default` ServiceAccount when it has none. (Boxed: it writes
-/// through `rest::create`, whose hooks start it for new namespaces.)
+/// through `rest::create`, whose namespace strategy starts it for new namespaces.)
 pub(crate) fn ensure_default<'a>(
     state: &'a ApiState,
     namespace: &'a str,

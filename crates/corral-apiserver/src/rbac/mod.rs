@@ -2,7 +2,7 @@
 //! `pkg/registry/rbac`), on when [`ServerConfig::rbac`](crate::ServerConfig::rbac) is set.
 //!
 //! - Role, ClusterRole, RoleBinding and ClusterRoleBinding (`rbac.authorization.k8s.io/v1`)
-//!   are built-in resources; `hooks.rs` defaults and validates them (`validate.rs`), refuses
+//!   are built-in resources; their strategy (`strategy/kinds.rs`) defaults and validates them (`validate.rs`), refuses
 //!   writes that would grant what the writer does not hold (`escalation.rs`) and tells the
 //!   [`index`] about every stored change; a watch of each kind keeps the index in step with
 //!   other servers sharing the store.
@@ -329,7 +329,7 @@ fn revision_of(object: &Value) -> Revision {
 }
 
 // ---------------------------------------------------------------------------------------
-// The RBAC resources (called by hooks.rs)
+// The RBAC resources (called by their strategy, `strategy/kinds.rs`)
 // ---------------------------------------------------------------------------------------
 
 /// Sets kube-apiserver's defaults on an object being written.

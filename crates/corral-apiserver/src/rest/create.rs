@@ -322,7 +322,7 @@ pub(super) async fn create_as(
         // A custom resource's status is written through /status only.
         object.as_object_mut().unwrap().remove("status");
     }
-    crate::hooks::prepare_create(target, &mut object)?;
+    crate::strategy::prepare_create(target, &mut object);
     let mut attempts = 0;
     loop {
         if let Some(base) = &generate_name {
@@ -352,7 +352,7 @@ pub(super) async fn create_as(
         let mut object = admitted;
         crate::apply::track(target, query, None, &mut object, operation);
         validate_metadata(target, &object)?;
-        crate::hooks::validate(state, target, &object, None)?;
+        crate::strategy::validate(state, target, &object, None)?;
         let name = object::name(&object).unwrap_or("").to_string();
         let respond = |code: StatusCode, object: &Value| {
             crate::admission::with_warnings(json_response(code, object), &warnings)

@@ -169,7 +169,7 @@ pub(super) async fn delete_once(
         true => Ok(None),
         false => Err(ApiError::stale(target.subject(name))),
     };
-    let finalizers = crate::hooks::finalizers_on_delete(target, &marked);
+    let finalizers = crate::strategy::finalizers_on_delete(target, &marked);
     if !finalizers.is_empty() {
         let already_deleting = object::deletion_timestamp(&current).is_some();
         if already_deleting && collector_finalizers.is_none() {
@@ -185,7 +185,7 @@ pub(super) async fn delete_once(
                 metadata.insert("generation".into(), json!(generation + 1));
             }
         }
-        crate::hooks::prepare_delete(target, &mut marked);
+        crate::strategy::prepare_delete(target, &mut marked);
         if options.dry_run {
             return Ok(Some(Deleted::Marked(marked)));
         }
@@ -196,7 +196,7 @@ pub(super) async fn delete_once(
         {
             Ok(revision) => {
                 object::set_resource_version(&mut marked, revision);
-                crate::hooks::after_write(state, target, &marked).await;
+                crate::strategy::after_write(state, target, &marked);
                 Ok(Some(Deleted::Marked(marked)))
             }
             Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => {
@@ -215,7 +215,7 @@ pub(super) async fn delete_once(
     match state.store.delete(key, mod_revision).await {
         Ok((revision, _)) => {
             object::set_resource_version(&mut current, revision);
-            crate::hooks::after_delete(state, target, &current).await;
+            crate::strategy::after_delete(state, target, &current);
             Ok(Some(Deleted::Gone(current)))
         }
         Err(corral_store::Error::Conflict { .. }) if options.resource_version.is_none() => Ok(None),

@@ -76,7 +76,7 @@ pub async fn update(
 }
 
 /// After the store acknowledged `object` (admitted, in storage form) at `revision`: stamps
-/// the revision, runs the kind's hooks, hands the object to the resource's watch cache (whose
+/// the revision, runs the resource's strategy, hands the object to the resource's watch cache (whose
 /// feed then need not decode the write's event, and whose next update of it can start from
 /// it) and returns the answer's JSON, in the request's version. When that version is the
 /// stored form, the answer and the cache share one object and one serialization of it.
@@ -119,7 +119,7 @@ pub(super) async fn written(
         cacher.record_write(key, current, served);
     }
     // After the record: the watch cache's feed may be waiting for it (`begin_write`).
-    crate::hooks::after_write(state, target, &object).await;
+    crate::strategy::after_write(state, target, &object);
     answer
 }
 
@@ -302,7 +302,7 @@ pub(super) async fn update_once(
         main_update(target, &current, new)
     };
     preserve_server_metadata(target, &current, &mut new);
-    crate::hooks::prepare_update(target, &current, &mut new)?;
+    crate::strategy::prepare_update(target, &current, &mut new);
     let warnings = crate::admission::admit(
         state,
         &crate::admission::Request {
@@ -324,11 +324,11 @@ pub(super) async fn update_once(
     };
     validate_metadata(target, &new)?;
     check_finalizers(target, &current, &new)?;
-    crate::hooks::validate(state, target, &new, Some(&current))?;
+    crate::strategy::validate(state, target, &new, Some(&current))?;
 
     // The last finalizer of a deleted object is gone: delete it for real.
     if object::deletion_timestamp(&new).is_some()
-        && crate::hooks::finalizers_on_delete(target, &new).is_empty()
+        && crate::strategy::finalizers_on_delete(target, &new).is_empty()
     {
         if query.dry_run {
             return Ok(Attempt::Done(respond(&new)));
@@ -336,7 +336,7 @@ pub(super) async fn update_once(
         return match state.store.delete(key, mod_revision).await {
             Ok((revision, _)) => {
                 object::set_resource_version(&mut new, revision);
-                crate::hooks::after_delete(state, target, &new).await;
+                crate::strategy::after_delete(state, target, &new);
                 Ok(Attempt::Done(respond(&new)))
             }
             Err(corral_store::Error::Conflict { .. }) => Ok(Attempt::Again),

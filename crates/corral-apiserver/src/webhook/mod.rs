@@ -2,7 +2,7 @@
 //! MutatingWebhookConfigurations a server keeps compiled, and the calls admission makes to
 //! them, with kube-apiserver's semantics (`k8s.io/apiserver/pkg/admission/plugin/webhook`).
 //!
-//! - Configurations are built-in, cluster-scoped resources. `hooks.rs` defaults and
+//! - Configurations are built-in, cluster-scoped resources. their strategy (`strategy/kinds.rs`) defaults and
 //!   validates them on write ([`config`]) and tells [`Webhooks`] about every stored change,
 //!   so a write admitted after a configuration was written sees it; a watch keeps the cache
 //!   in step with other servers sharing the store. Nothing lists the store per request.
@@ -195,7 +195,7 @@ async fn load(
 }
 
 // ---------------------------------------------------------------------------------------
-// The configuration resources (called by hooks.rs)
+// The configuration resources (called by their strategy, `strategy/kinds.rs`)
 // ---------------------------------------------------------------------------------------
 
 /// Which configuration resource a request addresses, if any.
