@@ -28,20 +28,84 @@ pub fn describe_remaining(kind: &str, names: &[String]) -> Option<String> {
     ))
 }
 
+/// Deletes a Cluster as upstream's `reconcileDelete`: the descendants it owns (workers, and
+/// control plane Machines without a control plane provider), then, once none is left, its
+/// control plane and its infrastructure cluster, waiting for each; then the finalizer goes.
 pub(super) async fn reconcile_delete(
     controller: &ClusterController,
     scope: &mut Scope,
 ) -> Result<(), Error> {
     scope.deleting = Some((reason::DELETING.to_owned(), "Deletion started".to_owned()));
-    let ctx = &controller.ctx;
-    let client = ctx.client().clone();
+    delete_owned_descendants(controller, scope).await?;
+    let remaining = remaining_descendants(scope);
+    if !remaining.is_empty() {
+        tracing::info!("Waiting for worker Machines to be deleted");
+        scope.deleting = Some((
+            cluster_reason::WAITING_FOR_WORKERS_DELETION.to_owned(),
+            remaining.join("\n"),
+        ));
+        return Ok(());
+    }
     let namespace = scope.key.namespace.clone();
-    let cluster_name = scope.key.name.clone();
+    if let Some(reference) = scope.cluster.spec.control_plane_ref.clone() {
+        if !delete_referenced(
+            controller,
+            scope,
+            &reference,
+            &namespace,
+            Part::ControlPlane,
+        )
+        .await?
+        {
+            return Ok(());
+        }
+    }
+    if let Some(reference) = scope.cluster.spec.infrastructure_ref.clone() {
+        if !delete_referenced(
+            controller,
+            scope,
+            &reference,
+            &namespace,
+            Part::Infrastructure,
+        )
+        .await?
+        {
+            return Ok(());
+        }
+    }
+    scope.deleting = Some((
+        reason::DELETION_COMPLETED.to_owned(),
+        "Deletion completed".to_owned(),
+    ));
+    scope
+        .cluster
+        .finalizers_mut()
+        .retain(|f| f != corral_api::finalizers::CLUSTER);
+    controller.ctx.cluster_cache().forget(&scope.key);
+    controller
+        .external
+        .forget(&ObjectRef::from_obj(scope.before.as_ref()));
+    scope.event(
+        EventType::Normal,
+        "Deleted",
+        format!("Cluster {} has been deleted", scope.key.name),
+    );
+    Ok(())
+}
 
-    // Workers: delete what the Cluster owns directly, control plane Machines last.
-    let descendants = scope.descendants.clone();
+/// Deletes what the Cluster owns directly and is not being deleted yet: MachineDeployments,
+/// MachineSets, worker Machines, and the control plane Machines when no control plane
+/// provider owns them.
+async fn delete_owned_descendants(
+    controller: &ClusterController,
+    scope: &Scope,
+) -> Result<(), Error> {
+    let client = controller.ctx.client();
+    let namespace = &scope.key.namespace;
+    let cluster_name = &scope.key.name;
+    let descendants = &scope.descendants;
     let owned = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        is_owned_by_cluster(meta, &cluster_name) && meta.deletion_timestamp.is_none()
+        is_owned_by_cluster(meta, cluster_name) && meta.deletion_timestamp.is_none()
     };
     for md in descendants
         .machine_deployments
@@ -49,8 +113,8 @@ pub(super) async fn reconcile_delete(
         .filter(|o| owned(&o.metadata))
     {
         delete_descendant::<MachineDeployment>(
-            &client,
-            &namespace,
+            client,
+            namespace,
             &md.name_any(),
             "MachineDeployment",
         )
@@ -61,7 +125,7 @@ pub(super) async fn reconcile_delete(
         .iter()
         .filter(|o| owned(&o.metadata))
     {
-        delete_descendant::<MachineSet>(&client, &namespace, &ms.name_any(), "MachineSet").await?;
+        delete_descendant::<MachineSet>(client, namespace, &ms.name_any(), "MachineSet").await?;
     }
     let mut machines: Vec<&Machine> = descendants
         .worker_machines
@@ -72,11 +136,16 @@ pub(super) async fn reconcile_delete(
         machines.extend(descendants.control_plane_machines.iter().map(AsRef::as_ref));
     }
     for machine in machines.iter().filter(|m| owned(&m.metadata)) {
-        delete_descendant::<Machine>(&client, &namespace, &machine.name_any(), "Machine").await?;
+        delete_descendant::<Machine>(client, namespace, &machine.name_any(), "Machine").await?;
     }
+    Ok(())
+}
 
-    let mut remaining = Vec::new();
+/// The Deleting condition's lines for the descendants still there, one per kind.
+fn remaining_descendants(scope: &Scope) -> Vec<String> {
+    let descendants = &scope.descendants;
     let names = |objects: &mut dyn Iterator<Item = String>| objects.collect::<Vec<_>>();
+    let mut remaining = Vec::new();
     remaining.extend(describe_remaining(
         "MachineDeployment",
         &names(&mut descendants.machine_deployments.iter().map(|o| o.name_any())),
@@ -100,82 +169,55 @@ pub(super) async fn reconcile_delete(
             ),
         ));
     }
-    if !remaining.is_empty() {
-        tracing::info!("Waiting for worker Machines to be deleted");
+    remaining
+}
+
+/// The Cluster's two provider objects, deleted in this order.
+#[derive(Clone, Copy)]
+enum Part {
+    ControlPlane,
+    Infrastructure,
+}
+
+/// Deletes the control plane or infrastructure cluster `reference` names; whether it is gone
+/// (a kind no API serves has no objects left to wait for).
+async fn delete_referenced(
+    controller: &ClusterController,
+    scope: &mut Scope,
+    reference: &corral_api::ContractVersionedObjectReference,
+    namespace: &str,
+    part: Part,
+) -> Result<bool, Error> {
+    let gone = match controller.ctx.external().delete(reference, namespace).await {
+        Ok(gone) => gone,
+        Err(error) if error.is_kind_not_installed() => true,
+        Err(source) => {
+            let (kind, name) = (reference.kind.clone(), reference.name.clone());
+            return Err(match part {
+                Part::ControlPlane => Error::DeleteControlPlane { kind, name, source },
+                Part::Infrastructure => Error::DeleteInfrastructure { kind, name, source },
+            });
+        }
+    };
+    let (observed, waiting) = match part {
+        Part::ControlPlane => (
+            &mut scope.control_plane_observed,
+            cluster_reason::WAITING_FOR_CONTROL_PLANE_DELETION,
+        ),
+        Part::Infrastructure => (
+            &mut scope.infra_observed,
+            cluster_reason::WAITING_FOR_INFRASTRUCTURE_DELETION,
+        ),
+    };
+    if gone {
+        *observed = Some(Observed::NotFound);
+    } else {
         scope.deleting = Some((
-            cluster_reason::WAITING_FOR_WORKERS_DELETION.to_owned(),
-            remaining.join("\n"),
+            waiting.to_owned(),
+            format!("Waiting for {} to be deleted", reference.kind),
         ));
-        return Ok(());
     }
-
-    // The control plane.
-    if let Some(reference) = scope.cluster.spec.control_plane_ref.clone() {
-        match ctx.external().delete(&reference, &namespace).await {
-            Ok(true) => scope.control_plane_observed = Some(Observed::NotFound),
-            // A kind no API serves has no objects left to wait for.
-            Err(error) if error.is_kind_not_installed() => {
-                scope.control_plane_observed = Some(Observed::NotFound)
-            }
-            Ok(false) => {
-                scope.deleting = Some((
-                    cluster_reason::WAITING_FOR_CONTROL_PLANE_DELETION.to_owned(),
-                    format!("Waiting for {} to be deleted", reference.kind),
-                ));
-                return Ok(());
-            }
-            Err(source) => {
-                return Err(Error::DeleteControlPlane {
-                    kind: reference.kind,
-                    name: reference.name,
-                    source,
-                });
-            }
-        }
-    }
-
-    // The infrastructure cluster.
-    if let Some(reference) = scope.cluster.spec.infrastructure_ref.clone() {
-        match ctx.external().delete(&reference, &namespace).await {
-            Ok(true) => scope.infra_observed = Some(Observed::NotFound),
-            Err(error) if error.is_kind_not_installed() => {
-                scope.infra_observed = Some(Observed::NotFound)
-            }
-            Ok(false) => {
-                scope.deleting = Some((
-                    cluster_reason::WAITING_FOR_INFRASTRUCTURE_DELETION.to_owned(),
-                    format!("Waiting for {} to be deleted", reference.kind),
-                ));
-                return Ok(());
-            }
-            Err(source) => {
-                return Err(Error::DeleteInfrastructure {
-                    kind: reference.kind,
-                    name: reference.name,
-                    source,
-                });
-            }
-        }
-    }
-
-    scope.deleting = Some((
-        reason::DELETION_COMPLETED.to_owned(),
-        "Deletion completed".to_owned(),
-    ));
-    scope
-        .cluster
-        .finalizers_mut()
-        .retain(|f| f != corral_api::finalizers::CLUSTER);
-    ctx.cluster_cache().forget(&scope.key);
-    controller
-        .external
-        .forget(&ObjectRef::from_obj(scope.before.as_ref()));
-    scope.event(
-        EventType::Normal,
-        "Deleted",
-        format!("Cluster {} has been deleted", scope.key.name),
-    );
-    Ok(())
+    Ok(gone)
 }
 
 async fn delete_descendant<K>(

@@ -234,6 +234,13 @@ async fn is_delete_node_allowed(
     Ok(None)
 }
 
+/// Where a deletion step left the Machine: go on to the next step, or stop this reconcile
+/// (waiting on something whose change brings the next one, or a requeue set on the scope).
+enum Step {
+    Done,
+    Waiting,
+}
+
 pub(super) async fn reconcile_delete(
     controller: &MachineController,
     scope: &mut Scope,
@@ -247,243 +254,34 @@ pub(super) async fn reconcile_delete(
             "Skipping deletion of the Machine's Node as it is not allowed"
         );
     }
-    let infrastructure_present = scope
-        .infra_machine
-        .as_ref()
-        .is_some_and(|infra| !infra.is_deleting());
-
     if node_kept.is_none() {
-        let pre_drain = hooks(&scope.machine, PRE_DRAIN_DELETE_HOOK_PREFIX);
-        if !pre_drain.is_empty() {
-            tracing::info!(hooks = %pre_drain.join(","), "Waiting for pre-drain hooks to succeed");
-            let deletion = &mut scope
-                .machine
-                .status
-                .get_or_insert_with(Default::default)
-                .deletion;
-            deletion
-                .wait_for_pre_drain_hook_start_time
-                .get_or_insert(now.clone());
-            scope.deleting = Some((
-                machine_reason::WAITING_FOR_PRE_DRAIN_HOOK.to_owned(),
-                format!(
-                    "Waiting for pre-drain hooks to succeed (hooks: {})",
-                    pre_drain.join(",")
-                ),
-            ));
-            // Removing the annotation brings the next reconcile.
+        if let Step::Waiting = wait_for_hooks(scope, PRE_DRAIN_DELETE_HOOK_PREFIX, &now) {
             return Ok(());
         }
-
-        let node_name = scope
-            .machine
-            .status
-            .as_ref()
-            .and_then(|s| s.node_ref.as_ref())
-            .map(|r| r.name.clone())
-            .unwrap_or_default();
-        if is_node_drain_allowed(&scope.machine, infrastructure_present, &now) {
-            let deletion = &mut scope
-                .machine
-                .status
-                .get_or_insert_with(Default::default)
-                .deletion;
-            let started = deletion
-                .node_drain_start_time
-                .get_or_insert(now.clone())
-                .clone();
-            scope.deleting = Some((
-                machine_reason::DRAINING_NODE.to_owned(),
-                format!(
-                    "Drain not completed yet (started at {})",
-                    started.0.strftime("%Y-%m-%dT%H:%M:%SZ")
-                ),
-            ));
-            let client = controller
-                .ctx
-                .cluster_cache()
-                .client(&scope.cluster_key)
-                .await
-                .map_err(Error::GetNode)?;
-            match drain::drain_node(&client, &node_name).await {
-                Ok(Outcome::Drained) => {
-                    scope.event(
-                        EventType::Normal,
-                        "SuccessfulDrainNode",
-                        format!("success draining Machine's node {node_name:?}"),
-                    );
-                }
-                Ok(Outcome::Waiting(message)) => {
-                    scope.deleting = Some((
-                        machine_reason::DRAINING_NODE.to_owned(),
-                        format!(
-                            "Drain not completed yet (started at {}):\n{message}",
-                            started.0.strftime("%Y-%m-%dT%H:%M:%SZ")
-                        ),
-                    ));
-                    scope.requeue(drain_wait(&scope.machine, &now));
-                    return Ok(());
-                }
-                Err(source) => {
-                    scope.event(
-                        EventType::Warning,
-                        "FailedDrainNode",
-                        format!("error draining Machine's node {node_name:?}: {source}"),
-                    );
-                    return Err(Error::DrainNode {
-                        node: node_name,
-                        source,
-                    });
-                }
-            }
+        if let Step::Waiting = drain(controller, scope, &now).await? {
+            return Ok(());
         }
-
-        if is_node_volume_detaching_allowed(&scope.machine, infrastructure_present, &now) {
-            let deletion = &mut scope
-                .machine
-                .status
-                .get_or_insert_with(Default::default)
-                .deletion;
-            let started = deletion
-                .wait_for_node_volume_detach_start_time
-                .get_or_insert(now.clone())
-                .clone();
-            let node = controller
-                .ctx
-                .cluster_cache()
-                .node(&scope.cluster_key, &node_name)
-                .await
-                .map_err(|source| Error::GetNodeVolumes {
-                    node: node_name.clone(),
-                    source,
-                })?;
-            if node.as_deref().is_some_and(has_attached_volumes) {
-                scope.deleting = Some((
-                    machine_reason::WAITING_FOR_VOLUME_DETACH.to_owned(),
-                    format!(
-                        "Waiting for Node volumes to be detached (started at {})",
-                        started.0.strftime("%Y-%m-%dT%H:%M:%SZ")
-                    ),
-                ));
-                scope.requeue(DRAIN_RETRY_INTERVAL);
-                return Ok(());
-            }
+        if let Step::Waiting = wait_for_volume_detach(controller, scope, &now).await? {
+            return Ok(());
         }
     }
-
-    let pre_terminate = hooks(&scope.machine, PRE_TERMINATE_DELETE_HOOK_PREFIX);
-    if !pre_terminate.is_empty() {
-        tracing::info!(hooks = %pre_terminate.join(","), "Waiting for pre-terminate hooks to succeed");
-        let deletion = &mut scope
-            .machine
-            .status
-            .get_or_insert_with(Default::default)
-            .deletion;
-        deletion
-            .wait_for_pre_terminate_hook_start_time
-            .get_or_insert(now.clone());
-        scope.deleting = Some((
-            machine_reason::WAITING_FOR_PRE_TERMINATE_HOOK.to_owned(),
-            format!(
-                "Waiting for pre-terminate hooks to succeed (hooks: {})",
-                pre_terminate.join(",")
-            ),
-        ));
+    if let Step::Waiting = wait_for_hooks(scope, PRE_TERMINATE_DELETE_HOOK_PREFIX, &now) {
         return Ok(());
     }
-
-    let namespace = scope.namespace();
-    let external = controller.ctx.external();
     let infrastructure = scope.machine.spec.infrastructure_ref.clone();
-    let gone = match external.delete(&infrastructure, &namespace).await {
-        Ok(gone) => gone,
-        Err(error) if error.is_kind_not_installed() => true,
-        Err(source) => {
-            scope.deleting = Some((
-                reason::INTERNAL_ERROR.to_owned(),
-                format!(
-                    "Failed to delete {}, please check controller logs for errors",
-                    infrastructure.kind
-                ),
-            ));
-            return Err(Error::DeleteInfrastructure {
-                kind: infrastructure.kind,
-                name: infrastructure.name,
-                source,
-            });
-        }
-    };
-    if !gone {
-        scope.deleting = Some((
-            machine_reason::WAITING_FOR_INFRASTRUCTURE_DELETION.to_owned(),
-            format!("Waiting for {} to be deleted", infrastructure.kind),
-        ));
+    if let Step::Waiting = delete_provider_object(controller, scope, &infrastructure, false).await?
+    {
         return Ok(());
     }
-
     if let Some(bootstrap) = scope.machine.spec.bootstrap.config_ref.clone() {
-        let gone = match external.delete(&bootstrap, &namespace).await {
-            Ok(gone) => gone,
-            Err(error) if error.is_kind_not_installed() => true,
-            Err(source) => {
-                scope.deleting = Some((
-                    reason::INTERNAL_ERROR.to_owned(),
-                    format!(
-                        "Failed to delete {}, please check controller logs for errors",
-                        bootstrap.kind
-                    ),
-                ));
-                return Err(Error::DeleteBootstrap {
-                    kind: bootstrap.kind,
-                    name: bootstrap.name,
-                    source,
-                });
-            }
-        };
-        if !gone {
-            scope.deleting = Some((
-                machine_reason::WAITING_FOR_BOOTSTRAP_DELETION.to_owned(),
-                format!("Waiting for {} to be deleted", bootstrap.kind),
-            ));
+        if let Step::Waiting = delete_provider_object(controller, scope, &bootstrap, true).await? {
             return Ok(());
         }
     }
-
     // The Node goes only once its infrastructure is gone (upstream issue #2565).
     if node_kept.is_none() {
-        let node_name = scope
-            .machine
-            .status
-            .as_ref()
-            .and_then(|s| s.node_ref.as_ref())
-            .map(|r| r.name.clone())
-            .unwrap_or_default();
-        // Logged, not an Event: upstream records only a failed Node deletion
-        // (FailedDeleteNode), and the Deleting condition says where deletion stands.
-        tracing::info!(node = %node_name, "Deleting Node");
-        if let Err(error) = delete_node(controller, scope, &node_name).await {
-            if !node_deletion_timeout_expired(&scope.machine, &now) {
-                scope.deleting = Some((
-                    machine_reason::DELETING_NODE.to_owned(),
-                    "Error deleting Node, please check controller logs for errors".to_owned(),
-                ));
-                scope.event(
-                    EventType::Warning,
-                    "FailedDeleteNode",
-                    format!(
-                        "error deleting Machine's Node: {}",
-                        corral_runtime::error_chain(error.as_ref())
-                    ),
-                );
-                return Err(Error::DeleteNode {
-                    node: node_name,
-                    source: error,
-                });
-            }
-            tracing::info!("Node deletion timeout expired, continuing without Node deletion");
-        }
+        delete_machine_node(controller, scope, &now).await?;
     }
-
     scope.deleting = Some((
         reason::DELETION_COMPLETED.to_owned(),
         "Deletion completed".to_owned(),
@@ -496,6 +294,243 @@ pub(super) async fn reconcile_delete(
         .external
         .forget(&ObjectRef::from_obj(scope.before.as_ref()));
     Ok(())
+}
+
+/// The name of the Machine's Node, empty without one.
+fn node_name(machine: &Machine) -> String {
+    machine
+        .status
+        .as_ref()
+        .and_then(|s| s.node_ref.as_ref())
+        .map(|r| r.name.clone())
+        .unwrap_or_default()
+}
+
+/// The Machine's deletion status, created if absent.
+fn deletion_status(machine: &mut Machine) -> &mut corral_api::machine::MachineDeletionStatus {
+    &mut machine.status.get_or_insert_with(Default::default).deletion
+}
+
+fn since(started: &Time) -> String {
+    started.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Waits while the Machine carries pre-drain or pre-terminate hook annotations (`prefix`);
+/// removing the annotation brings the next reconcile.
+fn wait_for_hooks(scope: &mut Scope, prefix: &str, now: &Time) -> Step {
+    let hooks = hooks(&scope.machine, prefix);
+    if hooks.is_empty() {
+        return Step::Done;
+    }
+    let hooks = hooks.join(",");
+    let deletion = deletion_status(&mut scope.machine);
+    let (start_time, reason, which) = if prefix == PRE_DRAIN_DELETE_HOOK_PREFIX {
+        (
+            &mut deletion.wait_for_pre_drain_hook_start_time,
+            machine_reason::WAITING_FOR_PRE_DRAIN_HOOK,
+            "pre-drain",
+        )
+    } else {
+        (
+            &mut deletion.wait_for_pre_terminate_hook_start_time,
+            machine_reason::WAITING_FOR_PRE_TERMINATE_HOOK,
+            "pre-terminate",
+        )
+    };
+    start_time.get_or_insert(now.clone());
+    tracing::info!(%hooks, "Waiting for {which} hooks to succeed");
+    scope.deleting = Some((
+        reason.to_owned(),
+        format!("Waiting for {which} hooks to succeed (hooks: {hooks})"),
+    ));
+    Step::Waiting
+}
+
+/// Drains the Machine's Node while draining is allowed (not excluded, infrastructure present,
+/// timeout not exceeded).
+async fn drain(
+    controller: &MachineController,
+    scope: &mut Scope,
+    now: &Time,
+) -> Result<Step, Error> {
+    if !is_node_drain_allowed(&scope.machine, infrastructure_present(scope), now) {
+        return Ok(Step::Done);
+    }
+    let node_name = node_name(&scope.machine);
+    let started = deletion_status(&mut scope.machine)
+        .node_drain_start_time
+        .get_or_insert(now.clone())
+        .clone();
+    scope.deleting = Some((
+        machine_reason::DRAINING_NODE.to_owned(),
+        format!("Drain not completed yet (started at {})", since(&started)),
+    ));
+    let client = controller
+        .ctx
+        .cluster_cache()
+        .client(&scope.cluster_key)
+        .await
+        .map_err(Error::GetNode)?;
+    match drain::drain_node(&client, &node_name).await {
+        Ok(Outcome::Drained) => {
+            scope.event(
+                EventType::Normal,
+                "SuccessfulDrainNode",
+                format!("success draining Machine's node {node_name:?}"),
+            );
+            Ok(Step::Done)
+        }
+        Ok(Outcome::Waiting(message)) => {
+            scope.deleting = Some((
+                machine_reason::DRAINING_NODE.to_owned(),
+                format!(
+                    "Drain not completed yet (started at {}):\n{message}",
+                    since(&started)
+                ),
+            ));
+            scope.requeue(drain_wait(&scope.machine, now));
+            Ok(Step::Waiting)
+        }
+        Err(source) => {
+            scope.event(
+                EventType::Warning,
+                "FailedDrainNode",
+                format!("error draining Machine's node {node_name:?}: {source}"),
+            );
+            Err(Error::DrainNode {
+                node: node_name,
+                source,
+            })
+        }
+    }
+}
+
+fn infrastructure_present(scope: &Scope) -> bool {
+    scope
+        .infra_machine
+        .as_ref()
+        .is_some_and(|infra| !infra.is_deleting())
+}
+
+/// Waits for the Node's volumes to detach while that is allowed (not excluded,
+/// infrastructure present, timeout not exceeded).
+async fn wait_for_volume_detach(
+    controller: &MachineController,
+    scope: &mut Scope,
+    now: &Time,
+) -> Result<Step, Error> {
+    if !is_node_volume_detaching_allowed(&scope.machine, infrastructure_present(scope), now) {
+        return Ok(Step::Done);
+    }
+    let node_name = node_name(&scope.machine);
+    let started = deletion_status(&mut scope.machine)
+        .wait_for_node_volume_detach_start_time
+        .get_or_insert(now.clone())
+        .clone();
+    let node = controller
+        .ctx
+        .cluster_cache()
+        .node(&scope.cluster_key, &node_name)
+        .await
+        .map_err(|source| Error::GetNodeVolumes {
+            node: node_name.clone(),
+            source,
+        })?;
+    if !node.as_deref().is_some_and(has_attached_volumes) {
+        return Ok(Step::Done);
+    }
+    scope.deleting = Some((
+        machine_reason::WAITING_FOR_VOLUME_DETACH.to_owned(),
+        format!(
+            "Waiting for Node volumes to be detached (started at {})",
+            since(&started)
+        ),
+    ));
+    scope.requeue(DRAIN_RETRY_INTERVAL);
+    Ok(Step::Waiting)
+}
+
+/// Deletes the infrastructure machine or (`bootstrap`) the bootstrap config `reference` names
+/// and waits for it to go; a kind whose CRD is not installed counts as gone.
+async fn delete_provider_object(
+    controller: &MachineController,
+    scope: &mut Scope,
+    reference: &corral_api::ContractVersionedObjectReference,
+    bootstrap: bool,
+) -> Result<Step, Error> {
+    let gone = match controller
+        .ctx
+        .external()
+        .delete(reference, &scope.namespace())
+        .await
+    {
+        Ok(gone) => gone,
+        Err(error) if error.is_kind_not_installed() => true,
+        Err(source) => {
+            scope.deleting = Some((
+                reason::INTERNAL_ERROR.to_owned(),
+                format!(
+                    "Failed to delete {}, please check controller logs for errors",
+                    reference.kind
+                ),
+            ));
+            let (kind, name) = (reference.kind.clone(), reference.name.clone());
+            return Err(if bootstrap {
+                Error::DeleteBootstrap { kind, name, source }
+            } else {
+                Error::DeleteInfrastructure { kind, name, source }
+            });
+        }
+    };
+    if gone {
+        return Ok(Step::Done);
+    }
+    let waiting = if bootstrap {
+        machine_reason::WAITING_FOR_BOOTSTRAP_DELETION
+    } else {
+        machine_reason::WAITING_FOR_INFRASTRUCTURE_DELETION
+    };
+    scope.deleting = Some((
+        waiting.to_owned(),
+        format!("Waiting for {} to be deleted", reference.kind),
+    ));
+    Ok(Step::Waiting)
+}
+
+/// Deletes the Machine's Node; a failure is retried until `nodeDeletionTimeoutSeconds` after
+/// the deletion started, then deletion goes on without it.
+async fn delete_machine_node(
+    controller: &MachineController,
+    scope: &mut Scope,
+    now: &Time,
+) -> Result<(), Error> {
+    let node_name = node_name(&scope.machine);
+    // Logged, not an Event: upstream records only a failed Node deletion (FailedDeleteNode),
+    // and the Deleting condition says where deletion stands.
+    tracing::info!(node = %node_name, "Deleting Node");
+    let Err(error) = delete_node(controller, scope, &node_name).await else {
+        return Ok(());
+    };
+    if node_deletion_timeout_expired(&scope.machine, now) {
+        tracing::info!("Node deletion timeout expired, continuing without Node deletion");
+        return Ok(());
+    }
+    scope.deleting = Some((
+        machine_reason::DELETING_NODE.to_owned(),
+        "Error deleting Node, please check controller logs for errors".to_owned(),
+    ));
+    scope.event(
+        EventType::Warning,
+        "FailedDeleteNode",
+        format!(
+            "error deleting Machine's Node: {}",
+            corral_runtime::error_chain(error.as_ref())
+        ),
+    );
+    Err(Error::DeleteNode {
+        node: node_name,
+        source: error,
+    })
 }
 
 /// How long to wait before checking a drain again: the retry interval, or less when the drain

@@ -359,52 +359,61 @@ pub fn set_node_healthy_and_ready_conditions(
         }
         None => {}
     }
-    if let Some(node) = observation.node {
-        let node_conditions = node
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let ready = match node_conditions.iter().find(|c| c.type_ == "Ready") {
-            Some(c) => {
-                let status = match c.status.as_str() {
-                    "True" => ConditionStatus::True,
-                    "False" => ConditionStatus::False,
-                    _ => ConditionStatus::Unknown,
-                };
-                let reason = match status {
-                    ConditionStatus::True => machine_names::reason::NODE_READY,
-                    ConditionStatus::False => machine_names::reason::NODE_NOT_READY,
-                    ConditionStatus::Unknown => machine_names::reason::NODE_READY_UNKNOWN,
-                };
-                let message = match c.message.as_deref() {
-                    Some(m) if status != ConditionStatus::True && !m.is_empty() => {
-                        format!("* Node.Ready: {m}")
-                    }
-                    _ => String::new(),
-                };
-                NewCondition {
-                    last_transition_time: c.last_transition_time.clone(),
-                    ..NewCondition::new(machine_names::NODE_READY, status, reason).message(message)
-                }
-            }
-            None => NewCondition::new(
-                machine_names::NODE_READY,
-                ConditionStatus::Unknown,
-                machine_names::reason::NODE_READY_UNKNOWN,
-            )
-            .message("* Node.Ready: Condition not yet reported"),
-        };
-        set(machine, ready, now);
-        let (status, reason, message) = summarize_node_conditions(node);
-        set(
-            machine,
-            NewCondition::new(machine_names::NODE_HEALTHY, status, reason).message(message),
-            now,
-        );
-        return;
+    match observation.node {
+        Some(node) => {
+            set(machine, node_ready_condition(node), now);
+            let (status, reason, message) = summarize_node_conditions(node);
+            set(
+                machine,
+                NewCondition::new(machine_names::NODE_HEALTHY, status, reason).message(message),
+                now,
+            );
+        }
+        None => set_node_conditions_without_node(machine, now),
     }
+}
+
+/// NodeReady from the Node's Ready condition, its transition time kept.
+fn node_ready_condition(node: &Node) -> NewCondition {
+    let node_conditions = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let Some(c) = node_conditions.iter().find(|c| c.type_ == "Ready") else {
+        return NewCondition::new(
+            machine_names::NODE_READY,
+            ConditionStatus::Unknown,
+            machine_names::reason::NODE_READY_UNKNOWN,
+        )
+        .message("* Node.Ready: Condition not yet reported");
+    };
+    let status = match c.status.as_str() {
+        "True" => ConditionStatus::True,
+        "False" => ConditionStatus::False,
+        _ => ConditionStatus::Unknown,
+    };
+    let reason = match status {
+        ConditionStatus::True => machine_names::reason::NODE_READY,
+        ConditionStatus::False => machine_names::reason::NODE_NOT_READY,
+        ConditionStatus::Unknown => machine_names::reason::NODE_READY_UNKNOWN,
+    };
+    let message = match c.message.as_deref() {
+        Some(m) if status != ConditionStatus::True && !m.is_empty() => {
+            format!("* Node.Ready: {m}")
+        }
+        _ => String::new(),
+    };
+    NewCondition {
+        last_transition_time: c.last_transition_time.clone(),
+        ..NewCondition::new(machine_names::NODE_READY, status, reason).message(message)
+    }
+}
+
+/// NodeReady and NodeHealthy of a Machine whose Node is not there: deleted (under a deleting
+/// Machine or not), or not yet there (waiting for a providerID or for the Node).
+fn set_node_conditions_without_node(machine: &mut Machine, now: &Time) {
     let kind = machine.spec.infrastructure_ref.kind.clone();
     let provider_id = machine.spec.provider_id.clone();
     match (

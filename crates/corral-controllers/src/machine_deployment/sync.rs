@@ -180,9 +180,12 @@ pub(super) async fn apply_plan(
     scope: &mut Scope,
     plan: &RolloutPlan,
 ) -> Result<(), Error> {
-    let namespace = scope.namespace();
-    let api: Api<MachineSet> = Api::namespaced(controller.ctx.client().clone(), &namespace);
-    let owner = ObjectRef::from_obj(scope.before.as_ref());
+    let writer = Writer {
+        controller,
+        api: Api::namespaced(controller.ctx.client().clone(), &scope.namespace()),
+        owner: ObjectRef::from_obj(scope.before.as_ref()),
+        namespace: scope.namespace(),
+    };
     let summary: Vec<String> = plan
         .machine_sets
         .iter()
@@ -202,88 +205,135 @@ pub(super) async fn apply_plan(
             existing.as_deref(),
             machine_set_plan,
         );
-        let name = machine_set_plan.name.clone();
-        let Some(existing) = existing else {
-            if !machine_set_plan.create {
-                continue;
+        match existing {
+            Some(existing) => {
+                writer
+                    .update(scope, &existing, &desired, machine_set_plan, &summary)
+                    .await?
             }
-            if !scope.blockers.is_empty() {
-                return Err(Error::TemplatesMissing);
+            None if machine_set_plan.create => {
+                if !scope.blockers.is_empty() {
+                    return Err(Error::TemplatesMissing);
+                }
+                if let Some(reason) = &plan.create_reason {
+                    tracing::info!(reason = %reason, "MachineSets need rollout");
+                }
+                writer.create(scope, &desired, machine_set_plan).await?
             }
-            if let Some(reason) = &plan.create_reason {
-                tracing::info!(reason = %reason, "MachineSets need rollout");
-            }
-            tracing::info!(machine_set = %name, "Creating MachineSet {namespace}/{name} with {} replicas", machine_set_plan.replicas);
-            let created = api
-                .create(&PostParams::default(), &desired)
-                .await
-                .map_err(|source| Error::CreateMachineSet {
-                    machine_set: name.clone(),
-                    source,
-                })?;
-            controller.expectations.created(&owner, &name);
-            scope.machine_sets.push(Arc::new(created));
-            scope.event(
-                EventType::Normal,
-                "SuccessfulCreate",
-                format!(
-                    "Created MachineSet {namespace}/{name} with {} replicas",
-                    machine_set_plan.replicas
-                ),
-            );
-            continue;
-        };
+            None => {}
+        }
+    }
+    for name in &plan.machine_sets_to_delete {
+        writer.delete(scope, name).await?;
+    }
+    if let Some(revision) = &plan.revision {
+        scope
+            .machine_deployment
+            .annotations_mut()
+            .insert(REVISION.to_owned(), revision.clone());
+    }
+    Ok(())
+}
+
+/// What writing one MachineDeployment's MachineSets needs.
+struct Writer<'a> {
+    controller: &'a MachineDeploymentController,
+    api: Api<MachineSet>,
+    /// The MachineDeployment, whose expectations record each write.
+    owner: ObjectRef<MachineDeployment>,
+    namespace: String,
+}
+
+impl Writer<'_> {
+    async fn create(
+        &self,
+        scope: &mut Scope,
+        desired: &MachineSet,
+        plan: &MachineSetPlan,
+    ) -> Result<(), Error> {
+        let (namespace, name) = (&self.namespace, &plan.name);
+        tracing::info!(machine_set = %name, "Creating MachineSet {namespace}/{name} with {} replicas", plan.replicas);
+        let created = self
+            .api
+            .create(&PostParams::default(), desired)
+            .await
+            .map_err(|source| Error::CreateMachineSet {
+                machine_set: name.clone(),
+                source,
+            })?;
+        self.controller.expectations.created(&self.owner, name);
+        scope.machine_sets.push(Arc::new(created));
+        scope.event(
+            EventType::Normal,
+            "SuccessfulCreate",
+            format!(
+                "Created MachineSet {namespace}/{name} with {} replicas",
+                plan.replicas
+            ),
+        );
+        Ok(())
+    }
+
+    async fn update(
+        &self,
+        scope: &mut Scope,
+        existing: &MachineSet,
+        desired: &MachineSet,
+        plan: &MachineSetPlan,
+        summary: &[String],
+    ) -> Result<(), Error> {
+        let (namespace, name) = (&self.namespace, &plan.name);
         let before_replicas = existing.spec.replicas.unwrap_or(1);
-        if before_replicas != machine_set_plan.replicas {
-            let direction = if machine_set_plan.replicas > before_replicas {
-                "up"
-            } else {
-                "down"
-            };
+        let direction = if plan.replicas > before_replicas {
+            "up"
+        } else {
+            "down"
+        };
+        let scaled = before_replicas != plan.replicas;
+        if scaled {
             tracing::info!(
                 machine_set = %name,
-                reason = %machine_set_plan.notes.join(", "),
+                reason = %plan.notes.join(", "),
                 machine_sets = ?summary,
                 "Scaling {direction} MachineSet {namespace}/{name} from {before_replicas} to {} replicas",
-                machine_set_plan.replicas
+                plan.replicas
             );
         }
-        match patch_if_changed(&api, &existing, &desired, Part::Main).await {
+        match patch_if_changed(&self.api, existing, desired, Part::Main).await {
             Ok(Some(written)) => {
-                controller.expectations.updated(
-                    &owner,
-                    &name,
+                self.controller.expectations.updated(
+                    &self.owner,
+                    name,
                     &existing.resource_version().unwrap_or_default(),
                 );
                 if let Some(slot) = scope
                     .machine_sets
                     .iter_mut()
-                    .find(|ms| ms.name_any() == name)
+                    .find(|ms| &ms.name_any() == name)
                 {
                     *slot = Arc::new(written);
                 }
-                if before_replicas != machine_set_plan.replicas {
-                    let direction = if machine_set_plan.replicas > before_replicas {
-                        "up"
-                    } else {
-                        "down"
-                    };
+                if scaled {
                     scope.event(
                         EventType::Normal,
                         "SuccessfulScale",
                         format!(
                             "Scaled {direction} MachineSet {name}: {before_replicas} -> {}",
-                            machine_set_plan.replicas
+                            plan.replicas
                         ),
                     );
                 }
+                Ok(())
             }
-            Ok(None) => {}
+            Ok(None) => Ok(()),
             // Being deleted, it may be gone, or changing under us: the event brings another
             // reconcile.
             Err(kube::Error::Api(status))
                 if existing.metadata.deletion_timestamp.is_some()
-                    && (status.is_conflict() || status.is_not_found()) => {}
+                    && (status.is_conflict() || status.is_not_found()) =>
+            {
+                Ok(())
+            }
             Err(source) => {
                 // A lost write race (the MachineSet's own status write came first) is retried
                 // at once with a fresh copy; only a real failure is worth a Warning Event.
@@ -295,23 +345,25 @@ pub(super) async fn apply_plan(
                         format!("Failed to update MachineSet {name}: {source}"),
                     );
                 }
-                return Err(Error::PatchMachineSet {
-                    machine_set: name,
+                Err(Error::PatchMachineSet {
+                    machine_set: name.clone(),
                     source,
-                });
+                })
             }
         }
     }
 
-    for name in &plan.machine_sets_to_delete {
+    /// Deletes an old MachineSet (cleanup), by uid; one already gone is fine.
+    async fn delete(&self, scope: &mut Scope, name: &String) -> Result<(), Error> {
         let Some(machine_set) = scope
             .machine_sets
             .iter()
             .find(|ms| &ms.name_any() == name)
             .cloned()
         else {
-            continue;
+            return Ok(());
         };
+        let namespace = &self.namespace;
         tracing::info!(machine_set = %name, "Deleting MachineSet {namespace}/{name} (cleanup of old MachineSets)");
         let params = DeleteParams {
             preconditions: Some(Preconditions {
@@ -320,7 +372,7 @@ pub(super) async fn apply_plan(
             }),
             ..DeleteParams::default()
         };
-        match api.delete(name, &params).await {
+        match self.api.delete(name, &params).await {
             Ok(_) => {}
             Err(error) if is_not_found(&error) => {}
             Err(source) => {
@@ -335,21 +387,14 @@ pub(super) async fn apply_plan(
                 });
             }
         }
-        controller.expectations.deleted(&owner, name);
+        self.controller.expectations.deleted(&self.owner, name);
         scope.event(
             EventType::Normal,
             "SuccessfulDelete",
             format!("Deleted MachineSet {name:?}"),
         );
+        Ok(())
     }
-
-    if let Some(revision) = &plan.revision {
-        scope
-            .machine_deployment
-            .annotations_mut()
-            .insert(REVISION.to_owned(), revision.clone());
-    }
-    Ok(())
 }
 
 #[cfg(test)]
