@@ -268,7 +268,7 @@ pub async fn check_installed(connection: &Connection) -> Result<(), Error> {
 }
 
 /// The simulated cloud of the in-memory provider.
-pub type Cloud = Arc<dyn corral_infra_inmemory::cloud::Cloud>;
+pub type Cloud = Arc<dyn corral_cloud::Cloud>;
 
 /// Runs the core controllers and every built-in provider's controllers until `shutdown`
 /// resolves; returns when they have all stopped.

@@ -4,12 +4,12 @@
 //!
 //! - [`api`]: the `infrastructure.cluster.x-k8s.io/v1beta2` types in upstream's shape and
 //!   [`crds()`], checked in under `crds/` and compared with upstream's in the tests.
-//! - [`cloud`]: the [`cloud::Cloud`] trait and [`cloud::InProcessCloud`]: VMs that boot through
-//!   upstream's simulated steps, and one workload cluster per DevCluster, a Corral API server
-//!   on its own loopback port where each VM's Node registers with `spec.providerID:
-//!   in-memory://<devmachine>`. [`cloud::CloudServer`] serves a cloud over HTTP and
-//!   [`cloud::RemoteCloud`] reaches it, so that several management planes share one cloud
-//!   (`corral cloud`, `--cloud URL`).
+//! - the simulated cloud is crate `corral-cloud`: its `Cloud` trait, which the controllers
+//!   drive, and `InProcessCloud`: VMs that boot through upstream's simulated steps, and one
+//!   workload cluster per DevCluster, a Corral API server on its own loopback port where each
+//!   VM's Node registers with `spec.providerID: in-memory://<devmachine>`; `CloudServer` serves
+//!   a cloud over HTTP and `RemoteCloud` reaches it, so that several management planes share
+//!   one cloud (`corral cloud`, `--cloud URL`).
 //! - [`run`]: the DevCluster and DevMachine controllers, which implement the v1beta2
 //!   InfraCluster and InfraMachine contracts.
 //!
@@ -18,7 +18,7 @@
 //! ```no_run
 //! # async fn start(client: kube::Client) {
 //! use std::sync::Arc;
-//! use corral_infra_inmemory::cloud::InProcessCloud;
+//! use corral_cloud::InProcessCloud;
 //!
 //! let cloud = Arc::new(InProcessCloud::new());
 //! corral_infra_inmemory::run(client, cloud, std::future::pending()).await;
@@ -44,8 +44,9 @@
 //! convenience until a control plane provider exists, the DevCluster controller writes the
 //! `<cluster>-kubeconfig` Secret for the simulated endpoint (see its module docs).
 //!
-//! The controllers reach the management plane only through `kube::Client`; only the cloud
-//! imports the API server, to run the simulated workload clusters.
+//! The controllers reach the management plane only through `kube::Client` and the cloud only
+//! through its trait; only `corral-cloud` imports the API server, to run the simulated workload
+//! clusters.
 //!
 //! # Map of the crate
 //!
@@ -53,44 +54,27 @@
 //! DevMachine and DevMachineTemplate (`infrastructure.cluster.x-k8s.io/v1beta2`) with the
 //! `inMemory` backend, for development, tests and scale runs. `api/` holds the types in upstream's
 //! shape and the CRDs generated from them (checked in under `crds/`, with the contract and
-//! clusterctl labels); a CEL rule refuses `backend.docker`. `cloud/` is the simulated cloud behind
-//! the `Cloud` trait, whose calls are idempotent and carry only serializable data keyed by names,
-//! so that it can be served over HTTP to several management planes: `remote_server.rs`'s
-//! `CloudServer` serves any `Cloud` (JSON, one request per trait call, errors carried as their
-//! `CloudError` variant) and `remote.rs`'s `RemoteCloud` is the `Cloud` client of it (`corral
-//! cloud`, `--cloud URL`). `InProcessCloud` runs one workload cluster per DevCluster (a Corral API
-//! server over a memory store on its own loopback port, the `controlPlaneEndpoint`, serving Nodes
-//! and Pods) and VMs whose driver tasks move a pure boot timeline (`boot.rs`: VM, Node, then etcd
-//! and API server on control plane machines, each after its startup duration and jitter) and write
-//! its effects into the workload cluster (in-process, through `Server::in_process`; the management
-//! plane reaches it over HTTP). What a control plane consists of (per machine the etcd,
-//! kube-apiserver, kube-controller-manager and kube-scheduler static Pods; per cluster `kubeadm
-//! init`'s kubeadm-config, kubelet-config, kube-proxy and CoreDNS, for which workload clusters also
-//! serve Deployments and DaemonSets) is `corral-workload`'s, shared with the node agent on real
-//! machines; `etcd.rs` writes a machine's etcd membership as annotations on its etcd Pod, as
-//! upstream's in-memory backend does (the protocol whose reading side, `EtcdAdmin` and
-//! `SimulatedEtcd`, is the control plane provider's: `corral-kubeadm`'s `controlplane/etcd.rs`;
-//! `controlplane/real_etcd.rs`'s `RealEtcd` answers the same `EtcdAdmin` over a real etcd, chosen
-//! for a workload cluster whose etcd Pods carry kubeadm's advertise annotation instead of the
-//! simulated member annotations: the local provider's machines). `controllers/` are the DevCluster
-//! controller (endpoint, provisioned, failure domains, and the `<cluster>-kubeconfig` Secret as a
-//! simulation convenience for Clusters without a `controlPlaneRef`) and the DevMachine controller
-//! (waits for the Cluster's infrastructure and the Machine's bootstrap data, then providerID
-//! `in-memory://<name>`, addresses, conditions, the fail-boot and node-not-ready annotations; a due
-//! boot step gets a moment to complete before the status is written, so that at zero delay a
-//! DevMachine is provisioned in two writes: finalizer with providerID, one status; deleted in one,
-//! the finalizer's removal), reconciling over `kube::Client` only and skipping copies that their
-//! own writes replaced (`corral_runtime::own_writes`), woken by Machines and Clusters only when
-//! what they read changed (`corral_runtime::changes`); they are written on `corral-runtime` (never
-//! on `corral-controllers`) and read through the process's shared caches (`corral_runtime::Caches`)
-//! when started with `run_with_caches` (as `corral` and `corral-bench` do); only `cloud/` imports
-//! the API server and the store, to run the simulated workload clusters. `tests/it` compares the
-//! CRDs with upstream's, applies upstream-shaped manifests, and runs the controllers against an
-//! in-process management plane, the test playing the core controllers; `tests/it/e2e.rs` runs them
-//! with the core controllers, end to end (issue 4's integration test).
+//! clusterctl labels); a CEL rule refuses `backend.docker`. The simulated cloud is crate
+//! `corral-cloud`. `controllers/` are the DevCluster controller (endpoint, provisioned, failure
+//! domains, and the `<cluster>-kubeconfig` Secret as a simulation convenience for Clusters without
+//! a `controlPlaneRef`) and the DevMachine controller (waits for the Cluster's infrastructure and
+//! the Machine's bootstrap data, then providerID `in-memory://<name>`, addresses, conditions, the
+//! fail-boot and node-not-ready annotations; a due boot step gets a moment to complete before the
+//! status is written, so that at zero delay a DevMachine is provisioned in two writes: finalizer
+//! with providerID, one status; deleted in one, the finalizer's removal), reconciling over
+//! `kube::Client` only and skipping copies that their own writes replaced
+//! (`corral_runtime::own_writes`), woken by Machines and Clusters only when what they read changed
+//! (`corral_runtime::changes`); they are written on `corral-runtime` (never on
+//! `corral-controllers`) and read through the process's shared caches (`corral_runtime::Caches`)
+//! when started with `run_with_caches` (as `corral` and `corral-bench` do); the API server and the
+//! store are imported only by `corral-cloud`, to run the simulated workload clusters. `tests/it`
+//! compares the CRDs with upstream's, applies upstream-shaped manifests, and runs the controllers
+//! against an in-process management plane, the test playing the core controllers; `tests/it/e2e.rs`
+//! runs them with the core controllers, end to end (issue 4's integration test).
 
 pub mod api;
-pub mod cloud;
+/// The simulated cloud the controllers drive, crate `corral-cloud`.
+use corral_cloud as cloud;
 mod controllers;
 
 pub use api::crds;

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use corral_infra_inmemory::cloud::{CloudServer, InProcessCloud, RemoteCloud};
+use corral_cloud::{CloudServer, InProcessCloud, RemoteCloud};
 
 #[derive(clap::Args)]
 pub struct CloudArgs {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use bytes::Bytes;
 use corral_apiserver::{Server, ServerConfig};
-use corral_infra_inmemory::cloud::InProcessCloud;
+use corral_cloud::InProcessCloud;
 use corral_store::{
     DynStore, KeyValue, RangeRequest, RangeResponse, Result as StoreResult, Revision, Store,
     WatchStream,

@@ -33,11 +33,8 @@ pub const PROVIDER_NAME: &str = "in-memory";
 /// writes it: `<type>-<name>`.
 pub const PROVIDER_LABEL_VALUE: &str = "infrastructure-in-memory";
 
-/// The providerID of the Machine a DevMachine provides, and of its Node (upstream
-/// `calculateProviderID` in `backends/inmemory/inmemorymachine_backend.go`).
-pub fn provider_id(dev_machine_name: &str) -> String {
-    format!("in-memory://{dev_machine_name}")
-}
+/// The providerID of the Machine a DevMachine provides, and of its Node: the simulated cloud's.
+pub use corral_cloud::provider_id;
 
 /// Finalizers, upstream's names (`devcluster_types.go`, `devmachine_types.go`), so that objects
 /// moved between Corral and upstream keep their meaning.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use corral_infra_inmemory::cloud::{
+use corral_cloud::{
     Cloud, ClusterKey, Faults, InProcessCloud, StepStatus, StepTiming, StepTimings, VmKey, VmSpec,
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -25,7 +25,7 @@ fn vm(cluster_name: &str, name: &str) -> VmKey {
     }
 }
 
-fn client_for(endpoint: &corral_infra_inmemory::cloud::WorkloadEndpoint) -> kube::Client {
+fn client_for(endpoint: &corral_cloud::WorkloadEndpoint) -> kube::Client {
     let config = kube::Config::new(endpoint.url().parse().unwrap());
     kube::Client::try_from(config).unwrap()
 }
@@ -129,7 +129,7 @@ async fn a_control_plane_vm_boots_registers_its_node_and_starts_etcd_and_the_api
     cloud.shutdown().await;
 }
 
-async fn pods_of(endpoint: &corral_infra_inmemory::cloud::WorkloadEndpoint) -> Vec<Pod> {
+async fn pods_of(endpoint: &corral_cloud::WorkloadEndpoint) -> Vec<Pod> {
     let pods: Api<Pod> = Api::namespaced(client_for(endpoint), "kube-system");
     pods.list(&ListParams::default()).await.unwrap().items
 }

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
+use corral_cloud::{Cloud, InProcessCloud};
 use corral_infra_inmemory::api::{DevCluster, DevMachine};
-use corral_infra_inmemory::cloud::{Cloud, InProcessCloud};
 use corral_testenv::TestEnv;
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::ResourceExt;
@@ -382,9 +382,9 @@ async fn a_dev_cluster_gets_a_simulated_endpoint_and_a_kubeconfig_secret_that_re
     );
 }
 
-fn vm_key(cluster: &str, name: &str) -> corral_infra_inmemory::cloud::VmKey {
-    corral_infra_inmemory::cloud::VmKey {
-        cluster: corral_infra_inmemory::cloud::ClusterKey {
+fn vm_key(cluster: &str, name: &str) -> corral_cloud::VmKey {
+    corral_cloud::VmKey {
+        cluster: corral_cloud::ClusterKey {
             namespace: NAMESPACE.into(),
             name: cluster.into(),
         },

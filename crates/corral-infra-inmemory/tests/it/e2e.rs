@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use corral_api::{Cluster, Machine, MachineDeployment, MachinePhase, MachineSet};
-use corral_infra_inmemory::cloud::InProcessCloud;
+use corral_cloud::InProcessCloud;
 use corral_runtime::cluster_cache::ClusterCacheConfig;
 use corral_testenv::TestEnv;
 use futures::{FutureExt, StreamExt};

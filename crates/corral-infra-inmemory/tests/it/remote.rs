@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use corral_api::{Machine, MachinePhase};
-use corral_infra_inmemory::cloud::{
+use corral_cloud::{
     Cloud, CloudError, CloudServer, ClusterKey, Faults, InProcessCloud, RemoteCloud, StepStatus,
     VmKey, VmSpec,
 };

@@ -8,7 +8,7 @@
 //! As upstream's in-memory backend (`test/infrastructure/inmemory/pkg/server/etcd`), membership
 //! lives in annotations on the etcd static Pods (`kube-system/etcd-<node>`, labelled
 //! `component=etcd`). An infrastructure provider that simulates machines (Corral's in-memory
-//! provider, `corral_infra_inmemory::cloud::etcd`, which writes these annotations when a
+//! provider, `corral_cloud::etcd`, which writes these annotations when a
 //! machine's etcd starts) and this module agree on these names:
 //!
 //! - [`MEMBER_ID`] and [`CLUSTER_ID`]: the member's and the etcd cluster's ids, 16 hex digits,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine};
-use corral_infra_inmemory::cloud::InProcessCloud;
+use corral_cloud::InProcessCloud;
 use corral_kubeadm::api::bootstrap::KubeadmConfig;
 use corral_kubeadm::bootstrap::token::{self, BootstrapToken};
 use corral_kubeadm::certs;

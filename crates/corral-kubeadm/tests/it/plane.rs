@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corral_api::Machine;
-use corral_infra_inmemory::cloud::InProcessCloud;
+use corral_cloud::InProcessCloud;
 use corral_kubeadm::api::controlplane::KubeadmControlPlane;
 use corral_runtime::cluster_cache::ClusterCacheConfig;
 use corral_testenv::TestEnv;

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use corral_api::{Cluster, Machine, MachineDeployment, MachinePhase};
-use corral_infra_inmemory::cloud::{Cloud, ClusterKey, RemoteCloud, StepStatus, VmKey};
+use corral_cloud::{Cloud, ClusterKey, RemoteCloud, StepStatus, VmKey};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 

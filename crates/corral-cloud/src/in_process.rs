@@ -181,7 +181,7 @@ impl VmEntry {
         let plan = BootPlan::sample(&spec.timings, spec.control_plane, rand::random::<f64>);
         let node = SimulatedNode {
             name: key.name.clone(),
-            provider_id: crate::api::provider_id(&key.name),
+            provider_id: crate::provider_id(&key.name),
             internal_ip,
             control_plane: spec.control_plane,
             version: spec.version.clone(),

@@ -1,5 +1,8 @@
-//! The simulated cloud: VMs that boot in simulated time, and one simulated workload cluster per
-//! DevCluster, where the Nodes of the cluster's VMs register.
+//! The simulated cloud of the in-memory infrastructure provider (`corral-infra-inmemory`): VMs
+//! that boot in simulated time, and one simulated workload cluster per DevCluster, where the
+//! Nodes of the cluster's VMs register. It is its own crate because it runs Corral API servers
+//! (the workload clusters) over memory stores, which the provider's controllers must not
+//! depend on: they reach the cloud only through the [`Cloud`] trait.
 //!
 //! The controllers reach the cloud only through the [`Cloud`] trait, as a real provider reaches
 //! its cloud through an SDK. [`InProcessCloud`] runs it inside the management plane; because
@@ -40,6 +43,29 @@
 //! clusters are gone, as if the cloud were reset. The controllers converge on their next
 //! reconcile: a DevCluster's endpoint is recreated on the same port, a DevMachine's VM is
 //! created again and boots again, and its Node registers again.
+//!
+//! # Map of the crate
+//!
+//! The simulated cloud sits behind the `Cloud` trait, whose calls are idempotent and carry only
+//! serializable data keyed by names, so that it can be served over HTTP to several management
+//! planes: `remote_server.rs`'s `CloudServer` serves any `Cloud` (JSON, one request per trait call,
+//! errors carried as their `CloudError` variant) and `remote.rs`'s `RemoteCloud` is the `Cloud`
+//! client of it (`corral cloud`, `--cloud URL`). `InProcessCloud` runs one workload cluster per
+//! DevCluster (a Corral API server over a memory store on its own loopback port, the
+//! `controlPlaneEndpoint`, serving Nodes and Pods) and VMs whose driver tasks move a pure boot
+//! timeline (`boot.rs`: VM, Node, then etcd and API server on control plane machines, each after
+//! its startup duration and jitter) and write its effects into the workload cluster (in-process,
+//! through `Server::in_process`; the management plane reaches it over HTTP). What a control plane
+//! consists of (per machine the etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+//! static Pods; per cluster `kubeadm init`'s kubeadm-config, kubelet-config, kube-proxy and
+//! CoreDNS, for which workload clusters also serve Deployments and DaemonSets) is
+//! `corral-workload`'s, shared with the node agent on real machines; `etcd.rs` writes a machine's
+//! etcd membership as annotations on its etcd Pod, as upstream's in-memory backend does (the
+//! protocol whose reading side, `EtcdAdmin` and `SimulatedEtcd`, is the control plane provider's:
+//! `corral-kubeadm`'s `controlplane/etcd.rs`; `controlplane/real_etcd.rs`'s `RealEtcd` answers the
+//! same `EtcdAdmin` over a real etcd, chosen for a workload cluster whose etcd Pods carry kubeadm's
+//! advertise annotation instead of the simulated member annotations: the local provider's
+//! machines).
 
 mod boot;
 pub use corral_workload as control_plane;
@@ -266,4 +292,10 @@ pub enum CloudError {
         status: u16,
         message: String,
     },
+}
+
+/// The providerID of the Machine a DevMachine provides, and of its VM's Node (upstream
+/// `calculateProviderID` in `backends/inmemory/inmemorymachine_backend.go`).
+pub fn provider_id(dev_machine_name: &str) -> String {
+    format!("in-memory://{dev_machine_name}")
 }

@@ -3,7 +3,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Boot, BootPlan, Progress, Step};
-use crate::cloud::{StepTiming, StepTimings};
+use crate::{StepTiming, StepTimings};
 
 fn secs(secs: u64) -> Duration {
     Duration::from_secs(secs)

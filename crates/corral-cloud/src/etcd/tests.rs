@@ -2,8 +2,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
 use super::{CLUSTER_ID, LEADER_FROM, MEMBER_ID};
-use crate::cloud::ClusterKey;
-use crate::cloud::workload::{SimulatedNode, WorkloadCluster};
+use crate::ClusterKey;
+use crate::workload::{SimulatedNode, WorkloadCluster};
 
 async fn workload() -> WorkloadCluster {
     WorkloadCluster::start(
