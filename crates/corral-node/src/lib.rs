@@ -114,7 +114,10 @@ pub async fn run(options: Options) -> Result<(), Error> {
     match kubeadm {
         Some(Command::KubeadmInit { config }) => {
             let control_plane = control_plane::init(&options, &config).await?;
-            let (facts, client) = (control_plane.facts.clone(), control_plane.client.clone());
+            let (facts, client) = (
+                control_plane.facts.clone(),
+                control_plane.kubelet_client.clone(),
+            );
             kubelet::run(&options, &facts, client, Some(control_plane)).await?;
             Ok(())
         }
@@ -122,7 +125,7 @@ pub async fn run(options: Options) -> Result<(), Error> {
             let facts = control_plane::read_facts(&options, &config)?;
             if facts.control_plane {
                 let control_plane = control_plane::join(&options, &config).await?;
-                let client = control_plane.client.clone();
+                let client = control_plane.kubelet_client.clone();
                 kubelet::run(&options, &facts, client, Some(control_plane)).await?;
             } else {
                 let client = tls_bootstrap::join(&options, &config, &facts).await?;

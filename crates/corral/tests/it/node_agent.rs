@@ -80,6 +80,7 @@ pub(crate) fn bootstrap_data(cas: &[WriteFile], endpoint: &str, command: Kubeadm
                  clusterName: agent\n\
                  kubernetesVersion: v1.33.0\n\
                  controlPlaneEndpoint: {endpoint}\n\
+                 etcd:\n  local:\n    extraArgs:\n    - name: snapshot-count\n      value: \"5000\"\n\
                  ---\n\
                  apiVersion: kubeadm.k8s.io/v1beta4\n\
                  kind: InitConfiguration\n\
@@ -301,8 +302,52 @@ async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registe
         kubeadm_config.data.unwrap()["ClusterConfiguration"]
             .contains(&format!("controlPlaneEndpoint: {}:6443", machine.address))
     );
-    // The API server keeps its objects in the machine's etcd member.
+    // The API server keeps its objects in the machine's etcd member, started with the local
+    // provider's timings and the ClusterConfiguration's etcd.local.extraArgs.
     assert!(started.root.join("var/lib/etcd/member").is_dir());
+    let etcd = etcd_arguments(&host, machine);
+    for flag in [
+        "--heartbeat-interval=50",
+        "--election-timeout=300",
+        "--snapshot-count=5000",
+    ] {
+        assert!(
+            etcd.iter().any(|argument| argument == flag),
+            "{flag}: {etcd:?}"
+        );
+    }
+
+    // The kubelet's own credentials, as kubeadm init writes them: system:node:<name> in
+    // system:nodes, signed by the cluster CA; the Node and its Lease are written with them.
+    let kubelet_conf =
+        std::fs::read_to_string(started.root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let kubelet = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::from_yaml(&kubelet_conf).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let refused = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(kubelet.clone())
+        .get("cluster-admin")
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("User \"system:node:{}\"", machine.name)),
+        "{refused}"
+    );
+    Api::<Lease>::namespaced(kubelet.clone(), "kube-node-lease")
+        .get(&machine.name)
+        .await
+        .unwrap();
+    Api::<Node>::all(kubelet)
+        .get_status(&machine.name)
+        .await
+        .unwrap();
 
     // The agent, etcd and the API server are all the machine's; deleting it ends them all.
     let processes = host.cgroup(&machine.uid).processes().unwrap();
@@ -375,6 +420,17 @@ async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_
     names.sort();
     let expected: Vec<String> = machines.iter().map(|m| m.machine.name.clone()).collect();
     assert_eq!(names, expected);
+    // The joining members take etcd.local.extraArgs from the cluster's kubeadm-config.
+    for started in &machines {
+        let etcd = etcd_arguments(&host, &started.machine);
+        assert!(
+            etcd.iter()
+                .any(|argument| argument == "--snapshot-count=5000"),
+            "{}: {etcd:?}\n{}",
+            started.machine.name,
+            std::fs::read_to_string(&started.log).unwrap_or_default()
+        );
+    }
     let (client, url) = machines[2].admin_client().await;
     assert_eq!(url, format!("https://{endpoint}/"));
     let nodes = Api::<Node>::all(client.clone());
@@ -706,6 +762,27 @@ async fn a_worker_joins_with_a_bootstrap_token_and_its_own_client_certificate() 
     assert!(!status.success());
     let said = std::fs::read_to_string(&impostor.log).unwrap();
     assert!(said.contains("matches none of caCertHashes"), "{said}");
+}
+
+/// The arguments the machine's etcd runs with.
+fn etcd_arguments(host: &Host, machine: &LocalMachine) -> Vec<String> {
+    for pid in host.cgroup(&machine.uid).processes().unwrap() {
+        let Ok(command_line) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let arguments: Vec<String> = command_line
+            .split(|byte| *byte == 0)
+            .filter(|argument| !argument.is_empty())
+            .map(|argument| String::from_utf8_lossy(argument).into_owned())
+            .collect();
+        if arguments
+            .first()
+            .is_some_and(|program| program.ends_with("etcd"))
+        {
+            return arguments;
+        }
+    }
+    panic!("machine {} runs no etcd", machine.name)
 }
 
 /// The control plane provider's view of the cluster's etcd.
