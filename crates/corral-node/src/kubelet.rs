@@ -111,7 +111,7 @@ pub async fn run(
                 if let Err(error) = renew_lease(&client, &node_name, lease_duration).await {
                     tracing::warn!(%error, "Renewing the Node's Lease failed");
                 }
-                let ready = nodes.get_status(&node_name).await.ok().and_then(|node| {
+                let ready = nodes.get(&node_name).await.ok().and_then(|node| {
                     node.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")
                 });
                 if ready.is_none_or(|ready| ready.status != "True")

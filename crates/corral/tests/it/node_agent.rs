@@ -17,6 +17,7 @@ use corral_provider_local::load_balancer::LoadBalancer;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::Api;
+use kube::api::{Patch, PatchParams};
 
 pub(crate) fn require_root() {
     // SAFETY: geteuid has no preconditions.
@@ -344,8 +345,14 @@ async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registe
         .get(&machine.name)
         .await
         .unwrap();
-    Api::<Node>::all(kubelet)
-        .get_status(&machine.name)
+    let as_kubelet = Api::<Node>::all(kubelet);
+    as_kubelet.get(&machine.name).await.unwrap();
+    as_kubelet
+        .patch_status(
+            &machine.name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({ "status": {} })),
+        )
         .await
         .unwrap();
 
@@ -740,6 +747,47 @@ async fn a_worker_joins_with_a_bootstrap_token_and_its_own_client_certificate() 
         .get(&name)
         .await
         .unwrap();
+    // NodeRestriction: the kubelet may modify its own Node, never another's, nor its Lease.
+    let as_kubelet = Api::<Node>::all(kubelet.clone());
+    let label = serde_json::json!({ "metadata": { "labels": { "drill": "yes" } } });
+    as_kubelet
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    let other = control_plane.machine.name.clone();
+    let refused = as_kubelet
+        .patch_status(&other, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = &refused else {
+        panic!("{refused}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        format!(
+            "nodes {other:?} is forbidden: node {name:?} is not allowed to modify node {other:?}"
+        )
+    );
+    let refused = Api::<Lease>::namespaced(kubelet.clone(), "kube-node-lease")
+        .patch(&other, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("can only access node lease with the same name as the requesting node"),
+        "{refused}"
+    );
+    let node = Api::<Node>::all(client.clone()).get(&other).await.unwrap();
+    assert!(
+        !node
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key("drill"),
+        "the refused patch changed nothing"
+    );
     // A worker that pins another CA does not join: it fails saying why.
     let other_pin = certs::ca_cert_hash(
         &certs::generate(
