@@ -320,27 +320,7 @@ async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registe
 
     // The kubelet's own credentials, as kubeadm init writes them: system:node:<name> in
     // system:nodes, signed by the cluster CA; the Node and its Lease are written with them.
-    let kubelet_conf =
-        std::fs::read_to_string(started.root.join("etc/kubernetes/kubelet.conf")).unwrap();
-    let kubelet = kube::Client::try_from(
-        kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::from_yaml(&kubelet_conf).unwrap(),
-            &Default::default(),
-        )
-        .await
-        .unwrap(),
-    )
-    .unwrap();
-    let refused = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(kubelet.clone())
-        .get("cluster-admin")
-        .await
-        .unwrap_err();
-    assert!(
-        refused
-            .to_string()
-            .contains(&format!("User \"system:node:{}\"", machine.name)),
-        "{refused}"
-    );
+    let (_, kubelet) = kubelet_client(&started.root, &machine.name).await;
     Api::<Lease>::namespaced(kubelet.clone(), "kube-node-lease")
         .get(&machine.name)
         .await
@@ -716,31 +696,10 @@ async fn a_worker_joins_with_a_bootstrap_token_and_its_own_client_certificate() 
         .find(|condition| condition.type_ == "Approved")
         .expect("approved");
     assert_eq!(approved.reason.as_deref(), Some("AutoApproved"));
-    let kubelet_conf =
-        std::fs::read_to_string(worker.root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let (kubelet_conf, kubelet) = kubelet_client(&worker.root, &name).await;
     assert!(
         !kubelet_conf.contains(&join_token.secret),
         "the kubelet keeps no token"
-    );
-    let kubelet = kube::Client::try_from(
-        kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::from_yaml(&kubelet_conf).unwrap(),
-            &Default::default(),
-        )
-        .await
-        .unwrap(),
-    )
-    .unwrap();
-    // kube-apiserver's refusal names the user: the kubelet is system:node:<name>.
-    let refused = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(kubelet.clone())
-        .get("cluster-admin")
-        .await
-        .unwrap_err();
-    assert!(
-        refused
-            .to_string()
-            .contains(&format!("User \"system:node:{name}\"")),
-        "{refused}"
     );
     // The worker's Lease is renewed with that certificate.
     Api::<Lease>::namespaced(client.clone(), "kube-node-lease")
@@ -810,6 +769,32 @@ async fn a_worker_joins_with_a_bootstrap_token_and_its_own_client_certificate() 
     assert!(!status.success());
     let said = std::fs::read_to_string(&impostor.log).unwrap();
     assert!(said.contains("matches none of caCertHashes"), "{said}");
+}
+
+/// The machine's `/etc/kubernetes/kubelet.conf` and a client from it, which is
+/// `system:node:<name>`: kube-apiserver's refusal names that user.
+async fn kubelet_client(root: &Path, name: &str) -> (String, kube::Client) {
+    let kubelet_conf = std::fs::read_to_string(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let kubelet = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::from_yaml(&kubelet_conf).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let refused = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(kubelet.clone())
+        .get("cluster-admin")
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("User \"system:node:{name}\"")),
+        "{refused}"
+    );
+    (kubelet_conf, kubelet)
 }
 
 /// The arguments the machine's etcd runs with.
