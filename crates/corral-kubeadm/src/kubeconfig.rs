@@ -135,7 +135,26 @@ pub fn render(
     client_certificate_pem: &str,
     client_key_pem: &str,
 ) -> String {
-    let user = format!("{cluster}-admin");
+    render_for(
+        &format!("{cluster}-admin"),
+        cluster,
+        server,
+        ca_pem,
+        client_certificate_pem,
+        client_key_pem,
+    )
+}
+
+/// A kubeconfig for `user` (kubeadm's kubelet.conf names its user `system:node:<node>`), with
+/// context `<user>@<cluster>`.
+pub fn render_for(
+    user: &str,
+    cluster: &str,
+    server: &str,
+    ca_pem: &str,
+    client_certificate_pem: &str,
+    client_key_pem: &str,
+) -> String {
     let context = format!("{user}@{cluster}");
     let config = json!({
         "apiVersion": "v1",

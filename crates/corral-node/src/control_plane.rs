@@ -2,7 +2,14 @@
 //! configuration read, the leaf certificates issued from the CAs the bootstrap data carries
 //! (`/etc/kubernetes/pki/ca.*`, `etcd/ca.*`), an etcd member and a Corral API server started
 //! as the agent's children (each restarted when it exits, as a kubelet restarts static Pods),
-//! and `/etc/kubernetes/admin.conf` written; done when the API server answers.
+//! and `/etc/kubernetes/admin.conf` written; done when the API server answers. Then
+//! `/etc/kubernetes/kubelet.conf` is written with the kubelet's own client certificate
+//! (`system:node:<node name>` in `system:nodes`), with which the machine's Node and Lease are
+//! kept, as on workers.
+//!
+//! etcd gets the timings of members that share one host ([`LOCAL_ETCD_TIMINGS`]) and, over
+//! them, the ClusterConfiguration's `etcd.local.extraArgs`; a joining machine takes those from
+//! the cluster's `kube-system/kubeadm-config`, as `kubeadm join` takes the ClusterConfiguration.
 //!
 //! The programs' output goes to `<root>/var/log/<program>.log`; etcd keeps its data in
 //! `<root>/var/lib/etcd`.
@@ -23,6 +30,21 @@ const LEAF_VALIDITY: time::Duration = time::Duration::days(365);
 
 /// How long the etcd member and the API server get to start answering.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The etcd timings the agent gives its member unless `etcd.local.extraArgs` says otherwise
+/// (milliseconds). etcd's defaults (100 ms heartbeats, 1 s election timeout) are made for
+/// members on different hosts; the local provider's members share one host, whose round trip
+/// is well under a millisecond, so a dead leader is replaced after 300–600 ms (etcd randomizes
+/// the timeout between one and two times the setting) instead of 1–2 s, which keeps the
+/// workload API's errors while a control plane machine dies under a second. Six heartbeats per
+/// election timeout leave room for a busy host's scheduling delays (etcd asks for at least
+/// five); pre-vote (etcd 3.5's default) keeps a member that was cut off from deposing a
+/// working leader when it comes back.
+const LOCAL_ETCD_TIMINGS: [(&str, &str); 3] = [
+    ("heartbeat-interval", "50"),
+    ("election-timeout", "300"),
+    ("pre-vote", "true"),
+];
 
 const ETCD_CLIENT_PORT: u16 = 2379;
 const ETCD_PEER_PORT: u16 = 2380;
@@ -86,6 +108,9 @@ pub struct KubeadmFacts {
     /// The machine runs a control plane: it initializes the cluster, or its JoinConfiguration
     /// has `controlPlane`.
     pub control_plane: bool,
+    /// The ClusterConfiguration's `etcd.local.extraArgs`, in order: they override the agent's
+    /// etcd flags of the same name and add the others, as kubeadm's do.
+    pub etcd_extra_args: Vec<(String, String)>,
 }
 
 impl KubeadmFacts {
@@ -149,7 +174,40 @@ impl KubeadmFacts {
                 .collect(),
             bind_port,
             control_plane: !joining || node.get("controlPlane").is_some_and(|v| !v.is_null()),
+            etcd_extra_args: etcd_extra_args(&cluster)?,
         })
+    }
+}
+
+/// A ClusterConfiguration's `etcd.local.extraArgs`: kubeadm v1beta4's list of `name`/`value`
+/// pairs, or v1beta3's map.
+pub(crate) fn etcd_extra_args(cluster: &Value) -> Result<Vec<(String, String)>, String> {
+    const FIELD: &str = "etcd.local.extraArgs";
+    let text = |value: &Value, what: &str| {
+        value
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{FIELD}: {what} must be a string"))
+    };
+    match cluster.pointer("/etcd/local/extraArgs") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(arguments)) => arguments
+            .iter()
+            .map(|argument| {
+                let name = text(&argument["name"], "name")?;
+                if name.is_empty() {
+                    return Err(format!("{FIELD}: name must not be empty"));
+                }
+                Ok((name, text(&argument["value"], "value")?))
+            })
+            .collect(),
+        Some(Value::Object(arguments)) => arguments
+            .iter()
+            .map(|(name, value)| Ok((name.clone(), text(value, "value")?)))
+            .collect(),
+        Some(other) => Err(format!(
+            "{FIELD}: {other} is neither a list of name/value pairs nor a map"
+        )),
     }
 }
 
@@ -160,6 +218,9 @@ pub struct ControlPlane {
     pub initialized: bool,
     /// A client of the machine's own API server, as the admin.
     pub client: kube::Client,
+    /// The kubelet's client of the machine's own API server, as `system:node:<node name>` in
+    /// `system:nodes` (`/etc/kubernetes/kubelet.conf`).
+    pub kubelet_client: kube::Client,
     /// The cluster CA, which signs kubelets' client certificates.
     pub cluster_ca: KeyMaterial,
     /// Supervises the etcd member and the API server; they stop with it.
@@ -197,8 +258,89 @@ pub async fn join(options: &Options, config: &str) -> Result<ControlPlane, Error
     let cluster = pki
         .admin_client(&facts, &format!("https://{endpoint}"))
         .await?;
+    // kubeadm join takes the ClusterConfiguration from the cluster, as the first machine
+    // published it; before the member is added, which leaves etcd without quorum until the
+    // new member runs.
+    let mut facts = facts;
+    if let Some(extra_args) = published_etcd_extra_args(&cluster).await? {
+        facts.etcd_extra_args = extra_args;
+    }
     let initial_cluster = add_etcd_member(options, &facts, &pki, &cluster).await?;
     start(options, facts, &pki, &initial_cluster, "existing", false).await
+}
+
+/// `kube-system/kubeadm-config` as the first machine publishes it (kubeadm's upload-config
+/// phase): [`corral_workload::kubeadm_config`] with the ClusterConfiguration's
+/// `etcd.local.extraArgs`, so that joining machines start their members alike.
+pub(crate) fn kubeadm_config(
+    facts: &KubeadmFacts,
+    endpoint: &str,
+) -> k8s_openapi::api::core::v1::ConfigMap {
+    let mut config_map = corral_workload::kubeadm_config(
+        &facts.cluster_name,
+        endpoint,
+        facts.kubernetes_version.as_deref(),
+    );
+    if facts.etcd_extra_args.is_empty() {
+        return config_map;
+    }
+    let Some(text) = config_map
+        .data
+        .as_mut()
+        .and_then(|data| data.get_mut(CLUSTER_CONFIGURATION))
+    else {
+        return config_map;
+    };
+    let Ok(mut document) = serde_yaml::from_str::<Value>(text) else {
+        return config_map;
+    };
+    document["etcd"]["local"]["extraArgs"] = facts
+        .etcd_extra_args
+        .iter()
+        .map(|(name, value)| serde_json::json!({ "name": name, "value": value }))
+        .collect();
+    if let Ok(written) = serde_yaml::to_string(&document) {
+        *text = written;
+    }
+    config_map
+}
+
+/// The key of the ClusterConfiguration in `kube-system/kubeadm-config`.
+const CLUSTER_CONFIGURATION: &str = "ClusterConfiguration";
+
+/// The `etcd.local.extraArgs` of the cluster's `kube-system/kubeadm-config`; `None` when it
+/// has none. Asked again while the endpoint does not answer, up to [`START_TIMEOUT`].
+async fn published_etcd_extra_args(
+    cluster: &kube::Client,
+) -> Result<Option<Vec<(String, String)>>, Error> {
+    let config_maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(cluster.clone(), corral_workload::KUBE_SYSTEM);
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    let config_map = loop {
+        match config_maps.get_opt("kubeadm-config").await {
+            Ok(config_map) => break config_map,
+            Err(error) if tokio::time::Instant::now() > deadline => {
+                return Err(Error::Client(format!(
+                    "cannot read kube-system/kubeadm-config: {error}"
+                )));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    };
+    let Some(text) = config_map
+        .as_ref()
+        .and_then(|config_map| config_map.data.as_ref()?.get(CLUSTER_CONFIGURATION))
+    else {
+        return Ok(None);
+    };
+    let unreadable = |reason: String| Error::Configuration {
+        path: "kube-system/kubeadm-config".into(),
+        reason,
+    };
+    let document: Value =
+        serde_yaml::from_str(text).map_err(|error| unreadable(error.to_string()))?;
+    let extra_args = etcd_extra_args(&document).map_err(unreadable)?;
+    Ok((!extra_args.is_empty()).then_some(extra_args))
 }
 
 pub(crate) fn read_facts(options: &Options, config: &str) -> Result<KubeadmFacts, Error> {
@@ -351,13 +493,52 @@ impl Pki {
         facts: &KubeadmFacts,
         server: &str,
     ) -> Result<kube::Client, Error> {
-        let kubeconfig =
-            kube::config::Kubeconfig::from_yaml(&self.admin_kubeconfig(facts, server)?)
-                .map_err(|error| Error::Client(error.to_string()))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        client_of(&self.admin_kubeconfig(facts, server)?)
             .await
-            .map_err(|error| Error::Client(error.to_string()))?;
-        kube::Client::try_from(config).map_err(|error| Error::Client(error.to_string()))
+            .map_err(Error::Client)
+    }
+
+    /// kubeadm init's `/etc/kubernetes/kubelet.conf`: a client certificate for
+    /// `system:node:<node name>` in `system:nodes` signed by the cluster CA, for `server` (the
+    /// machine's own API server, as kubeadm's `ControlPlaneKubeletLocalMode` has it); the
+    /// kubelet's client from it.
+    async fn kubelet_client(
+        &self,
+        options: &Options,
+        facts: &KubeadmFacts,
+        server: &str,
+    ) -> Result<kube::Client, Error> {
+        let user = format!("system:node:{}", facts.node_name);
+        let issued = certs::issue(
+            &self.cluster_ca,
+            &Leaf {
+                common_name: &user,
+                organizations: &[crate::cluster_info::NODES_GROUP],
+                client: true,
+                ..leaf()
+            },
+            OffsetDateTime::now_utc(),
+        )
+        .map_err(|source| Error::Issue {
+            what: "kubelet client",
+            source: Box::new(source),
+        })?;
+        let kubeconfig = corral_kubeadm::kubeconfig::render_for(
+            &user,
+            &facts.cluster_name,
+            server,
+            &self.cluster_ca.certificate_pem,
+            &issued.certificate_pem,
+            &issued.private_key_pem,
+        );
+        write(
+            &options.root.join("etc/kubernetes/kubelet.conf"),
+            &kubeconfig,
+            0o600,
+        )?;
+        client_of(&kubeconfig)
+            .await
+            .map_err(|error| Error::Client(format!("kubelet.conf: {error}")))
     }
 
     /// The etcd client TLS of the API server, which any member accepts.
@@ -369,6 +550,16 @@ impl Pki {
         )
         .map_err(|error| Error::Etcd(error.to_string()))
     }
+}
+
+/// A client from a kubeconfig's text.
+pub(crate) async fn client_of(kubeconfig: &str) -> Result<kube::Client, String> {
+    let parsed =
+        kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|error| error.to_string())?;
+    let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default())
+        .await
+        .map_err(|error| error.to_string())?;
+    kube::Client::try_from(config).map_err(|error| error.to_string())
 }
 
 fn local_server(options: &Options, facts: &KubeadmFacts) -> String {
@@ -513,6 +704,7 @@ async fn start(
             pki,
             initial_cluster,
             initial_cluster_state,
+            &facts.etcd_extra_args,
         ),
         &etcd_log,
     )?;
@@ -581,10 +773,14 @@ async fn start(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     tracing::info!(node = %facts.node_name, "The control plane answers");
+    let kubelet_client = pki
+        .kubelet_client(options, &facts, &local_server(options, &facts))
+        .await?;
     Ok(ControlPlane {
         facts,
         initialized,
         client,
+        kubelet_client,
         cluster_ca: pki.cluster_ca.clone(),
         _processes: vec![
             tokio_util::task::AbortOnDropHandle::new(etcd),
@@ -606,10 +802,11 @@ fn etcd_arguments(
     pki: &Pki,
     initial_cluster: &str,
     initial_cluster_state: &str,
+    extra_args: &[(String, String)],
 ) -> Vec<String> {
     let address = url_host(options.address);
     let peer_url = peer_url(options.address);
-    [
+    let arguments: Vec<(String, String)> = [
         ("name", node_name.to_owned()),
         (
             "data-dir",
@@ -638,8 +835,32 @@ fn etcd_arguments(
         ("listen-metrics-urls", "http://127.0.0.1:2381".into()),
     ]
     .into_iter()
-    .map(|(flag, value)| format!("--{flag}={value}"))
-    .collect()
+    .map(|(flag, value)| (flag.to_owned(), value))
+    .chain(
+        LOCAL_ETCD_TIMINGS
+            .iter()
+            .map(|(flag, value)| ((*flag).to_owned(), (*value).to_owned())),
+    )
+    .collect();
+    with_extra_args(arguments, extra_args)
+        .into_iter()
+        .map(|(flag, value)| format!("--{flag}={value}"))
+        .collect()
+}
+
+/// kubeadm's rule for a component's `extraArgs`: each replaces the argument of the same name,
+/// or is added after the others.
+fn with_extra_args(
+    mut arguments: Vec<(String, String)>,
+    extra_args: &[(String, String)],
+) -> Vec<(String, String)> {
+    for (name, value) in extra_args {
+        match arguments.iter_mut().find(|(flag, _)| flag == name) {
+            Some(argument) => argument.1.clone_from(value),
+            None => arguments.push((name.clone(), value.clone())),
+        }
+    }
+    arguments
 }
 
 pub(crate) fn url_host(address: IpAddr) -> String {

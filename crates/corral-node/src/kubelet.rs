@@ -38,8 +38,9 @@ pub enum Error {
 }
 
 /// Registers the Node, writes the bootstrap sentinel, then heartbeats until the process ends.
-/// `client` is the kubelet's client of the cluster; a control plane machine also publishes
-/// what kubeadm leaves and runs the controller manager's parts.
+/// `client` is the kubelet's client of the cluster, as its Node (`system:node:<name>`); a
+/// control plane machine also publishes what kubeadm leaves and runs the controller manager's
+/// parts, with its admin client.
 pub async fn run(
     options: &Options,
     facts: &KubeadmFacts,
@@ -53,6 +54,13 @@ pub async fn run(
         node: node_name.clone(),
         source,
     };
+    // What kubeadm init leaves comes first: the binding that lets `system:nodes` write their
+    // Nodes is among it.
+    if let Some(control_plane) = &control_plane {
+        publish_control_plane(options, control_plane)
+            .await
+            .map_err(register)?;
+    }
     let node = node(options, &node_name, version.as_deref(), facts.control_plane);
     match nodes.create(&PostParams::default(), &node).await {
         Ok(_) => {}
@@ -65,11 +73,6 @@ pub async fn run(
     renew_lease(&client, &node_name, options.node_lease_duration)
         .await
         .map_err(register)?;
-    if let Some(control_plane) = &control_plane {
-        publish_control_plane(options, control_plane)
-            .await
-            .map_err(register)?;
-    }
     let sentinel = crate::cloud_config::under_root(
         &options.root,
         corral_kubeadm::bootstrap::cloud_init::SENTINEL_PATH,
@@ -89,11 +92,11 @@ pub async fn run(
     let _controller_manager = control_plane.as_ref().map(|control_plane| {
         (
             tokio_util::task::AbortOnDropHandle::new(tokio::spawn(crate::node_lifecycle::run(
-                client.clone(),
+                control_plane.client.clone(),
                 options.node_monitor_grace_period,
             ))),
             tokio_util::task::AbortOnDropHandle::new(tokio::spawn(crate::controller_manager::run(
-                client.clone(),
+                control_plane.client.clone(),
                 control_plane.cluster_ca.clone(),
             ))),
         )
@@ -108,7 +111,7 @@ pub async fn run(
                 if let Err(error) = renew_lease(&client, &node_name, lease_duration).await {
                     tracing::warn!(%error, "Renewing the Node's Lease failed");
                 }
-                let ready = nodes.get_status(&node_name).await.ok().and_then(|node| {
+                let ready = nodes.get(&node_name).await.ok().and_then(|node| {
                     node.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")
                 });
                 if ready.is_none_or(|ready| ready.status != "True")
@@ -182,7 +185,7 @@ async fn publish_control_plane(
         .unwrap_or_else(|| format!("{}:{}", options.address, facts.bind_port));
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     for config_map in [
-        corral_workload::kubeadm_config(&facts.cluster_name, &endpoint, version),
+        crate::control_plane::kubeadm_config(facts, &endpoint),
         corral_workload::kubelet_config(),
         corral_workload::kube_proxy_config(),
         corral_workload::coredns_config(),

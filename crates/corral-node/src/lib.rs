@@ -28,16 +28,20 @@
 //! `kubeadm init`'s work (leaf certificates from the carried CAs through
 //! `corral_kubeadm::certs::issue`, an etcd member and a `corral apiserver` on it as supervised
 //! children, anonymous requests on as kubeadm's are so that the endpoint can check `/readyz`,
-//! `admin.conf`); `kubelet` registers the Node and renews its Lease; `control_plane::join` adds a
-//! control plane machine's etcd member (members found from the control plane Nodes) before starting
-//! the same; a control plane machine's `node_lifecycle` marks Nodes whose heartbeats stopped
-//! `Ready=Unknown`, as kube-controller-manager does; control plane machines publish what kubeadm
-//! leaves (static Pods, kubeadm-config, kube-proxy, CoreDNS) from `corral-workload`, the builders
-//! the in-memory provider's simulation writes too. Workers join as kubeadm's do: `tls_bootstrap`
-//! discovers the cluster through `cluster_info` (kube-public/cluster-info, signed per bootstrap
-//! token, its CA pinned by `caCertHashes`) and gets the kubelet's client certificate by
-//! CertificateSigningRequest, which `controller_manager` on control plane machines approves
-//! (SubjectAccessReview) and signs, beside the bootstrap signer and token cleaner.
+//! `admin.conf`, and `kubelet.conf` with the kubelet's own `system:node:<name>` certificate); etcd
+//! runs with timings for members on one host (50 ms heartbeats, 300 ms election timeout, pre-vote)
+//! unless the ClusterConfiguration's `etcd.local.extraArgs` say otherwise, which joining machines
+//! read from the published kubeadm-config; `kubelet` registers the Node and renews its Lease as
+//! that node; `control_plane::join` adds a control plane machine's etcd member (members found from
+//! the control plane Nodes) before starting the same; a control plane machine's `node_lifecycle`
+//! marks Nodes whose heartbeats stopped `Ready=Unknown`, as kube-controller-manager does; control
+//! plane machines publish what kubeadm leaves (static Pods, kubeadm-config, kube-proxy, CoreDNS)
+//! from `corral-workload`, the builders the in-memory provider's simulation writes too. Workers
+//! join as kubeadm's do: `tls_bootstrap` discovers the cluster through `cluster_info`
+//! (kube-public/cluster-info, signed per bootstrap token, its CA pinned by `caCertHashes`) and gets
+//! the kubelet's client certificate by CertificateSigningRequest, which `controller_manager` on
+//! control plane machines approves (SubjectAccessReview) and signs, beside the bootstrap signer and
+//! token cleaner.
 
 pub mod cloud_config;
 pub mod cluster_info;
@@ -134,7 +138,10 @@ pub async fn run(options: Options) -> Result<(), Error> {
     match kubeadm {
         Some(Command::KubeadmInit { config }) => {
             let control_plane = control_plane::init(&options, &config).await?;
-            let (facts, client) = (control_plane.facts.clone(), control_plane.client.clone());
+            let (facts, client) = (
+                control_plane.facts.clone(),
+                control_plane.kubelet_client.clone(),
+            );
             kubelet::run(&options, &facts, client, Some(control_plane)).await?;
             Ok(())
         }
@@ -142,7 +149,7 @@ pub async fn run(options: Options) -> Result<(), Error> {
             let facts = control_plane::read_facts(&options, &config)?;
             if facts.control_plane {
                 let control_plane = control_plane::join(&options, &config).await?;
-                let client = control_plane.client.clone();
+                let client = control_plane.kubelet_client.clone();
                 kubelet::run(&options, &facts, client, Some(control_plane)).await?;
             } else {
                 let client = tls_bootstrap::join(&options, &config, &facts).await?;

@@ -347,12 +347,9 @@ async fn client_certificate(
 }
 
 async fn client(kubeconfig: &str) -> Result<kube::Client, Error> {
-    let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig)
-        .map_err(|error| Error::Client(error.to_string()))?;
-    let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default())
+    crate::control_plane::client_of(kubeconfig)
         .await
-        .map_err(|error| Error::Client(error.to_string()))?;
-    kube::Client::try_from(config).map_err(|error| Error::Client(error.to_string()))
+        .map_err(Error::Client)
 }
 
 fn write(path: &Path, content: &str) -> Result<(), Error> {

@@ -22,15 +22,16 @@
 //! crash left (`Host::orphans`). Needs root and iproute2; its tests fail, never skip, without them.
 //! `load_balancer` is a cluster's control plane endpoint: a TCP proxy on the bridge's gateway
 //! taking the machines' API servers in turn, setting aside one that does not accept within 500 ms
-//! (a killed machine's address goes silent) so that no client sees it, and (as the plugin starts
-//! it, `start_checked`) checking each API server's `GET /readyz` over TLS every 250 ms as
-//! upstream's HAProxy checks `/healthz`: an API server whose etcd member is gone (removed by KCP
-//! before its machine is deleted) gets no new connections while another is ready; a machine being
-//! deleted leaves the endpoint before it is killed. `plugin` is the provider as a
-//! `corral.provider.v1` plugin (`corral provider local`): ReconcileCluster gives the endpoint,
-//! CreateMachine a machine running `corral node` with the bootstrap data (RUNNING once kubeadm's
-//! sentinel is written, FAILED with the agent's error), ListMachines also the namespaces no record
-//! claims.
+//! (a killed machine's address goes silent) so that no client sees it, replaying a connection's
+//! first bytes (the TLS ClientHello) to the next backend when one accepts and then closes or resets
+//! before answering (an API server dying), and (as the plugin starts it, `start_checked`) checking
+//! each API server's `GET /readyz` over TLS every 250 ms as upstream's HAProxy checks `/healthz`:
+//! an API server whose etcd member is gone (removed by KCP before its machine is deleted) gets no
+//! new connections while another is ready; a machine being deleted leaves the endpoint before it is
+//! killed. `plugin` is the provider as a `corral.provider.v1` plugin (`corral provider local`):
+//! ReconcileCluster gives the endpoint, CreateMachine a machine running `corral node` with the
+//! bootstrap data (RUNNING once kubeadm's sentinel is written, FAILED with the agent's error),
+//! ListMachines also the namespaces no record claims.
 
 pub mod host;
 pub mod load_balancer;

@@ -7,8 +7,11 @@
 //! that was killed: its address no longer answers ARP, so a connect would hang for seconds) is
 //! set aside for [`SET_ASIDE`] and the connection goes to the next one, so a client sees no
 //! error while another backend is up; a probe brings a set-aside backend back as soon as it
-//! accepts again. TLS passes through untouched: the API servers' certificates name the
-//! endpoint.
+//! accepts again. A backend that accepts and then closes or resets the connection before its
+//! first answer (an API server dying) is replaced the same way: the client's first bytes are
+//! kept until a backend answers and sent again to the next one, which is as far as a TCP proxy
+//! can hide a failed backend. TLS passes through untouched: the API servers' certificates name
+//! the endpoint.
 //!
 //! Started with [`LoadBalancer::start_checked`] (the local provider's endpoints), it also checks
 //! every backend's API server as upstream's HAProxy does (`option httpchk GET /healthz`, `check
@@ -197,13 +200,27 @@ async fn forward(mut client: TcpStream, backends: Arc<Mutex<Backends>>) {
         .lock()
         .expect("the backends lock is not poisoned")
         .order();
+    // What the client sent first (a TLS ClientHello), kept to send again to the next backend
+    // when one closes or resets the connection before answering.
+    let mut first = Vec::new();
     for address in order {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
             Ok(Ok(mut backend)) => {
                 let _ = client.set_nodelay(true);
                 let _ = backend.set_nodelay(true);
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut backend).await;
-                return;
+                match first_answer(&mut client, &mut backend, &mut first).await {
+                    FirstAnswer::Answered(answer) => {
+                        use tokio::io::AsyncWriteExt;
+                        if client.write_all(&answer).await.is_ok() {
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut backend).await;
+                        }
+                        return;
+                    }
+                    FirstAnswer::ClientGone => return,
+                    FirstAnswer::BackendFailed => {
+                        tracing::debug!(%address, "A control plane backend closed a connection before answering; trying the next");
+                    }
+                }
             }
             _ => {
                 tracing::debug!(%address, "Setting aside a control plane backend that does not accept");
@@ -215,6 +232,56 @@ async fn forward(mut client: TcpStream, backends: Arc<Mutex<Backends>>) {
         }
     }
     // No backend: the client's connection is closed.
+}
+
+/// How a backend took a connection's first bytes.
+enum FirstAnswer {
+    /// It answered with these bytes.
+    Answered(Vec<u8>),
+    /// The client closed the connection before it sent anything.
+    ClientGone,
+    /// It closed or reset the connection before answering: another backend may take it.
+    BackendFailed,
+}
+
+/// Sends the client's first bytes (read into `first` unless a previous backend got them
+/// already) to `backend` and waits for its first answer. Until a backend answers, the client
+/// (speaking TLS, which waits for the server's hello) has sent nothing else, so a backend that
+/// fails before answering can be replaced without the client noticing.
+async fn first_answer(
+    client: &mut TcpStream,
+    backend: &mut TcpStream,
+    first: &mut Vec<u8>,
+) -> FirstAnswer {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0u8; 16 * 1024];
+    if first.is_empty() {
+        // A protocol where the server speaks first goes straight through.
+        let mut from_client = vec![0u8; 16 * 1024];
+        tokio::select! {
+            read = client.read(&mut from_client) => match read {
+                Ok(0) | Err(_) => return FirstAnswer::ClientGone,
+                Ok(read) => first.extend_from_slice(&from_client[..read]),
+            },
+            read = backend.read(&mut buffer) => return match read {
+                Ok(0) | Err(_) => FirstAnswer::BackendFailed,
+                Ok(read) => {
+                    buffer.truncate(read);
+                    FirstAnswer::Answered(buffer)
+                }
+            },
+        }
+    }
+    if backend.write_all(first).await.is_err() {
+        return FirstAnswer::BackendFailed;
+    }
+    match backend.read(&mut buffer).await {
+        Ok(0) | Err(_) => FirstAnswer::BackendFailed,
+        Ok(read) => {
+            buffer.truncate(read);
+            FirstAnswer::Answered(buffer)
+        }
+    }
 }
 
 /// Brings set-aside backends back as soon as they accept.

@@ -15,6 +15,8 @@
 //! - At start, the bootstrap policy is created where missing (`bootstrap.rs`) and ClusterRoles
 //!   with an `aggregationRule` get the rules of the ClusterRoles they select
 //!   (`aggregation.rs`).
+//! - A node identity may modify only its own Node and Lease (`node_restriction.rs`, kube's
+//!   NodeRestriction), checked before RBAC.
 //! - `review.rs` answers SelfSubjectAccessReview, SubjectAccessReview and
 //!   SelfSubjectRulesReview (`kubectl auth can-i`); `impersonation.rs` handles the
 //!   `Impersonate-User` / `Impersonate-Group` headers.
@@ -28,6 +30,7 @@ mod bootstrap;
 mod escalation;
 mod impersonation;
 mod index;
+mod node_restriction;
 pub mod openapi;
 pub mod review;
 pub mod rules;
@@ -169,6 +172,14 @@ pub fn authorize_request<B>(
         return Ok(());
     }
     let attributes = Attributes::from_request(request.method(), request.uri());
+    if let Some(why) = node_restriction::refusal(user, &attributes) {
+        return Err(forbidden_about(
+            &attributes.group,
+            &attributes.resource,
+            &attributes.name,
+            why,
+        ));
+    }
     if authorize(state, user, &attributes) {
         Ok(())
     } else {

@@ -76,6 +76,15 @@ use workload::WorkloadState;
 /// The finalizer the controller puts on every KubeadmControlPlane.
 pub const FINALIZER: &str = corral_api::finalizers::KUBEADM_CONTROL_PLANE;
 
+/// The reasons of the OwnerRemediated condition the KubeadmControlPlane sets on a Machine it
+/// cannot remediate (upstream `KubeadmControlPlaneMachine*Reason`).
+mod remediation_reason {
+    pub use corral_api::conditions::machine_set::reason::{
+        CANNOT_BE_REMEDIATED, REMEDIATION_DEFERRED,
+    };
+    pub const INTERNAL_ERROR: &str = "RemediationInternalError";
+}
+
 /// Upstream's default `remediation.minHealthyPeriodSeconds` (1 h).
 const DEFAULT_MIN_HEALTHY_PERIOD_SECONDS: i64 = 3600;
 
@@ -837,7 +846,7 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
     }
 
     if !paused {
-        sync_machine_conditions(&context, &scope).await?;
+        sync_machine_conditions(&context, &scope, outcome.owner_remediated.as_ref()).await?;
     }
 
     // Status.
@@ -919,6 +928,8 @@ struct Outcome {
     /// Something is under way or waiting on the workload cluster.
     waiting: bool,
     remediation_blocked: Option<String>,
+    /// The OwnerRemediated condition to set on a Machine whose remediation is blocked.
+    owner_remediated: Option<(String, conditions::NewCondition)>,
     last_remediation: Option<LastRemediationStatus>,
     /// The KubeadmControlPlane as stored after a write of its metadata (the remediation
     /// annotation): the status write's resourceVersion precondition is this one's.
@@ -1105,7 +1116,11 @@ async fn machine_views(
 /// clusters, 11.8 successful writes per cluster instead of 6.0 + 4.5 conflicts, and more
 /// Machine controller writes after them; a successful write costs the API server, the watches
 /// and the reconciles it wakes far more than a refused one.)
-async fn sync_machine_conditions(context: &Context, scope: &Scope) -> Result<(), Error> {
+async fn sync_machine_conditions(
+    context: &Context,
+    scope: &Scope,
+    owner_remediated: Option<&(String, conditions::NewCondition)>,
+) -> Result<(), Error> {
     let api: Api<Machine> = Api::namespaced(context.client.clone(), &scope.namespace);
     let now = conditions::now();
     let no_reasons = Vec::new();
@@ -1138,6 +1153,9 @@ async fn sync_machine_conditions(context: &Context, scope: &Scope) -> Result<(),
             scope.workload_error.as_deref(),
         ) {
             conditions::set(&mut conditions, condition, generation, &now);
+        }
+        if let Some((_, condition)) = owner_remediated.filter(|(machine, _)| *machine == name) {
+            conditions::set(&mut conditions, condition.clone(), generation, &now);
         }
         // Most reconciles change no condition: nothing to compare as JSON, nothing to write.
         if current == Some(&conditions) {
@@ -1389,23 +1407,41 @@ async fn reconcile_remediation(
     let Some(target) = planner::select_machine_to_remediate(&marked) else {
         return Ok(false);
     };
-    let mut block = |why: String| {
+    // Why not, on the KubeadmControlPlane (`why`) and, as upstream's words, in the target
+    // Machine's OwnerRemediated condition.
+    let mut block = |why: String, owner_remediated: Option<(&str, String)>| {
         tracing::info!(machine = %target.name, reason = %why, "Remediation blocked");
         outcome.remediation_blocked = Some(why);
+        outcome.owner_remediated = owner_remediated.map(|(reason, message)| {
+            (
+                target.name.clone(),
+                conditions::NewCondition::new(
+                    OWNER_REMEDIATED,
+                    corral_api::ConditionStatus::False,
+                    reason,
+                )
+                .message(message),
+            )
+        });
         outcome.waiting = true;
         Ok(true)
     };
     if target.deleting {
-        return block(format!("Waiting for Machine {} to be deleted", target.name));
+        return block(
+            format!("Waiting for Machine {} to be deleted", target.name),
+            None,
+        );
     }
     if scope.machines.len() <= 1 {
         return block(
             "Cannot remediate the only control plane Machine of an initialized control plane"
                 .into(),
+            Some((
+                remediation_reason::CANNOT_BE_REMEDIATED,
+                "KubeadmControlPlane can't remediate if current replicas are less or equal to 1"
+                    .into(),
+            )),
         );
-    }
-    if let Some(other) = scope.views.iter().find(|v| v.deleting) {
-        return block(format!("Waiting for Machine {} to be deleted", other.name));
     }
     // A healthy machine still provisioning: wait for it (upstream).
     if let Some(provisioning) = scope
@@ -1413,10 +1449,29 @@ async fn reconcile_remediation(
         .iter()
         .find(|v| !v.has_node && !marked.iter().any(|m| m.name == v.name))
     {
-        return block(format!(
-            "Waiting for Machine {} to finish provisioning",
-            provisioning.name
-        ));
+        return block(
+            format!(
+                "Waiting for Machine {} to finish provisioning",
+                provisioning.name
+            ),
+            Some((
+                remediation_reason::REMEDIATION_DEFERRED,
+                "KubeadmControlPlane waiting for control plane Machine provisioning to complete \
+                 before triggering remediation"
+                    .into(),
+            )),
+        );
+    }
+    if let Some(other) = scope.views.iter().find(|v| v.deleting) {
+        return block(
+            format!("Waiting for Machine {} to be deleted", other.name),
+            Some((
+                remediation_reason::REMEDIATION_DEFERRED,
+                "KubeadmControlPlane waiting for control plane Machine deletion to complete \
+                 before triggering remediation"
+                    .into(),
+            )),
+        );
     }
 
     // Retry limits, from the record of the remediation the target replaced.
@@ -1444,23 +1499,47 @@ async fn reconcile_remediation(
     let retry_count = match decision {
         RetryDecision::Remediate { retry_count } => retry_count,
         RetryDecision::WaitRetryPeriod { remaining_seconds } => {
-            return block(format!(
-                "Waiting {remaining_seconds}s more (remediation.retryPeriodSeconds) before remediating Machine {} again",
-                target.name
-            ));
+            return block(
+                format!(
+                    "Waiting {remaining_seconds}s more (remediation.retryPeriodSeconds) before remediating Machine {} again",
+                    target.name
+                ),
+                Some((
+                    remediation_reason::REMEDIATION_DEFERRED,
+                    format!(
+                        "KubeadmControlPlane can't remediate this machine because the operation \
+                         already failed in the latest {}s (RetryPeriod)",
+                        remediation.retry_period_seconds.unwrap_or(0)
+                    ),
+                )),
+            );
         }
         RetryDecision::MaxRetryReached { max_retry } => {
-            return block(format!(
-                "Machine {} has been remediated {max_retry} times (remediation.maxRetry); not remediating again",
-                target.name
-            ));
+            return block(
+                format!(
+                    "Machine {} has been remediated {max_retry} times (remediation.maxRetry); not remediating again",
+                    target.name
+                ),
+                Some((
+                    remediation_reason::CANNOT_BE_REMEDIATED,
+                    format!(
+                        "KubeadmControlPlane can't remediate this machine because the operation \
+                         already failed {max_retry} times (MaxRetry)"
+                    ),
+                )),
+            );
         }
     };
 
     // Etcd quorum.
     let Some(Ok(members)) = scope.workload.as_ref().map(|w| &w.members) else {
+        let why = "Cannot read the etcd members, so cannot tell whether remediation keeps quorum";
         return block(
-            "Cannot read the etcd members, so cannot tell whether remediation keeps quorum".into(),
+            why.into(),
+            Some((
+                remediation_reason::INTERNAL_ERROR,
+                format!("KubeadmControlPlane {}", why.to_lowercase()),
+            )),
         );
     };
     // A member counts as healthy when it answers and a Machine of this control plane runs it
@@ -1479,12 +1558,21 @@ async fn reconcile_remediation(
         .collect();
     let target_node = machine_node(target_machine).unwrap_or_default();
     if !planner::can_safely_remove_etcd_member(&health, &target_node) {
-        return block(format!(
-            "Removing the etcd member of Machine {} would lose etcd quorum ({} members, {} healthy)",
-            target.name,
-            health.len(),
-            health.iter().filter(|m| m.healthy).count()
-        ));
+        return block(
+            format!(
+                "Removing the etcd member of Machine {} would lose etcd quorum ({} members, {} healthy)",
+                target.name,
+                health.len(),
+                health.iter().filter(|m| m.healthy).count()
+            ),
+            Some((
+                remediation_reason::CANNOT_BE_REMEDIATED,
+                // Upstream's words, spelling included.
+                "KubeadmControlPlane can't remediate this Machine because this could result in \
+                 etcd loosing quorum"
+                    .into(),
+            )),
+        );
     }
 
     tracing::info!(machine = %target.name, retry_count, "Remediating unhealthy control plane Machine");

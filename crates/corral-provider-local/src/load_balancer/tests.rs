@@ -59,6 +59,54 @@ async fn a_backend_that_refuses_is_set_aside_and_no_client_sees_it() {
     assert!(backends.aside_until[1].is_none());
 }
 
+/// A backend that answers what a client sends with its name.
+async fn replying_backend(name: &'static str) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buffer = [0u8; 64];
+            if stream.read(&mut buffer).await.is_ok_and(|read| read > 0) {
+                let _ = stream.write_all(name.as_bytes()).await;
+            }
+        }
+    });
+    (address, task)
+}
+
+/// A backend that accepts, reads what the client sends and closes without an answer, as an
+/// API server killed at that moment does.
+async fn dying_backend() -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buffer = [0u8; 64];
+            let _ = stream.read(&mut buffer).await;
+        }
+    });
+    (address, task)
+}
+
+#[tokio::test]
+async fn a_backend_that_closes_before_answering_is_replaced_and_no_client_sees_it() {
+    let (dying, _dying) = dying_backend().await;
+    let (live, _live) = replying_backend("live").await;
+    let balancer = LoadBalancer::start("127.0.0.1:0".parse().unwrap(), vec![dying, live])
+        .await
+        .unwrap();
+    for _ in 0..4 {
+        let mut stream = TcpStream::connect(balancer.address()).await.unwrap();
+        stream.write_all(b"hello").await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        assert_eq!(
+            answer, "live",
+            "the client's bytes went on to the live backend"
+        );
+    }
+}
+
 #[tokio::test]
 async fn backends_are_replaced_and_without_any_the_connection_closes() {
     let (one, _one) = backend("one").await;

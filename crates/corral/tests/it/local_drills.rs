@@ -234,29 +234,46 @@ fn node_ready_status(nodes: &[Node], name: &str) -> Option<String> {
         .map(|condition| condition.status.clone())
 }
 
-/// Kill every process of one control plane machine (an etcd follower's): the API stays
-/// reachable through the endpoint, the Node goes `Ready=Unknown`, the
-/// MachineHealthCheck marks the Machine, the KubeadmControlPlane remediates it (quorum
-/// allows: two healthy members of three), its etcd member is removed and a new machine
-/// joins — three members and three Ready machines again.
+/// Which etcd member's machine a kill drill kills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Victim {
+    Leader,
+    Follower,
+}
+
+/// Kill every process of the etcd leader's machine: the surviving members elect a new leader
+/// (the local provider's etcd timings: within 300–600 ms), the API stays reachable through the
+/// endpoint (at most 1 s of errors), the Node goes `Ready=Unknown`, the MachineHealthCheck
+/// marks the Machine, the KubeadmControlPlane remediates it (quorum allows: two healthy members
+/// of three), its etcd member is removed and a new machine joins — three members and three
+/// Ready machines again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_etcd_leaders_machine_is_replaced_while_the_api_stays_up() {
+    kill_drill("drill-leader", Victim::Leader).await;
+}
+
+/// The same with an etcd follower's machine: no election, only the load balancer's and the
+/// members' reaction to a dead peer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_control_plane_machine_is_replaced_while_the_api_stays_up() {
-    let cluster = three_control_planes("drill-kill").await;
+    kill_drill("drill-kill", Victim::Follower).await;
+}
+
+async fn kill_drill(prefix: &str, role: Victim) {
+    let cluster = three_control_planes(prefix).await;
     health_check_control_planes(&cluster).await;
     let members = cluster.etcd_members().await;
     assert_eq!(members.len(), 3, "{members:?}");
-    // A follower: killing the leader adds etcd's election (its 1 s election timeout, during
-    // which no quorum read answers) to what the drill measures.
-    let follower = members
+    let member = members
         .iter()
-        .find(|member| !member.leader)
-        .expect("an etcd follower");
+        .find(|member| member.leader == (role == Victim::Leader))
+        .unwrap_or_else(|| panic!("no etcd {role:?} among {members:?}"));
     let victim = cluster
         .track()
         .await
         .into_iter()
-        .find(|machine| machine.name == follower.name)
-        .unwrap_or_else(|| panic!("no machine for member {follower:?}"));
+        .find(|machine| machine.name == member.name)
+        .unwrap_or_else(|| panic!("no machine for member {member:?}"));
     let machines = cluster.cluster_machines().await;
     let old_names: Vec<String> = machines
         .iter()
@@ -271,7 +288,7 @@ async fn a_killed_control_plane_machine_is_replaced_while_the_api_stays_up() {
     let killed = Instant::now();
     cluster.host.cgroup(&victim.uid).kill_all().await.unwrap();
     eprintln!(
-        "drill kill: killed machine {} (an etcd follower)",
+        "drill {prefix}: killed machine {} (the etcd {role:?})",
         victim.name
     );
 
@@ -354,10 +371,10 @@ async fn a_killed_control_plane_machine_is_replaced_while_the_api_stays_up() {
         );
     }
     eprintln!(
-        "drill kill: Node Ready=Unknown after {unknown:?}, Machine marked after {marked:?}, \
+        "drill {prefix}: Node Ready=Unknown after {unknown:?}, Machine marked after {marked:?}, \
          etcd member removed after {removed:?}, three Ready machines again after {replaced:?}"
     );
-    assert_stayed_available("kill", &samples, &readings);
+    assert_stayed_available(prefix, &samples, &readings);
     cluster.delete().await;
 }
 
@@ -542,4 +559,114 @@ async fn the_management_plane_restarted_mid_rollout_converges_and_leaks_nothing(
     assert_stayed_available("restart", &samples, &readings);
     assert_nodes_at(&cluster, NEXT_VERSION).await;
     cluster.delete().await;
+}
+
+/// The OwnerRemediated condition of a Machine: (reason, message), when it is False.
+fn owner_remediated(machine: &kube::api::DynamicObject) -> Option<(String, String)> {
+    machine.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|condition| condition["type"] == "OwnerRemediated" && condition["status"] == "False")
+        .map(|condition| {
+            (
+                condition["reason"].as_str().unwrap_or_default().to_owned(),
+                condition["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+}
+
+/// Kill every process of two of the three control plane machines: etcd loses quorum, and with
+/// it the workload API (so the Nodes cannot even be marked `Ready=Unknown`: the node lifecycle
+/// controller writes through that API). The operator asks for both machines to be remediated
+/// (`cluster.x-k8s.io/remediate-machine`), the MachineHealthCheck marks them, and the
+/// KubeadmControlPlane refuses — removing either member would leave one healthy member of two
+/// (upstream's `canSafelyRemoveEtcdMember`) — saying why in the Machine's OwnerRemediated
+/// condition, and deletes no Machine for 20 s. Deleting the cluster then still removes
+/// everything from the host: the deletion does not wait on the etcd that has no quorum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_control_plane_is_not_remediated_without_etcd_quorum_and_still_deletes() {
+    let cluster = three_control_planes("drill-quorum").await;
+    health_check_control_planes(&cluster).await;
+    let machines = cluster.track().await;
+    assert_eq!(machines.len(), 3, "{machines:?}");
+    let victims = &machines[..2];
+    for victim in victims {
+        cluster.host.cgroup(&victim.uid).kill_all().await.unwrap();
+    }
+    let names: Vec<String> = victims.iter().map(|victim| victim.name.clone()).collect();
+    eprintln!("drill quorum: killed machines {names:?}, two of three etcd members");
+    for name in &names {
+        cluster
+            .machines()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "metadata": { "annotations": {
+                    "cluster.x-k8s.io/remediate-machine": ""
+                } } })),
+            )
+            .await
+            .unwrap();
+    }
+    until(
+        &cluster,
+        "the MachineHealthCheck marking both Machines",
+        Duration::from_secs(60),
+        || async {
+            let machines = cluster.cluster_machines().await;
+            names.iter().all(|name| {
+                machines.iter().any(|machine| {
+                    machine.metadata.name.as_ref() == Some(name)
+                        && has_condition(machine, "HealthCheckSucceeded", "False")
+                })
+            })
+        },
+    )
+    .await;
+    let refused = Arc::new(Mutex::new(None));
+    until(
+        &cluster,
+        "the KubeadmControlPlane saying why it does not remediate",
+        Duration::from_secs(60),
+        || async {
+            let said = cluster
+                .cluster_machines()
+                .await
+                .iter()
+                .filter_map(owner_remediated)
+                .find(|(reason, _)| reason != "WaitingForRemediation");
+            let found = said.is_some();
+            *refused.lock().unwrap() = said;
+            found
+        },
+    )
+    .await;
+    let (reason, message) = refused.lock().unwrap().clone().unwrap();
+    eprintln!("drill quorum: OwnerRemediated False, {reason}: {message}");
+    assert!(
+        ["CannotBeRemediated", "RemediationInternalError"].contains(&reason.as_str()),
+        "{reason}: {message}"
+    );
+    assert!(message.starts_with("KubeadmControlPlane "), "{message}");
+    let watched = Instant::now();
+    while watched.elapsed() < Duration::from_secs(20) {
+        let machines = cluster.cluster_machines().await;
+        assert_eq!(machines.len(), 3, "no Machine is replaced");
+        for machine in &machines {
+            assert!(
+                machine.metadata.deletion_timestamp.is_none(),
+                "Machine {:?} is being deleted without etcd quorum\n{}",
+                machine.metadata.name,
+                cluster.log_tail()
+            );
+        }
+        cluster.track().await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let started = Instant::now();
+    cluster.delete().await;
+    eprintln!(
+        "drill quorum: the cluster without etcd quorum deleted in {:?}",
+        started.elapsed()
+    );
 }

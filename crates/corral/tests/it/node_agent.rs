@@ -17,6 +17,7 @@ use corral_provider_local::load_balancer::LoadBalancer;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::Api;
+use kube::api::{Patch, PatchParams};
 
 pub(crate) fn require_root() {
     // SAFETY: geteuid has no preconditions.
@@ -80,6 +81,7 @@ pub(crate) fn bootstrap_data(cas: &[WriteFile], endpoint: &str, command: Kubeadm
                  clusterName: agent\n\
                  kubernetesVersion: v1.33.0\n\
                  controlPlaneEndpoint: {endpoint}\n\
+                 etcd:\n  local:\n    extraArgs:\n    - name: snapshot-count\n      value: \"5000\"\n\
                  ---\n\
                  apiVersion: kubeadm.k8s.io/v1beta4\n\
                  kind: InitConfiguration\n\
@@ -301,8 +303,38 @@ async fn the_first_control_plane_machine_runs_etcd_and_an_api_server_and_registe
         kubeadm_config.data.unwrap()["ClusterConfiguration"]
             .contains(&format!("controlPlaneEndpoint: {}:6443", machine.address))
     );
-    // The API server keeps its objects in the machine's etcd member.
+    // The API server keeps its objects in the machine's etcd member, started with the local
+    // provider's timings and the ClusterConfiguration's etcd.local.extraArgs.
     assert!(started.root.join("var/lib/etcd/member").is_dir());
+    let etcd = etcd_arguments(&host, machine);
+    for flag in [
+        "--heartbeat-interval=50",
+        "--election-timeout=300",
+        "--snapshot-count=5000",
+    ] {
+        assert!(
+            etcd.iter().any(|argument| argument == flag),
+            "{flag}: {etcd:?}"
+        );
+    }
+
+    // The kubelet's own credentials, as kubeadm init writes them: system:node:<name> in
+    // system:nodes, signed by the cluster CA; the Node and its Lease are written with them.
+    let (_, kubelet) = kubelet_client(&started.root, &machine.name).await;
+    Api::<Lease>::namespaced(kubelet.clone(), "kube-node-lease")
+        .get(&machine.name)
+        .await
+        .unwrap();
+    let as_kubelet = Api::<Node>::all(kubelet);
+    as_kubelet.get(&machine.name).await.unwrap();
+    as_kubelet
+        .patch_status(
+            &machine.name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({ "status": {} })),
+        )
+        .await
+        .unwrap();
 
     // The agent, etcd and the API server are all the machine's; deleting it ends them all.
     let processes = host.cgroup(&machine.uid).processes().unwrap();
@@ -375,6 +407,17 @@ async fn control_plane_machines_join_the_etcd_cluster_and_the_endpoint_outlives_
     names.sort();
     let expected: Vec<String> = machines.iter().map(|m| m.machine.name.clone()).collect();
     assert_eq!(names, expected);
+    // The joining members take etcd.local.extraArgs from the cluster's kubeadm-config.
+    for started in &machines {
+        let etcd = etcd_arguments(&host, &started.machine);
+        assert!(
+            etcd.iter()
+                .any(|argument| argument == "--snapshot-count=5000"),
+            "{}: {etcd:?}\n{}",
+            started.machine.name,
+            std::fs::read_to_string(&started.log).unwrap_or_default()
+        );
+    }
     let (client, url) = machines[2].admin_client().await;
     assert_eq!(url, format!("https://{endpoint}/"));
     let nodes = Api::<Node>::all(client.clone());
@@ -653,37 +696,57 @@ async fn a_worker_joins_with_a_bootstrap_token_and_its_own_client_certificate() 
         .find(|condition| condition.type_ == "Approved")
         .expect("approved");
     assert_eq!(approved.reason.as_deref(), Some("AutoApproved"));
-    let kubelet_conf =
-        std::fs::read_to_string(worker.root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let (kubelet_conf, kubelet) = kubelet_client(&worker.root, &name).await;
     assert!(
         !kubelet_conf.contains(&join_token.secret),
         "the kubelet keeps no token"
-    );
-    let kubelet = kube::Client::try_from(
-        kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::from_yaml(&kubelet_conf).unwrap(),
-            &Default::default(),
-        )
-        .await
-        .unwrap(),
-    )
-    .unwrap();
-    // kube-apiserver's refusal names the user: the kubelet is system:node:<name>.
-    let refused = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(kubelet.clone())
-        .get("cluster-admin")
-        .await
-        .unwrap_err();
-    assert!(
-        refused
-            .to_string()
-            .contains(&format!("User \"system:node:{name}\"")),
-        "{refused}"
     );
     // The worker's Lease is renewed with that certificate.
     Api::<Lease>::namespaced(client.clone(), "kube-node-lease")
         .get(&name)
         .await
         .unwrap();
+    // NodeRestriction: the kubelet may modify its own Node, never another's, nor its Lease.
+    let as_kubelet = Api::<Node>::all(kubelet.clone());
+    let label = serde_json::json!({ "metadata": { "labels": { "drill": "yes" } } });
+    as_kubelet
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    let other = control_plane.machine.name.clone();
+    let refused = as_kubelet
+        .patch_status(&other, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = &refused else {
+        panic!("{refused}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        format!(
+            "nodes {other:?} is forbidden: node {name:?} is not allowed to modify node {other:?}"
+        )
+    );
+    let refused = Api::<Lease>::namespaced(kubelet.clone(), "kube-node-lease")
+        .patch(&other, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("can only access node lease with the same name as the requesting node"),
+        "{refused}"
+    );
+    let node = Api::<Node>::all(client.clone()).get(&other).await.unwrap();
+    assert!(
+        !node
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key("drill"),
+        "the refused patch changed nothing"
+    );
     // A worker that pins another CA does not join: it fails saying why.
     let other_pin = certs::ca_cert_hash(
         &certs::generate(
@@ -706,6 +769,53 @@ async fn a_worker_joins_with_a_bootstrap_token_and_its_own_client_certificate() 
     assert!(!status.success());
     let said = std::fs::read_to_string(&impostor.log).unwrap();
     assert!(said.contains("matches none of caCertHashes"), "{said}");
+}
+
+/// The machine's `/etc/kubernetes/kubelet.conf` and a client from it, which is
+/// `system:node:<name>`: kube-apiserver's refusal names that user.
+async fn kubelet_client(root: &Path, name: &str) -> (String, kube::Client) {
+    let kubelet_conf = std::fs::read_to_string(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let kubelet = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::from_yaml(&kubelet_conf).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let refused = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(kubelet.clone())
+        .get("cluster-admin")
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("User \"system:node:{name}\"")),
+        "{refused}"
+    );
+    (kubelet_conf, kubelet)
+}
+
+/// The arguments the machine's etcd runs with.
+fn etcd_arguments(host: &Host, machine: &LocalMachine) -> Vec<String> {
+    for pid in host.cgroup(&machine.uid).processes().unwrap() {
+        let Ok(command_line) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let arguments: Vec<String> = command_line
+            .split(|byte| *byte == 0)
+            .filter(|argument| !argument.is_empty())
+            .map(|argument| String::from_utf8_lossy(argument).into_owned())
+            .collect();
+        if arguments
+            .first()
+            .is_some_and(|program| program.ends_with("etcd"))
+        {
+            return arguments;
+        }
+    }
+    panic!("machine {} runs no etcd", machine.name)
 }
 
 /// The control plane provider's view of the cluster's etcd.
