@@ -50,10 +50,11 @@
 //! Pod / etcd member health conditions), woken by changes only (its queue: KubeadmControlPlanes,
 //! Machines, Clusters and the workload watches; a 60 s safety requeue), reading its Cluster's
 //! Machines from the shared caches' per-Cluster index (as the cache's `Arc`s), guarded by
-//! expectations of its own creates and deletes, `pre_terminate.rs` is the `kcp-cleanup`
-//! pre-terminate hook every control plane Machine carries (once the Machine controller waits on it:
-//! etcd leadership moved, the member removed, the hook removed), `watches.rs` keeps per workload
-//! cluster a reflector of the control plane static Pods (which carry the etcd membership) and of
+//! expectations of its own creates and deletes, `remediation.rs`, `scale.rs` (rollout and scaling)
+//! and `delete.rs` are those steps; `pre_terminate.rs` is the `kcp-cleanup` pre-terminate hook
+//! every control plane Machine carries (once the Machine controller waits on it: etcd leadership
+//! moved, the member removed, the hook removed), `watches.rs` keeps per workload cluster a
+//! reflector of the control plane static Pods (which carry the etcd membership) and of
 //! `kube-system` ConfigMaps and triggers the cluster's control plane 100 ms after a change, once
 //! for the changes in a row, `adopt.rs` adopts the Cluster's standalone control plane Machines (and
 //! the Secrets their KubeadmConfig controls) within one minor version, `addons.rs` brings the

@@ -26,14 +26,21 @@
 
 mod addons;
 mod adopt;
+mod delete;
 pub mod etcd;
 mod machines;
 pub mod planner;
 mod pre_terminate;
 pub mod real_etcd;
+mod remediation;
+mod scale;
 mod status;
 mod watches;
 mod workload;
+
+use delete::*;
+use remediation::*;
+use scale::*;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
@@ -75,18 +82,6 @@ use workload::WorkloadState;
 
 /// The finalizer the controller puts on every KubeadmControlPlane.
 pub const FINALIZER: &str = corral_api::finalizers::KUBEADM_CONTROL_PLANE;
-
-/// The reasons of the OwnerRemediated condition the KubeadmControlPlane sets on a Machine it
-/// cannot remediate (upstream `KubeadmControlPlaneMachine*Reason`).
-mod remediation_reason {
-    pub use corral_api::conditions::machine_set::reason::{
-        CANNOT_BE_REMEDIATED, REMEDIATION_DEFERRED,
-    };
-    pub const INTERNAL_ERROR: &str = "RemediationInternalError";
-}
-
-/// Upstream's default `remediation.minHealthyPeriodSeconds` (1 h).
-const DEFAULT_MIN_HEALTHY_PERIOD_SECONDS: i64 = 3600;
 
 /// Settings of the controller.
 #[derive(Clone, Debug)]
@@ -535,18 +530,6 @@ fn machine_node(machine: &Machine) -> Option<String> {
     Some(machine.status.as_ref()?.node_ref.as_ref()?.name.clone())
 }
 
-fn is_marked_for_remediation(machine: &Machine) -> bool {
-    // Upstream `IsUnhealthyAndOwnerRemediated`: the MachineHealthCheck still finds it unhealthy
-    // and asked its owner to remediate it (a machine that recovered keeps OwnerRemediated).
-    machine.status.as_ref().is_some_and(|status| {
-        let is_false = |type_: &str| {
-            conditions::get(&status.conditions, type_)
-                .is_some_and(|condition| condition.status == "False")
-        };
-        is_false(OWNER_REMEDIATED) && is_false(HEALTH_CHECK_SUCCEEDED)
-    })
-}
-
 /// The administration of a workload cluster's real etcd ([`real_etcd::RealEtcd`]) at the
 /// endpoints its etcd Pods advertise, with a client certificate from the cluster's etcd CA.
 /// Kept per cluster while the endpoints stay the same (its client certificate is valid for an
@@ -579,15 +562,6 @@ async fn real_etcd_of(
         .expect("real etcd lock")
         .insert(key, (Instant::now(), made.clone()));
     Ok(made)
-}
-
-/// The remediation record upstream keeps in annotations (`RemediationData`).
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
-#[serde(rename_all = "camelCase")]
-struct RemediationData {
-    machine: String,
-    timestamp: Timestamp,
-    retry_count: i32,
 }
 
 /// What one reconcile observed.
@@ -697,19 +671,7 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         return Ok(Action::requeue(context.config.poll_interval));
     };
     if !kcp.finalizers().iter().any(|f| f == FINALIZER) {
-        let mut finalizers = kcp.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_string());
-        let patch = json!({ "metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": kcp.resource_version(),
-        }});
-        kcps.patch(
-            &kcp.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(Error::Patch)?;
+        add_finalizer(&kcps, &kcp).await?;
         return Ok(Action::await_change());
     }
 
@@ -745,35 +707,10 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         return Ok(action);
     }
 
-    // The cluster certificates, then the kubeconfig Secret once the endpoint is known.
-    let uid = kcp.uid().unwrap_or_default();
-    let recently_checked = context
-        .certificates_checked
-        .lock()
-        .expect("certificates lock")
-        .get(&uid)
-        .is_some_and(|(when, with_kubeconfig)| {
-            *with_kubeconfig == infrastructure_ready
-                && when.elapsed() < context.config.poll_interval
-        });
     let certificates = if paused {
         Err("Reconciliation is paused".to_string())
-    } else if recently_checked {
-        Ok(())
     } else {
-        let result = reconcile_certificates(&context, &kcp, &cluster, infrastructure_ready)
-            .await
-            .map_err(|error| corral_runtime::error_chain(&error));
-        let mut checked = context
-            .certificates_checked
-            .lock()
-            .expect("certificates lock");
-        if result.is_ok() {
-            checked.insert(uid.clone(), (Instant::now(), infrastructure_ready));
-        } else {
-            checked.remove(&uid);
-        }
-        result
+        certificates_unless_checked(&context, &kcp, &cluster, infrastructure_ready).await
     };
 
     // The workload cluster.
@@ -782,29 +719,9 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         .watches
         .remember(&key, ObjectRef::from_obj(kcp.as_ref()));
     let (workload, workload_error, etcd) = if infrastructure_ready && !paused {
-        match context.cache.client(&key).await {
-            Ok(client) => match context.watches.observe(&key, &client).await {
-                Ok(mut state) => {
-                    let etcd: Arc<dyn EtcdAdmin> = if state.etcd_endpoints.is_empty() {
-                        Arc::new(SimulatedEtcd::new(client))
-                    } else {
-                        // A real etcd: its members are asked of it, through the cluster's
-                        // etcd CA.
-                        let real = real_etcd_of(&context, &namespace, &cluster_name, &state).await;
-                        state.members = match &real {
-                            Ok(real) => real.members().await.map_err(|error| error.to_string()),
-                            Err(error) => Err(error.clone()),
-                        };
-                        match real {
-                            Ok(real) => real,
-                            Err(_) => Arc::new(SimulatedEtcd::new(client)),
-                        }
-                    };
-                    (Some(state), None, Some(etcd))
-                }
-                Err(error) => (None, Some(error), None),
-            },
-            Err(error) => (None, Some(error.to_string()), None),
+        match observe_workload(&context, &key).await {
+            Ok((state, etcd)) => (Some(state), None, Some(etcd)),
+            Err(error) => (None, Some(error), None),
         }
     } else {
         (
@@ -849,7 +766,36 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         sync_machine_conditions(&context, &scope, outcome.owner_remediated.as_ref()).await?;
     }
 
-    // Status.
+    write_status(
+        &kcps,
+        &scope,
+        &outcome,
+        &cluster_name,
+        certificates,
+        initialized,
+        paused,
+    )
+    .await?;
+    if paused {
+        return Ok(Action::await_change());
+    }
+    // Changes wake the controller (see `Config::poll_interval`); this is the safety net, and
+    // the clock for what nothing announces (remediation retry periods).
+    Ok(Action::requeue(context.config.poll_interval))
+}
+
+/// Computes the status from what this reconcile observed and did, and writes it when it
+/// changed, on top of this reconcile's own metadata write if it made one.
+async fn write_status(
+    kcps: &Api<KubeadmControlPlane>,
+    scope: &Scope,
+    outcome: &Outcome,
+    cluster_name: &str,
+    certificates: Result<(), String>,
+    initialized: bool,
+    paused: bool,
+) -> Result<(), Error> {
+    let kcp = &scope.kcp;
     let remediating: Vec<String> = scope
         .machines
         .iter()
@@ -858,14 +804,14 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         .collect();
     let previous = kcp.status.clone().unwrap_or_default();
     let observed = status::Observed {
-        kcp: &kcp,
+        kcp,
         machines: &scope.machines,
         views: &scope.views,
         workload: scope.workload.as_ref(),
         workload_error: scope.workload_error.clone(),
         initialized,
-        certificates: certificates.clone(),
-        selector: machines::selector(&kcp, &cluster_name),
+        certificates,
+        selector: machines::selector(kcp, cluster_name),
         remediating,
         remediation_blocked: outcome.remediation_blocked.clone(),
         deleting: false,
@@ -877,17 +823,96 @@ async fn reconcile(kcp: Arc<KubeadmControlPlane>, context: Arc<Context>) -> Resu
         new_status.last_remediation = Some(last);
     }
     if new_status != previous {
-        // On top of this reconcile's own metadata write, if it made one.
         let written = outcome.written.as_ref().unwrap_or(kcp.as_ref());
-        patch_status(&kcps, written, &new_status).await?;
+        patch_status(kcps, written, &new_status).await?;
     }
+    Ok(())
+}
 
-    if paused {
-        return Ok(Action::await_change());
+/// Puts the controller's finalizer on the KubeadmControlPlane, conditional on the version read.
+async fn add_finalizer(
+    kcps: &Api<KubeadmControlPlane>,
+    kcp: &KubeadmControlPlane,
+) -> Result<(), Error> {
+    let mut finalizers = kcp.finalizers().to_vec();
+    finalizers.push(FINALIZER.to_string());
+    let patch = json!({ "metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": kcp.resource_version(),
+    }});
+    kcps.patch(
+        &kcp.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(Error::Patch)?;
+    Ok(())
+}
+
+/// The cluster certificates, then the kubeconfig Secret once the endpoint is known
+/// ([`reconcile_certificates`]), skipped when they were found current less than a poll
+/// interval ago with the same endpoint state; the error as the status reports it.
+async fn certificates_unless_checked(
+    context: &Context,
+    kcp: &KubeadmControlPlane,
+    cluster: &Cluster,
+    infrastructure_ready: bool,
+) -> Result<(), String> {
+    let uid = kcp.uid().unwrap_or_default();
+    let recently_checked = context
+        .certificates_checked
+        .lock()
+        .expect("certificates lock")
+        .get(&uid)
+        .is_some_and(|(when, with_kubeconfig)| {
+            *with_kubeconfig == infrastructure_ready
+                && when.elapsed() < context.config.poll_interval
+        });
+    if recently_checked {
+        return Ok(());
     }
-    // Changes wake the controller (see `Config::poll_interval`); this is the safety net, and
-    // the clock for what nothing announces (remediation retry periods).
-    Ok(Action::requeue(context.config.poll_interval))
+    let result = reconcile_certificates(context, kcp, cluster, infrastructure_ready)
+        .await
+        .map_err(|error| corral_runtime::error_chain(&error));
+    let mut checked = context
+        .certificates_checked
+        .lock()
+        .expect("certificates lock");
+    if result.is_ok() {
+        checked.insert(uid, (Instant::now(), infrastructure_ready));
+    } else {
+        checked.remove(&uid);
+    }
+    result
+}
+
+/// The workload cluster's state (through its watches) and the administration of its etcd:
+/// simulated (membership as Pod annotations) or, when its etcd Pods advertise endpoints, the
+/// real etcd, whose members are asked of it through the cluster's etcd CA.
+async fn observe_workload(
+    context: &Context,
+    key: &ClusterKey,
+) -> Result<(WorkloadState, Arc<dyn EtcdAdmin>), String> {
+    let client = context
+        .cache
+        .client(key)
+        .await
+        .map_err(|error| error.to_string())?;
+    let mut state = context.watches.observe(key, &client).await?;
+    if state.etcd_endpoints.is_empty() {
+        return Ok((state, Arc::new(SimulatedEtcd::new(client))));
+    }
+    let real = real_etcd_of(context, &key.namespace, &key.name, &state).await;
+    state.members = match &real {
+        Ok(real) => real.members().await.map_err(|error| error.to_string()),
+        Err(error) => Err(error.clone()),
+    };
+    let etcd: Arc<dyn EtcdAdmin> = match real {
+        Ok(real) => real,
+        Err(_) => Arc::new(SimulatedEtcd::new(client)),
+    };
+    Ok((state, etcd))
 }
 
 /// Looks up the cluster certificates (`<cluster>-ca`, `-etcd`, `-proxy`, `-sa`), generating
@@ -1178,552 +1203,6 @@ async fn sync_machine_conditions(
         }
     }
     Ok(())
-}
-
-/// Init, etcd member cleanup, remediation, rollout and scaling: at most one machine operation.
-async fn reconcile_machines(
-    context: &Context,
-    scope: &Scope,
-    initialized: bool,
-    outcome: &mut Outcome,
-) -> Result<(), Error> {
-    let kcp = &scope.kcp;
-    let current = scope.machines.len();
-    let desired = scope.desired();
-    for machine in &scope.machines {
-        pre_terminate::ensure_hook(context, machine).await?;
-    }
-
-    // The first machine runs kubeadm init.
-    if current == 0 {
-        let failure_domain =
-            planner::pick_failure_domain_for_scale_up(&scope.failure_domains, &scope.views);
-        context
-            .create_machine(machines::NewMachine {
-                kcp,
-                cluster: &scope.cluster,
-                init: true,
-                failure_domain,
-                remediation_for: None,
-            })
-            .await?;
-        outcome.waiting = true;
-        return Ok(());
-    }
-    if !initialized {
-        tracing::debug!(
-            "Waiting for the first control plane machine to initialize the control plane"
-        );
-        outcome.waiting = true;
-        return Ok(());
-    }
-
-    // Etcd members whose machine is gone (upstream `reconcileEtcdMembers`), once every machine
-    // has its Node.
-    if let (Some(workload), Some(etcd)) = (&scope.workload, &scope.etcd)
-        && scope.views.iter().all(|v| v.has_node)
-        && let Ok(members) = &workload.members
-    {
-        let nodes: BTreeSet<String> = scope
-            .machines
-            .iter()
-            .filter_map(|m| machine_node(m))
-            .collect();
-        for member in members.iter().filter(|m| !nodes.contains(&m.name)) {
-            tracing::info!(member = %member.name, "Removing etcd member without a Machine");
-            etcd.remove_member(member.id)
-                .await
-                .map_err(|source| Error::Etcd {
-                    operation: "remove",
-                    member: member.name.clone(),
-                    source: Box::new(source),
-                })?;
-            outcome.waiting = true;
-        }
-        if outcome.waiting {
-            return Ok(());
-        }
-    }
-
-    // A deleting Machine waiting on the pre-terminate hook: its etcd member goes, then it.
-    if pre_terminate::reconcile_pre_terminate_hook(context, scope, outcome).await? {
-        return Ok(());
-    }
-
-    // Remediation.
-    if reconcile_remediation(context, scope, outcome).await? {
-        return Ok(());
-    }
-
-    // Rollout, then plain scaling.
-    let live: Vec<&MachineView> = scope.views.iter().filter(|v| !v.deleting).collect();
-    let outdated = live.iter().any(|v| !v.up_to_date);
-    let step = if outdated {
-        Some(planner::compute_rollout_step(
-            desired,
-            scope.max_surge(),
-            current,
-        ))
-    } else if (current as i32) < desired {
-        Some(RolloutStep::ScaleUp)
-    } else if (current as i32) > desired {
-        Some(RolloutStep::ScaleDown)
-    } else {
-        None
-    };
-    match step {
-        Some(RolloutStep::ScaleUp) => scale_up(context, scope, outcome).await,
-        Some(RolloutStep::ScaleDown) => scale_down(context, scope, outcome).await,
-        None => addons::reconcile_addons(context, scope).await,
-    }
-}
-
-async fn scale_up(context: &Context, scope: &Scope, outcome: &mut Outcome) -> Result<(), Error> {
-    outcome.waiting = true;
-    if let Some(reason) = scope.preflight(None) {
-        tracing::debug!(%reason, "Not scaling up yet");
-        return Ok(());
-    }
-    let failure_domain =
-        planner::pick_failure_domain_for_scale_up(&scope.failure_domains, &scope.views);
-    // A replacement for a remediated machine carries the remediation's record.
-    let in_progress = scope
-        .kcp
-        .annotations()
-        .get(KCP_REMEDIATION_IN_PROGRESS)
-        .cloned();
-    context
-        .create_machine(machines::NewMachine {
-            kcp: &scope.kcp,
-            cluster: &scope.cluster,
-            init: false,
-            failure_domain,
-            remediation_for: in_progress.clone(),
-        })
-        .await?;
-    if in_progress.is_some() {
-        let kcps: Api<KubeadmControlPlane> =
-            Api::namespaced(context.client.clone(), &scope.namespace);
-        let patch = json!({ "metadata": { "annotations": { KCP_REMEDIATION_IN_PROGRESS: null } } });
-        let written = kcps
-            .patch(
-                &scope.kcp.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map_err(Error::Patch)?;
-        outcome.written = Some(written);
-    }
-    Ok(())
-}
-
-async fn scale_down(context: &Context, scope: &Scope, outcome: &mut Outcome) -> Result<(), Error> {
-    outcome.waiting = true;
-    let Some(victim) = planner::select_machine_for_scale_down(&scope.failure_domains, &scope.views)
-    else {
-        return Ok(());
-    };
-    if let Some(reason) = scope.preflight(Some(&victim.name)) {
-        tracing::debug!(%reason, "Not scaling down yet");
-        return Ok(());
-    }
-    remove_machine(context, scope, &victim.name).await
-}
-
-/// Moves etcd leadership off the machine (upstream `forwardEtcdLeadership`) and deletes it;
-/// its etcd member is removed in the pre-terminate hook ([`pre_terminate`]).
-async fn remove_machine(context: &Context, scope: &Scope, name: &str) -> Result<(), Error> {
-    let machine = scope.machine(name).expect("the machine is in scope");
-    if let (Some(node), Some(workload), Some(etcd)) =
-        (machine_node(machine), &scope.workload, &scope.etcd)
-        && let Some(member) = workload.member(&node)
-        && member.leader
-        && let Ok(members) = &workload.members
-        && let Some(next) = pre_terminate::leadership_candidate(scope, members, name)
-    {
-        tracing::info!(from = %member.name, to = %next.name, "Moving etcd leadership");
-        etcd.move_leader(next.id)
-            .await
-            .map_err(|source| Error::Etcd {
-                operation: "move leadership",
-                member: member.name.clone(),
-                source: Box::new(source),
-            })?;
-    }
-    tracing::info!(machine = %name, "Deleting control plane Machine");
-    let machines: Api<Machine> = Api::namespaced(context.client.clone(), &scope.namespace);
-    match machines.delete(name, &DeleteParams::background()).await {
-        Ok(_) => {
-            context.expected.record(
-                &scope.kcp,
-                Change::Deleted,
-                name,
-                context.config.poll_interval,
-            );
-            context
-                .event(
-                    &scope.kcp,
-                    EventType::Normal,
-                    "SuccessfulDelete",
-                    format!("Deleted control plane Machine {name}"),
-                )
-                .await;
-            Ok(())
-        }
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(source) => Err(Error::DeleteMachine {
-            machine: name.to_string(),
-            source,
-        }),
-    }
-}
-
-/// Remediates one machine marked by a MachineHealthCheck, when it is safe (upstream
-/// `remediation.go` `reconcileUnhealthyMachines`). Returns whether it acted or must wait, in
-/// which case nothing else is done this reconcile.
-async fn reconcile_remediation(
-    context: &Context,
-    scope: &Scope,
-    outcome: &mut Outcome,
-) -> Result<bool, Error> {
-    let kcp = &scope.kcp;
-    let marked: Vec<&MachineView> = scope
-        .views
-        .iter()
-        .filter(|v| {
-            scope
-                .machine(&v.name)
-                .is_some_and(is_marked_for_remediation)
-        })
-        .collect();
-    if marked.is_empty() {
-        return Ok(false);
-    }
-    // A remediation whose replacement is not created yet: let scaling up create it.
-    if kcp.annotations().contains_key(KCP_REMEDIATION_IN_PROGRESS) {
-        return Ok(false);
-    }
-    let Some(target) = planner::select_machine_to_remediate(&marked) else {
-        return Ok(false);
-    };
-    // Why not, on the KubeadmControlPlane (`why`) and, as upstream's words, in the target
-    // Machine's OwnerRemediated condition.
-    let mut block = |why: String, owner_remediated: Option<(&str, String)>| {
-        tracing::info!(machine = %target.name, reason = %why, "Remediation blocked");
-        outcome.remediation_blocked = Some(why);
-        outcome.owner_remediated = owner_remediated.map(|(reason, message)| {
-            (
-                target.name.clone(),
-                conditions::NewCondition::new(
-                    OWNER_REMEDIATED,
-                    corral_api::ConditionStatus::False,
-                    reason,
-                )
-                .message(message),
-            )
-        });
-        outcome.waiting = true;
-        Ok(true)
-    };
-    if target.deleting {
-        return block(
-            format!("Waiting for Machine {} to be deleted", target.name),
-            None,
-        );
-    }
-    if scope.machines.len() <= 1 {
-        return block(
-            "Cannot remediate the only control plane Machine of an initialized control plane"
-                .into(),
-            Some((
-                remediation_reason::CANNOT_BE_REMEDIATED,
-                "KubeadmControlPlane can't remediate if current replicas are less or equal to 1"
-                    .into(),
-            )),
-        );
-    }
-    // A healthy machine still provisioning: wait for it (upstream).
-    if let Some(provisioning) = scope
-        .views
-        .iter()
-        .find(|v| !v.has_node && !marked.iter().any(|m| m.name == v.name))
-    {
-        return block(
-            format!(
-                "Waiting for Machine {} to finish provisioning",
-                provisioning.name
-            ),
-            Some((
-                remediation_reason::REMEDIATION_DEFERRED,
-                "KubeadmControlPlane waiting for control plane Machine provisioning to complete \
-                 before triggering remediation"
-                    .into(),
-            )),
-        );
-    }
-    if let Some(other) = scope.views.iter().find(|v| v.deleting) {
-        return block(
-            format!("Waiting for Machine {} to be deleted", other.name),
-            Some((
-                remediation_reason::REMEDIATION_DEFERRED,
-                "KubeadmControlPlane waiting for control plane Machine deletion to complete \
-                 before triggering remediation"
-                    .into(),
-            )),
-        );
-    }
-
-    // Retry limits, from the record of the remediation the target replaced.
-    let target_machine = scope.machine(&target.name).expect("in scope");
-    let previous: Option<RemediationData> = target_machine
-        .annotations()
-        .get(KCP_REMEDIATION_FOR)
-        .and_then(|value| serde_json::from_str(value).ok());
-    let remediation = &kcp.spec.remediation;
-    let decision = planner::compute_retry(
-        previous
-            .as_ref()
-            .map(|p| PreviousRemediation {
-                retry_count: p.retry_count,
-                time: p.timestamp,
-            })
-            .as_ref(),
-        Timestamp::now(),
-        remediation.max_retry,
-        i64::from(remediation.retry_period_seconds.unwrap_or(0)),
-        remediation
-            .min_healthy_period_seconds
-            .map_or(DEFAULT_MIN_HEALTHY_PERIOD_SECONDS, i64::from),
-    );
-    let retry_count = match decision {
-        RetryDecision::Remediate { retry_count } => retry_count,
-        RetryDecision::WaitRetryPeriod { remaining_seconds } => {
-            return block(
-                format!(
-                    "Waiting {remaining_seconds}s more (remediation.retryPeriodSeconds) before remediating Machine {} again",
-                    target.name
-                ),
-                Some((
-                    remediation_reason::REMEDIATION_DEFERRED,
-                    format!(
-                        "KubeadmControlPlane can't remediate this machine because the operation \
-                         already failed in the latest {}s (RetryPeriod)",
-                        remediation.retry_period_seconds.unwrap_or(0)
-                    ),
-                )),
-            );
-        }
-        RetryDecision::MaxRetryReached { max_retry } => {
-            return block(
-                format!(
-                    "Machine {} has been remediated {max_retry} times (remediation.maxRetry); not remediating again",
-                    target.name
-                ),
-                Some((
-                    remediation_reason::CANNOT_BE_REMEDIATED,
-                    format!(
-                        "KubeadmControlPlane can't remediate this machine because the operation \
-                         already failed {max_retry} times (MaxRetry)"
-                    ),
-                )),
-            );
-        }
-    };
-
-    // Etcd quorum.
-    let Some(Ok(members)) = scope.workload.as_ref().map(|w| &w.members) else {
-        let why = "Cannot read the etcd members, so cannot tell whether remediation keeps quorum";
-        return block(
-            why.into(),
-            Some((
-                remediation_reason::INTERNAL_ERROR,
-                format!("KubeadmControlPlane {}", why.to_lowercase()),
-            )),
-        );
-    };
-    // A member counts as healthy when it answers and a Machine of this control plane runs it
-    // (upstream `canSafelyRemoveEtcdMember`).
-    let nodes: BTreeSet<String> = scope
-        .machines
-        .iter()
-        .filter_map(|m| machine_node(m))
-        .collect();
-    let health: Vec<MemberHealth> = members
-        .iter()
-        .map(|m| MemberHealth {
-            name: m.name.clone(),
-            healthy: m.healthy && nodes.contains(&m.name),
-        })
-        .collect();
-    let target_node = machine_node(target_machine).unwrap_or_default();
-    if !planner::can_safely_remove_etcd_member(&health, &target_node) {
-        return block(
-            format!(
-                "Removing the etcd member of Machine {} would lose etcd quorum ({} members, {} healthy)",
-                target.name,
-                health.len(),
-                health.iter().filter(|m| m.healthy).count()
-            ),
-            Some((
-                remediation_reason::CANNOT_BE_REMEDIATED,
-                // Upstream's words, spelling included.
-                "KubeadmControlPlane can't remediate this Machine because this could result in \
-                 etcd loosing quorum"
-                    .into(),
-            )),
-        );
-    }
-
-    tracing::info!(machine = %target.name, retry_count, "Remediating unhealthy control plane Machine");
-    let now = Timestamp::now();
-    let record = RemediationData {
-        machine: target.name.clone(),
-        timestamp: Timestamp::from_second(now.as_second()).unwrap_or(now),
-        retry_count,
-    };
-    let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &scope.namespace);
-    let patch = json!({ "metadata": { "annotations": {
-        KCP_REMEDIATION_IN_PROGRESS: serde_json::to_string(&record).expect("serializes"),
-    } } });
-    let written = kcps
-        .patch(
-            &kcp.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(Error::Patch)?;
-    outcome.written = Some(written);
-    remove_machine(context, scope, &target.name).await?;
-    context
-        .event(
-            kcp,
-            EventType::Normal,
-            "MachineRemediation",
-            format!(
-                "Remediating unhealthy control plane Machine {} (retry {retry_count})",
-                target.name
-            ),
-        )
-        .await;
-    outcome.last_remediation = Some(LastRemediationStatus {
-        machine: target.name.clone(),
-        retry_count,
-        time: Time(record.timestamp),
-    });
-    outcome.waiting = true;
-    Ok(true)
-}
-
-/// Deletes the control plane Machines once the workers are gone, then releases the finalizer
-/// (upstream `reconcileDelete`).
-async fn reconcile_delete(
-    context: &Context,
-    kcp: &KubeadmControlPlane,
-    cluster: &str,
-    machines: Vec<Arc<Machine>>,
-) -> Result<Action, Error> {
-    let namespace = kcp.namespace().unwrap_or_default();
-    let kcps: Api<KubeadmControlPlane> = Api::namespaced(context.client.clone(), &namespace);
-    let all: Api<Machine> = Api::namespaced(context.client.clone(), &namespace);
-    let workers = all
-        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME}={cluster},!{CONTROL_PLANE}")))
-        .await
-        .map_err(Error::ListMachines)?
-        .items;
-    let mut status = kcp.status.clone().unwrap_or_default();
-    let now = conditions::now();
-    let generation = kcp.metadata.generation;
-    let message = if !workers.is_empty() {
-        format!(
-            "Waiting for {} worker Machines to be deleted",
-            workers.len()
-        )
-    } else {
-        format!("Deleting {} control plane Machines", machines.len())
-    };
-    conditions::set(
-        &mut status.conditions,
-        conditions::NewCondition::new(
-            status::types::DELETING,
-            corral_api::ConditionStatus::True,
-            if workers.is_empty() {
-                "WaitingForMachineDeletion"
-            } else {
-                "WaitingForWorkersDeletion"
-            },
-        )
-        .message(message),
-        generation,
-        &now,
-    );
-    status.replicas = Some(machines.len() as i32);
-    if Some(&status) != kcp.status.as_ref() {
-        patch_status(&kcps, kcp, &status).await?;
-    }
-    if !workers.is_empty() {
-        return Ok(Action::requeue(context.config.poll_interval));
-    }
-    if machines.is_empty() {
-        let finalizers: Vec<String> = kcp
-            .finalizers()
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        let patch = json!({ "metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": kcp.resource_version(),
-        }});
-        kcps.patch(
-            &kcp.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(Error::Patch)?;
-        let key = ClusterKey::new(&namespace, cluster);
-        context.watches.forget(&key);
-        context
-            .real_etcd
-            .lock()
-            .expect("real etcd lock")
-            .remove(&key);
-        context.expected.forget(kcp);
-        context
-            .certificates_checked
-            .lock()
-            .expect("certificates lock")
-            .remove(&kcp.uid().unwrap_or_default());
-        context.addons.forget(&kcp.uid().unwrap_or_default());
-        context.cluster_facts.forget(&namespace, cluster);
-        // The workload cluster goes with its control plane: its connection is dropped for
-        // every controller sharing the cache (one that asks again reconnects).
-        context.cache.forget(&key);
-        return Ok(Action::await_change());
-    }
-    for machine in &machines {
-        // Deleting the whole control plane, etcd goes with it: no member is removed, so no
-        // Machine waits on the hook (upstream).
-        pre_terminate::remove_hook(context, machine).await?;
-        if machine.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let name = machine.name_any();
-        tracing::info!(machine = %name, "Deleting control plane Machine");
-        match all.delete(&name, &DeleteParams::background()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(source) => {
-                return Err(Error::DeleteMachine {
-                    machine: name,
-                    source,
-                });
-            }
-        }
-    }
-    Ok(Action::requeue(context.config.poll_interval))
 }
 
 #[cfg(test)]
