@@ -255,13 +255,104 @@ async fn a_generated_cluster_has_upstreams_owner_references_and_leaves_nothing_w
     })
     .await;
 
-    // Deleted, the cluster leaves nothing of it in the namespace: every namespaced kind the
-    // server serves is listed (Events aside, which nothing owns, upstream as here).
-    let deleted = corral_ok(
+    deleted_cluster_leaves_nothing(&kubeconfig, &client, "own").await;
+}
+
+/// The machine-based flavour: control plane Machines of the Cluster's own, each with its
+/// KubeadmConfig, workers of a MachineDeployment; every bootstrap data Secret its
+/// KubeadmConfig's, and nothing left once the cluster is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_based_cluster_has_upstreams_owner_references_and_leaves_nothing_when_deleted() {
+    let dir = scratch();
+    let (_up, kubeconfig) = start_up(&dir.path().join("data"), dir.path().join("up.log")).await;
+    let yaml = corral_ok(
         &kubeconfig,
-        &["delete", "cluster", "own", "--wait", "--timeout", "180"],
+        &[
+            "generate",
+            "cluster",
+            "mb",
+            "--flavor",
+            "machine-based",
+            "--kubernetes-version",
+            "v1.33.1",
+            "--control-plane-machine-count",
+            "2",
+            "--worker-machine-count",
+            "1",
+        ],
     );
-    assert!(deleted.contains("Cluster own is gone"), "{deleted}");
+    let connection = corral_cli::Connection::open(&corral_cli::KubeconfigSource {
+        flag: Some(kubeconfig.clone()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    corral_cli::apply::apply_yaml(&connection, &yaml)
+        .await
+        .unwrap();
+    wait_available(&kubeconfig, "mb", 3).await;
+    let client = client(&kubeconfig).await;
+
+    let infrastructure = "infrastructure.cluster.x-k8s.io";
+    let bootstrap = "bootstrap.cluster.x-k8s.io";
+    assert_eq!(
+        owners(&client, infrastructure, "DevCluster", "mb").await,
+        owned_by("Cluster", "mb", false)
+    );
+    for (group, kind, name) in [
+        ("cluster.x-k8s.io", "MachineDeployment", "mb-md-0"),
+        (infrastructure, "DevMachineTemplate", "mb-md-0"),
+        (bootstrap, "KubeadmConfigTemplate", "mb-md-0"),
+    ] {
+        let owners = owners(&client, group, kind, name).await;
+        assert_eq!(owners, owned_by("Cluster", "mb", false), "{kind}/{name}");
+    }
+    let machines = dynamic(&client, "cluster.x-k8s.io", "Machine")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert_eq!(machines.items.len(), 3);
+    for machine in &machines.items {
+        let name = machine.metadata.name.clone().unwrap();
+        let owner = &machine.metadata.owner_references.as_ref().unwrap()[0];
+        // A stand-alone Machine is the Cluster's (not as controller), a worker its MachineSet's.
+        let expected = if name.starts_with("mb-control-plane-") {
+            ("Cluster", false)
+        } else {
+            ("MachineSet", true)
+        };
+        assert_eq!(
+            (owner.kind.as_str(), owner.controller == Some(true)),
+            expected,
+            "{name}: {owner:?}"
+        );
+        let config = machine.data["spec"]["bootstrap"]["configRef"]["name"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            owners(&client, bootstrap, "KubeadmConfig", config).await,
+            owned_by("Machine", &name, true)
+        );
+        let data_secret = machine.data["spec"]["bootstrap"]["dataSecretName"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            owners(&client, "", "Secret", data_secret).await,
+            owned_by("KubeadmConfig", config, true)
+        );
+    }
+
+    deleted_cluster_leaves_nothing(&kubeconfig, &client, "mb").await;
+}
+
+/// Deletes cluster `name` and checks it leaves nothing of it in the namespace: every namespaced
+/// kind the server serves is listed (Events aside, which nothing owns, upstream as here).
+async fn deleted_cluster_leaves_nothing(kubeconfig: &std::path::Path, client: &kube::Client, name: &str) {
+    let deleted = corral_ok(
+        kubeconfig,
+        &["delete", "cluster", name, "--wait", "--timeout", "180"],
+    );
+    assert!(deleted.contains(&format!("Cluster {name} is gone")), "{deleted}");
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
     let mut left = Vec::new();
     for group in discovery.groups() {
@@ -275,15 +366,15 @@ async fn a_generated_cluster_has_upstreams_owner_references_and_leaves_nothing_w
             let api: Api<DynamicObject> =
                 Api::namespaced_with(client.clone(), "default", &resource);
             for object in api.list(&ListParams::default()).await.unwrap() {
-                let name = object.metadata.name.clone().unwrap_or_default();
+                let object_name = object.metadata.name.clone().unwrap_or_default();
                 let labelled = object
                     .metadata
                     .labels
                     .as_ref()
                     .and_then(|l| l.get("cluster.x-k8s.io/cluster-name"))
                     .is_some();
-                if name.starts_with("own") || labelled {
-                    left.push(format!("{}/{name}", resource.kind));
+                if object_name.starts_with(name) || labelled {
+                    left.push(format!("{}/{object_name}", resource.kind));
                 }
             }
         }
