@@ -517,7 +517,7 @@ async fn kubeadm_rules() {
             Some(json!({ "spec": { "kubeadmConfigSpec": { "clusterConfiguration": { "etcd": { "external": {
                 "endpoints": ["https://etcd:2379"], "caFile": "/ca", "certFile": "/cert", "keyFile": "/key" } } } } } })),
             Expect::Refused(&[(FORBIDDEN, "spec.kubeadmConfigSpec.clusterConfiguration.etcd.external")])),
-        row("kcp-template-spec-is-immutable", control_plane_template("kt1", json!({})),
+        row("kcp-template-spec-is-immutable", control_plane_template("kt1", json!({ "kubeadmConfigSpec": { "format": "cloud-config" } })),
             Some(json!({ "spec": { "template": { "spec": { "machineNaming": { "template": "{{ .kubeadmControlPlane.name }}-{{ .random }}" } } } } })),
             Expect::Refused(&[(INVALID, "spec.template.spec")])),
         row("kcp-template-rollout", control_plane_template("kt2",

@@ -332,7 +332,7 @@ impl KindRules for KubeadmControlPlaneRules {
         errors.extend(forbidden_changes(old, new));
         errors.extend(validate_version_skew(old, new));
         errors.extend(validate_cluster_configuration(
-            old.pointer(CLUSTER_CONFIGURATION),
+            Some(old.pointer(CLUSTER_CONFIGURATION).unwrap_or(&Value::Null)),
             new.pointer(CLUSTER_CONFIGURATION).unwrap_or(&Value::Null),
             &cluster_configuration_path(),
         ));
