@@ -619,25 +619,18 @@ fn validate_coredns_version(old: &Value, new: &Value) -> ErrorList {
         return ErrorList::new();
     }
     let path = cluster_configuration_path().child("dns").child("imageTag");
-    let from = match parse_tolerant_image_tag(from_tag) {
-        Ok(version) => version,
-        Err(error) => {
-            return vec![FieldError::invalid(
-                path,
-                from_tag,
-                format!("failed to parse current CoreDNS version: {error}"),
-            )];
-        }
+    let parse = |tag: &str, which: &str| {
+        parse_tolerant_image_tag(tag).map_err(|error| {
+            vec![FieldError::invalid(
+                &path,
+                tag,
+                format!("failed to parse {which} CoreDNS version: {error}"),
+            )]
+        })
     };
-    let to = match parse_tolerant_image_tag(to_tag) {
-        Ok(version) => version,
-        Err(error) => {
-            return vec![FieldError::invalid(
-                path,
-                to_tag,
-                format!("failed to parse target CoreDNS version: {error}"),
-            )];
-        }
+    let (from, to) = match (parse(from_tag, "current"), parse(to_tag, "target")) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(errors), _) | (_, Err(errors)) => return errors,
     };
     let core = |v: &semver::Version| format!("{}.{}.{}", v.major, v.minor, v.patch);
     let (from_core, to_core) = (core(&from), core(&to));

@@ -60,6 +60,24 @@ fn dynamic(client: &kube::Client, group: &str, kind: &str) -> Api<DynamicObject>
     Api::namespaced_with(client.clone(), "default", &resource)
 }
 
+/// `corral generate cluster` with `args` (the name first), one worker and Kubernetes v1.33.1,
+/// applied as `corral apply` would.
+async fn generate_and_apply(kubeconfig: &std::path::Path, args: &[&str]) {
+    let mut command = vec!["generate", "cluster"];
+    command.extend_from_slice(args);
+    command.extend_from_slice(&["--kubernetes-version", "v1.33.1", "--worker-machine-count", "1"]);
+    let yaml = corral_ok(kubeconfig, &command);
+    let connection = corral_cli::Connection::open(&corral_cli::KubeconfigSource {
+        flag: Some(kubeconfig.to_path_buf()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    corral_cli::apply::apply_yaml(&connection, &yaml)
+        .await
+        .unwrap();
+}
+
 fn owned_by(kind: &str, name: &str, controller: bool) -> Vec<(String, String, bool)> {
     vec![(kind.to_string(), name.to_string(), controller)]
 }
@@ -68,29 +86,7 @@ fn owned_by(kind: &str, name: &str, controller: bool) -> Vec<(String, String, bo
 async fn a_generated_cluster_has_upstreams_owner_references_and_leaves_nothing_when_deleted() {
     let dir = scratch();
     let (_up, kubeconfig) = start_up(&dir.path().join("data"), dir.path().join("up.log")).await;
-    let yaml = corral_ok(
-        &kubeconfig,
-        &[
-            "generate",
-            "cluster",
-            "own",
-            "--kubernetes-version",
-            "v1.33.1",
-            "--control-plane-machine-count",
-            "1",
-            "--worker-machine-count",
-            "1",
-        ],
-    );
-    let connection = corral_cli::Connection::open(&corral_cli::KubeconfigSource {
-        flag: Some(kubeconfig.clone()),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    corral_cli::apply::apply_yaml(&connection, &yaml)
-        .await
-        .unwrap();
+    generate_and_apply(&kubeconfig, &["own", "--control-plane-machine-count", "1"]).await;
     wait_available(&kubeconfig, "own", 2).await;
     let client = client(&kubeconfig).await;
 
@@ -265,31 +261,11 @@ async fn a_generated_cluster_has_upstreams_owner_references_and_leaves_nothing_w
 async fn a_machine_based_cluster_has_upstreams_owner_references_and_leaves_nothing_when_deleted() {
     let dir = scratch();
     let (_up, kubeconfig) = start_up(&dir.path().join("data"), dir.path().join("up.log")).await;
-    let yaml = corral_ok(
+    generate_and_apply(
         &kubeconfig,
-        &[
-            "generate",
-            "cluster",
-            "mb",
-            "--flavor",
-            "machine-based",
-            "--kubernetes-version",
-            "v1.33.1",
-            "--control-plane-machine-count",
-            "2",
-            "--worker-machine-count",
-            "1",
-        ],
-    );
-    let connection = corral_cli::Connection::open(&corral_cli::KubeconfigSource {
-        flag: Some(kubeconfig.clone()),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    corral_cli::apply::apply_yaml(&connection, &yaml)
-        .await
-        .unwrap();
+        &["mb", "--flavor", "machine-based", "--control-plane-machine-count", "2"],
+    )
+    .await;
     wait_available(&kubeconfig, "mb", 3).await;
     let client = client(&kubeconfig).await;
 
