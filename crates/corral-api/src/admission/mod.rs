@@ -429,7 +429,10 @@ pub fn validate_machine_naming(
             format!("invalid template: {reason}"),
         )),
         Ok(name) => {
-            for message in corral_admission::names::is_dns1123_subdomain(&name).err().unwrap_or_default() {
+            for message in corral_admission::names::is_dns1123_subdomain(&name)
+                .err()
+                .unwrap_or_default()
+            {
                 errors.push(FieldError::invalid(
                     &path,
                     template,
@@ -463,8 +466,12 @@ pub fn validate_machine_taints(taints: Option<&Value>, path: &Path) -> ErrorList
             || key == "node.cluster.x-k8s.io/outdated-revision"
         {
             Some("taint key is not allowed")
-        } else if key.starts_with("node.kubernetes.io/") && key != "node.kubernetes.io/out-of-service" {
-            Some("taint key must not have the prefix node.kubernetes.io/, except for node.kubernetes.io/out-of-service")
+        } else if key.starts_with("node.kubernetes.io/")
+            && key != "node.kubernetes.io/out-of-service"
+        {
+            Some(
+                "taint key must not have the prefix node.kubernetes.io/, except for node.kubernetes.io/out-of-service",
+            )
         } else if key.starts_with("node.cloudprovider.kubernetes.io/") {
             Some("taint key must not have the prefix node.cloudprovider.kubernetes.io/")
         } else if key == "node-role.kubernetes.io/master" {
@@ -475,7 +482,10 @@ pub fn validate_machine_taints(taints: Option<&Value>, path: &Path) -> ErrorList
         if let Some(detail) = reserved {
             errors.push(FieldError::invalid(&key_path, key, detail));
         }
-        for message in corral_admission::names::is_qualified_name(key).err().unwrap_or_default() {
+        for message in corral_admission::names::is_qualified_name(key)
+            .err()
+            .unwrap_or_default()
+        {
             errors.push(FieldError::invalid(&key_path, key, message));
         }
     }
@@ -514,7 +524,11 @@ pub fn validate_skipped_preflight_checks(object: &Value) -> ErrorList {
         return ErrorList::new();
     }
     vec![FieldError::invalid(
-        Path::new(&["metadata", "annotations", annotations::MACHINE_SET_SKIP_PREFLIGHT_CHECKS]),
+        Path::new(&[
+            "metadata",
+            "annotations",
+            annotations::MACHINE_SET_SKIP_PREFLIGHT_CHECKS,
+        ]),
         Value::Array(unknown),
         format!(
             "skipped preflight check(s) must be among: [{}]",

@@ -280,7 +280,10 @@ async fn machine_set_rules() {
         core(
             "MachineSet",
             name,
-            machine_set_spec(json!({ "pool": "a" }), json!({ "matchLabels": { "pool": "a" } })),
+            machine_set_spec(
+                json!({ "pool": "a" }),
+                json!({ "matchLabels": { "pool": "a" } }),
+            ),
         )
     };
     run(&env, vec![

@@ -8,12 +8,11 @@
 //! `KubeadmBootstrapFormatIgnition` feature gate on.
 
 use corral_admission::{ErrorList, FieldError, KindRules, Path, RuleSet};
-use corral_api::annotations::KCP_SKIP_COREDNS;
 use corral_api::admission::{
     default_version, merge_patch_paths, object_at, str_at, validate_machine_naming,
-    validate_machine_taints,
-    validate_template_metadata_at, validate_template_spec_unchanged,
+    validate_machine_taints, validate_template_metadata_at, validate_template_spec_unchanged,
 };
+use corral_api::annotations::KCP_SKIP_COREDNS;
 use serde_json::{Map, Value};
 
 use super::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP};
@@ -1055,7 +1054,9 @@ impl KindRules for KubeadmControlPlaneTemplateRules {
             template_spec
                 .pointer("/kubeadmConfigSpec/clusterConfiguration")
                 .unwrap_or(&Value::Null),
-            &spec.child("kubeadmConfigSpec").child("clusterConfiguration"),
+            &spec
+                .child("kubeadmConfigSpec")
+                .child("clusterConfiguration"),
         ));
         errors.extend(validate_config_spec(
             template_spec

@@ -631,7 +631,6 @@ pub(super) fn parse_image_tag_version(tag: &str) -> Option<(u64, u64, u64)> {
     parts.next().is_none().then_some(version)
 }
 
-
 /// Upstream `validateCoreDNSImageTag`, plus Corral's limit of an unchanged Corefile (see the
 /// module documentation).
 pub(super) fn validate_coredns_upgrade(from_tag: &str, to_tag: &str) -> Result<(), AddonsError> {

@@ -65,7 +65,12 @@ fn dynamic(client: &kube::Client, group: &str, kind: &str) -> Api<DynamicObject>
 async fn generate_and_apply(kubeconfig: &std::path::Path, args: &[&str]) {
     let mut command = vec!["generate", "cluster"];
     command.extend_from_slice(args);
-    command.extend_from_slice(&["--kubernetes-version", "v1.33.1", "--worker-machine-count", "1"]);
+    command.extend_from_slice(&[
+        "--kubernetes-version",
+        "v1.33.1",
+        "--worker-machine-count",
+        "1",
+    ]);
     let yaml = corral_ok(kubeconfig, &command);
     let connection = corral_cli::Connection::open(&corral_cli::KubeconfigSource {
         flag: Some(kubeconfig.to_path_buf()),
@@ -263,7 +268,13 @@ async fn a_machine_based_cluster_has_upstreams_owner_references_and_leaves_nothi
     let (_up, kubeconfig) = start_up(&dir.path().join("data"), dir.path().join("up.log")).await;
     generate_and_apply(
         &kubeconfig,
-        &["mb", "--flavor", "machine-based", "--control-plane-machine-count", "2"],
+        &[
+            "mb",
+            "--flavor",
+            "machine-based",
+            "--control-plane-machine-count",
+            "2",
+        ],
     )
     .await;
     wait_available(&kubeconfig, "mb", 3).await;
@@ -323,12 +334,19 @@ async fn a_machine_based_cluster_has_upstreams_owner_references_and_leaves_nothi
 
 /// Deletes cluster `name` and checks it leaves nothing of it in the namespace: every namespaced
 /// kind the server serves is listed (Events aside, which nothing owns, upstream as here).
-async fn deleted_cluster_leaves_nothing(kubeconfig: &std::path::Path, client: &kube::Client, name: &str) {
+async fn deleted_cluster_leaves_nothing(
+    kubeconfig: &std::path::Path,
+    client: &kube::Client,
+    name: &str,
+) {
     let deleted = corral_ok(
         kubeconfig,
         &["delete", "cluster", name, "--wait", "--timeout", "180"],
     );
-    assert!(deleted.contains(&format!("Cluster {name} is gone")), "{deleted}");
+    assert!(
+        deleted.contains(&format!("Cluster {name} is gone")),
+        "{deleted}"
+    );
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
     let mut left = Vec::new();
     for group in discovery.groups() {
