@@ -573,6 +573,59 @@ async fn kubeadm_rules() {
     ]).await;
 }
 
+/// A KubeadmControlPlane's `/scale` runs upstream's `ScaleValidator`: zero or an even count
+/// with stacked etcd is denied as its webhook denies (403, the webhook named), and nothing
+/// changes; an odd count is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeadm_control_plane_scale_rules() {
+    let env = env().await;
+    let object = control_plane("ks1", 3);
+    let api = api(&env, &object);
+    let created = api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(object).unwrap(),
+        )
+        .await
+        .unwrap();
+    for (replicas, message) in [
+        (2, "replicas cannot be an even number when etcd is stacked"),
+        (0, "replicas should be greater than zero"),
+    ] {
+        let status = refusal(
+            api.patch_scale(
+                "ks1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "replicas": replicas } })),
+            )
+            .await
+            .unwrap_err(),
+        );
+        assert_eq!(status["code"], 403, "{status}");
+        assert_eq!(status["reason"], "Forbidden", "{status}");
+        assert_eq!(
+            status["message"],
+            format!(
+                "admission webhook \"validation-scale.kubeadmcontrolplane.controlplane.cluster.x-k8s.io\" denied the request: {message}"
+            ),
+            "{status}"
+        );
+        let now = api.get("ks1").await.unwrap();
+        assert_eq!(
+            now.metadata.resource_version,
+            created.metadata.resource_version
+        );
+    }
+    api.patch_scale(
+        "ks1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "spec": { "replicas": 5 } })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(api.get("ks1").await.unwrap().data["spec"]["replicas"], 5);
+}
+
 fn health_check(name: &str, spec: Value) -> Value {
     let mut object = core(
         "MachineHealthCheck",

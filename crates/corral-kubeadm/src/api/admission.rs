@@ -344,6 +344,24 @@ impl KindRules for KubeadmControlPlaneRules {
         ));
         errors
     }
+
+    /// Upstream's `ScaleValidator` of `kubeadmcontrolplanes/scale`: more than zero replicas,
+    /// and an odd number with stacked etcd.
+    fn validate_scale(&self, object: &Value) -> Result<(), String> {
+        let replicas = object
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if replicas <= 0 {
+            return Err("replicas should be greater than zero".into());
+        }
+        let external_etcd =
+            is_set(object.pointer("/spec/kubeadmConfigSpec/clusterConfiguration/etcd/external"));
+        if !external_etcd && replicas % 2 == 0 {
+            return Err("replicas cannot be an even number when etcd is stacked".into());
+        }
+        Ok(())
+    }
 }
 
 /// The webhook sets the strategy to RollingUpdate and maxSurge to 1 when unset.
