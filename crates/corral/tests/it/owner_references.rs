@@ -158,33 +158,7 @@ async fn a_generated_cluster_has_upstreams_owner_references_and_leaves_nothing_w
                 && ["KubeadmControlPlane", "MachineSet"].contains(&owner.kind.as_str()),
             "{name}: {owner:?}"
         );
-        let infrastructure_name = machine.data["spec"]["infrastructureRef"]["name"]
-            .as_str()
-            .unwrap();
-        assert_eq!(
-            owners(&client, infrastructure, "DevMachine", infrastructure_name).await,
-            owned_by("Machine", &name, true)
-        );
-        let config = machine.data["spec"]["bootstrap"]["configRef"]["name"]
-            .as_str()
-            .unwrap();
-        assert_eq!(
-            owners(
-                &client,
-                "bootstrap.cluster.x-k8s.io",
-                "KubeadmConfig",
-                config
-            )
-            .await,
-            owned_by("Machine", &name, true)
-        );
-        let data_secret = machine.data["spec"]["bootstrap"]["dataSecretName"]
-            .as_str()
-            .unwrap();
-        assert_eq!(
-            owners(&client, "", "Secret", data_secret).await,
-            owned_by("KubeadmConfig", config, true)
-        );
+        machine_objects_are_owned_down_the_chain(&client, machine).await;
     }
 
     // An owner reference stripped from the control plane's template comes back when the
@@ -313,23 +287,44 @@ async fn a_machine_based_cluster_has_upstreams_owner_references_and_leaves_nothi
             expected,
             "{name}: {owner:?}"
         );
-        let config = machine.data["spec"]["bootstrap"]["configRef"]["name"]
-            .as_str()
-            .unwrap();
-        assert_eq!(
-            owners(&client, bootstrap, "KubeadmConfig", config).await,
-            owned_by("Machine", &name, true)
-        );
-        let data_secret = machine.data["spec"]["bootstrap"]["dataSecretName"]
-            .as_str()
-            .unwrap();
-        assert_eq!(
-            owners(&client, "", "Secret", data_secret).await,
-            owned_by("KubeadmConfig", config, true)
-        );
+        machine_objects_are_owned_down_the_chain(&client, machine).await;
     }
 
     deleted_cluster_leaves_nothing(&kubeconfig, &client, "mb").await;
+}
+
+/// A Machine's DevMachine and KubeadmConfig are controlled by the Machine, its bootstrap data
+/// Secret by the KubeadmConfig.
+async fn machine_objects_are_owned_down_the_chain(client: &kube::Client, machine: &DynamicObject) {
+    let name = machine.metadata.name.clone().unwrap();
+    let spec = &machine.data["spec"];
+    let infrastructure = spec["infrastructureRef"]["name"].as_str().unwrap();
+    assert_eq!(
+        owners(
+            client,
+            "infrastructure.cluster.x-k8s.io",
+            "DevMachine",
+            infrastructure
+        )
+        .await,
+        owned_by("Machine", &name, true)
+    );
+    let config = spec["bootstrap"]["configRef"]["name"].as_str().unwrap();
+    assert_eq!(
+        owners(
+            client,
+            "bootstrap.cluster.x-k8s.io",
+            "KubeadmConfig",
+            config
+        )
+        .await,
+        owned_by("Machine", &name, true)
+    );
+    let data_secret = spec["bootstrap"]["dataSecretName"].as_str().unwrap();
+    assert_eq!(
+        owners(client, "", "Secret", data_secret).await,
+        owned_by("KubeadmConfig", config, true)
+    );
 }
 
 /// Deletes cluster `name` and checks it leaves nothing of it in the namespace: every namespaced
