@@ -343,6 +343,19 @@ async fn deleted_cluster_leaves_nothing(
         "{deleted}"
     );
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    // The garbage collector takes what the Cluster owned once it is gone, a moment later.
+    eventually(&format!("nothing of cluster {name} left"), || async {
+        let left = left_of(client, &discovery, name).await;
+        if !left.is_empty() {
+            eprintln!("left behind for now: {left:?}");
+        }
+        left.is_empty().then_some(())
+    })
+    .await;
+}
+
+/// What is left in the namespace of cluster `name`: objects named after it or labelled with it.
+async fn left_of(client: &kube::Client, discovery: &Discovery, name: &str) -> Vec<String> {
     let mut left = Vec::new();
     for group in discovery.groups() {
         for (resource, capabilities) in group.recommended_resources() {
@@ -368,5 +381,5 @@ async fn deleted_cluster_leaves_nothing(
             }
         }
     }
-    assert!(left.is_empty(), "left behind: {left:?}");
+    left
 }
