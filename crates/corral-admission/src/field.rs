@@ -15,6 +15,7 @@ pub enum ErrorType {
     Forbidden,
     TooLong,
     TooMany,
+    InternalError,
 }
 
 impl ErrorType {
@@ -28,6 +29,7 @@ impl ErrorType {
             ErrorType::Forbidden => "FieldValueForbidden",
             ErrorType::TooLong => "FieldValueTooLong",
             ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::InternalError => "InternalError",
         }
     }
 
@@ -40,6 +42,7 @@ impl ErrorType {
             ErrorType::Forbidden => "Forbidden",
             ErrorType::TooLong => "Too long",
             ErrorType::TooMany => "Too many",
+            ErrorType::InternalError => "Internal error",
         }
     }
 
@@ -105,6 +108,12 @@ impl FieldError {
     /// `field.Duplicate`: the value repeated.
     pub fn duplicate(field: impl Into<String>, value: impl Into<Value>) -> FieldError {
         FieldError::new(ErrorType::Duplicate, field, Some(value.into()), "")
+    }
+
+    /// `field.InternalError`: something the validation could not do, such as parse a stored
+    /// value; the value is never shown.
+    pub fn internal(field: impl Into<String>, detail: impl Into<String>) -> FieldError {
+        FieldError::new(ErrorType::InternalError, field, None, detail)
     }
 
     /// `field.TooLong`: the value is never shown.

@@ -1,7 +1,8 @@
 //! What an API server needs to know of a kind to admit its writes as that kind's own admission
 //! webhooks would, without knowing the kind: [`KindRules`] (default, validate a create, validate
-//! an update against the stored object), collected per group and kind in a [`RuleSet`] that the
-//! API server runs on every write, and what they answer with: field errors ([`field`], the
+//! an update against the stored object, validate a write of the `scale` subresource), collected
+//! per group and kind in a [`RuleSet`] that the API server runs on every write, and what they
+//! answer with: field errors ([`field`], the
 //! words of apimachinery's `field` package, which the API server's schema validation speaks
 //! too), the syntax checks of names, label keys and values ([`names`], apimachinery's
 //! `util/validation`) and label and field selectors ([`selector`], apimachinery's `labels`
@@ -51,6 +52,14 @@ pub trait KindRules: Send + Sync {
     fn validate_update(&self, old: &Value, new: &Value) -> ErrorList {
         let _ = old;
         self.validate_create(new)
+    }
+
+    /// The validating webhook of the `scale` subresource, for the kinds upstream registers one
+    /// for: `object` is the object with the replica count the write asks for. An `Err` refuses
+    /// the write with that message, as a webhook's denial.
+    fn validate_scale(&self, object: &Value) -> Result<(), String> {
+        let _ = object;
+        Ok(())
     }
 }
 

@@ -30,6 +30,8 @@
 //! next to the field it concerns; upstream's webhook rules are `admission/` (one module per kind,
 //! `corral_admission::KindRules` over the object's JSON), which the API server runs. `labels`,
 //! `annotations`, `finalizers`, `conditions` and `field_managers` hold upstream's well-known names.
+//! `naming` renders upstream's Machine naming templates (`machineNaming.template`), for the
+//! controllers that name Machines and the admission rules that check a template alike.
 //! `contract.rs` is the provider contract: views over a provider object's JSON
 //! (`InfrastructureCluster`, `InfrastructureMachine`, `BootstrapConfig`, `ControlPlane`) that read
 //! and write the fields core uses, for the v1beta2 and v1beta1 contracts, and
@@ -54,6 +56,7 @@ pub mod machine;
 pub mod machine_deployment;
 pub mod machine_health_check;
 pub mod machine_set;
+pub mod naming;
 pub mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;

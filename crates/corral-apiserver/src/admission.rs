@@ -7,7 +7,9 @@
 //! whose upstream admission is webhooks in the providers) is admitted as those webhooks would:
 //! its defaulting after the schema's defaults and before schema validation, its validation
 //! after schema validation, on writes of the object itself (upstream registers them for the
-//! resource, not its `status` or `scale` subresources). Its field errors are one 422 `Invalid`
+//! resource, not its `status` or `scale` subresources); a write of the `scale` subresource runs
+//! the kind's scale validation instead (upstream's KubeadmControlPlane `ScaleValidator`), whose
+//! refusal is a webhook's denial. Its field errors are one 422 `Invalid`
 //! `Status`, as a webhook answering `apierrors.NewInvalid` gives. For every custom resource with
 //! a scale subresource, a negative value (or one above the int32 range) at `specReplicasPath` is
 //! refused, as apiextensions' `ValidateScaleSpec` does on every write but status ones.
@@ -79,6 +81,15 @@ pub async fn admit(
         && let Some(error) = crate::scale::validate_spec_replicas(object, paths)
     {
         return Err(invalid(request, object, vec![error]));
+    }
+    if target.subresource.as_deref() == Some("scale")
+        && let Some(rules) = state
+            .config
+            .admission
+            .get(&target.resource.group, &target.resource.kind)
+        && let Err(message) = rules.validate_scale(object)
+    {
+        return Err(denial(request, "validation-scale", &message));
     }
     if let Some(rules) = rules {
         let errors = validate(rules, request, object);

@@ -10,11 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use corral_api::labels::{base64url_no_pad, fnv32a, format_label_value, is_valid_label_value};
 
-/// The longest object name that is also a valid label value.
-const MAX_NAME_LENGTH: usize = 63;
-
-/// How many random characters end a generated name.
-pub const RANDOM_LENGTH: usize = 5;
+pub use corral_api::naming::RANDOM_LENGTH;
 
 /// apimachinery's alphabet for random names: no vowels, so that no word is spelled by
 /// accident, and no characters easily confused (0, 1, 3).
@@ -70,44 +66,22 @@ pub fn machine_name(
     if !template.contains("{{ .random }}") {
         return Err(NamingError::MissingRandom);
     }
-    let render_error = |reason: String| NamingError::Render {
-        template: template.to_owned(),
-        reason,
-    };
     // One random value per name, however often `.random` appears, as Go's template data holds
     // one.
     let random_value = random();
-    let mut name = String::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        name.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after
-            .find("}}")
-            .ok_or_else(|| render_error("unclosed action".into()))?;
-        let field = after[..end].trim();
-        let value = match field {
-            ".cluster.name" => cluster,
-            ".machineSet.name" => machine_set,
-            ".random" => random_value.as_str(),
-            other => return Err(render_error(format!("unknown field {other:?}"))),
-        };
-        name.push_str(value);
-        rest = &after[end + 2..];
-    }
-    if rest.contains("}}") {
-        return Err(render_error("unexpected \"}}\"".into()));
-    }
-    name.push_str(rest);
-    if name.len() > MAX_NAME_LENGTH {
-        let mut cut = MAX_NAME_LENGTH - RANDOM_LENGTH;
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        name.truncate(cut);
-        name.push_str(&random());
-    }
-    Ok(name)
+    corral_api::naming::render_name(
+        template,
+        &[
+            (".cluster.name", cluster),
+            (".machineSet.name", machine_set),
+            (".random", &random_value),
+        ],
+        random,
+    )
+    .map_err(|reason| NamingError::Render {
+        template: template.to_owned(),
+        reason,
+    })
 }
 
 #[cfg(test)]

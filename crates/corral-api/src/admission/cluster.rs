@@ -1,5 +1,5 @@
-//! Cluster (upstream `core/webhooks/admission/cluster.go`), without what needs a ClusterClass
-//! (variables, topology versus class), which Corral does not serve yet.
+//! Cluster (upstream `core/webhooks/admission/cluster.go`). Corral serves no ClusterClass yet,
+//! so it answers a topology as upstream does with its `ClusterTopology` gate off, its default.
 
 use corral_admission::{ErrorList, FieldError, KindRules, Path};
 use serde_json::Value;
@@ -84,11 +84,21 @@ fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
             }
         }
     }
-    if is_set(new, "/spec/topology") && str_at(new, "/spec/topology/classRef/name").is_empty() {
-        errors.push(FieldError::required(
-            spec.child("topology").child("classRef").child("name"),
-            "cannot be empty",
-        ));
+    // A topology needs a ClusterClass, which Corral does not serve: upstream with its
+    // `ClusterTopology` gate off (its default) refuses it; its defaulting webhook has refused
+    // one without a class name before.
+    if is_set(new, "/spec/topology") {
+        if str_at(new, "/spec/topology/classRef/name").is_empty() {
+            errors.push(FieldError::required(
+                spec.child("topology").child("classRef").child("name"),
+                "cannot be empty",
+            ));
+        } else {
+            errors.push(FieldError::forbidden(
+                spec.child("topology"),
+                "can be set only if the ClusterTopology feature flag is enabled",
+            ));
+        }
     }
     if was_set("/spec/topology") && !is_set(new, "/spec/topology") {
         errors.push(FieldError::forbidden(

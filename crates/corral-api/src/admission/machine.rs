@@ -48,5 +48,9 @@ fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
         str_at(new, "/spec/version"),
         &spec.child("version"),
     ));
+    errors.extend(super::validate_machine_taints(
+        new.pointer("/spec/taints"),
+        &spec.child("taints"),
+    ));
     errors
 }

@@ -3,7 +3,7 @@
 use corral_admission::{ErrorList, FieldError, KindRules, Path};
 use serde_json::Value;
 
-use super::{object_at, str_at, validate_int_or_percent, validate_machine_naming};
+use super::{object_at, str_at, validate_int_or_percent};
 use crate::labels;
 
 pub struct MachineDeploymentRules;
@@ -80,9 +80,5 @@ fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
             &Path::new(&["spec", "remediation", "maxInFlight"]),
         ));
     }
-    errors.extend(validate_machine_naming(
-        str_at(new, "/spec/machineNaming/template"),
-        &Path::new(&["spec", "machineNaming"]),
-    ));
     errors
 }

@@ -1,9 +1,9 @@
 //! MachineSet (upstream `core/webhooks/admission/machineset.go`).
 
-use corral_admission::{ErrorList, KindRules, Path};
+use corral_admission::{ErrorList, KindRules};
 use serde_json::Value;
 
-use super::{str_at, validate_machine_naming};
+use super::str_at;
 use crate::labels;
 
 pub struct MachineSetRules;
@@ -31,10 +31,5 @@ impl KindRules for MachineSetRules {
 }
 
 fn validate(old: Option<&Value>, new: &Value) -> ErrorList {
-    let mut errors = super::validate_machine_template_owner(old, new, false);
-    errors.extend(validate_machine_naming(
-        str_at(new, "/spec/machineNaming/template"),
-        &Path::new(&["spec", "machineNaming"]),
-    ));
-    errors
+    super::validate_machine_template_owner(old, new, false)
 }

@@ -197,9 +197,10 @@ fn go_parse_error(error: &std::num::ParseIntError) -> &'static str {
 }
 
 /// What MachineSets and MachineDeployments share: the template needs bootstrap data, the
-/// selector parses and selects the template's labels (`mismatch` says how a mismatch is
+/// selector parses and selects the template's labels, the preflight checks to skip exist (`mismatch` says how a mismatch is
 /// reported: upstream's MachineSet says Invalid with the labels, its MachineDeployment
-/// Forbidden), clusterName is immutable and equals the template's, the template's version.
+/// Forbidden), clusterName is immutable and equals the template's, the template's version, the
+/// Machine naming template.
 fn validate_machine_template_owner(
     old: Option<&Value>,
     new: &Value,
@@ -242,6 +243,7 @@ fn validate_machine_template_owner(
         }
         Ok(_) => {}
     }
+    errors.extend(validate_skipped_preflight_checks(new));
     errors.extend(validate_cluster_name_unchanged(old, new));
     let cluster_name = str_at(new, "/spec/clusterName");
     if cluster_name != str_at(new, "/spec/template/spec/clusterName") {
@@ -254,6 +256,17 @@ fn validate_machine_template_owner(
     errors.extend(validate_version(
         str_at(new, "/spec/template/spec/version"),
         &spec.child("template").child("spec").child("version"),
+    ));
+    errors.extend(validate_machine_taints(
+        new.pointer("/spec/template/spec/taints"),
+        &spec.child("template").child("spec").child("taints"),
+    ));
+    // Both name their Machines as a MachineSet does.
+    errors.extend(validate_machine_naming(
+        str_at(new, "/spec/machineNaming/template"),
+        &spec.child("machineNaming"),
+        ".machineSet.name",
+        "machineset",
     ));
     errors.extend(validate_template_metadata(new));
     errors
@@ -379,16 +392,148 @@ fn go_atoi(text: &str) -> bool {
     !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && text.parse::<i64>().is_ok()
 }
 
-/// `machineNaming.template`, when set, contains `{{ .random }}`; `path` is the
-/// `machineNaming` field.
-pub fn validate_machine_naming(template: &str, path: &Path) -> ErrorList {
-    if template.is_empty() || template.contains("{{ .random }}") {
+/// `machineNaming.template`, when set, contains `{{ .random }}` and renders, for a cluster named
+/// `cluster` and an owner named `owner_name` (the field the owner's kind gives its templates,
+/// `owner_field`: `.machineSet.name`, `.kubeadmControlPlane.name`), a name that is a DNS
+/// subdomain (upstream's `validateMSMachineNaming`, `validateMDMachineNaming`, KCP's
+/// `validateNaming`); `path` is the `machineNaming` field.
+pub fn validate_machine_naming(
+    template: &str,
+    path: &Path,
+    owner_field: &str,
+    owner_name: &str,
+) -> ErrorList {
+    let mut errors = ErrorList::new();
+    if template.is_empty() {
+        return errors;
+    }
+    let path = path.child("template");
+    if !template.contains("{{ .random }}") {
+        errors.push(FieldError::invalid(
+            &path,
+            template,
+            "invalid template, {{ .random }} is missing",
+        ));
+    }
+    // Upstream's random characters are lowercase consonants and digits, valid in any name.
+    let random = "bcdfg";
+    let fields = [
+        (".cluster.name", "cluster"),
+        (owner_field, owner_name),
+        (".random", random),
+    ];
+    match crate::naming::render_name(template, &fields, &mut || random.to_string()) {
+        Err(reason) => errors.push(FieldError::invalid(
+            &path,
+            template,
+            format!("invalid template: {reason}"),
+        )),
+        Ok(name) => {
+            for message in corral_admission::names::is_dns1123_subdomain(&name)
+                .err()
+                .unwrap_or_default()
+            {
+                errors.push(FieldError::invalid(
+                    &path,
+                    template,
+                    format!("invalid template, generated names would not be valid Kubernetes object names: {message}"),
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// Upstream's `taints.ValidateMachineTaints` of the taints at `path`, as upstream runs it with
+/// its `MachineTaintPropagation` feature gate off, its default: Corral does not propagate
+/// taints to Nodes, so any taint is Forbidden; each key is also checked as upstream checks it
+/// (keys Cluster API, the node lifecycle and cloud providers reserve; a label key's syntax).
+pub fn validate_machine_taints(taints: Option<&Value>, path: &Path) -> ErrorList {
+    let mut errors = ErrorList::new();
+    let Some(Value::Array(taints)) = taints else {
+        return errors;
+    };
+    if !taints.is_empty() {
+        errors.push(FieldError::forbidden(
+            path,
+            "taints are not allowed to be set when the feature gate MachineTaintPropagation is disabled",
+        ));
+    }
+    for (index, taint) in taints.iter().enumerate() {
+        let key = taint.get("key").and_then(Value::as_str).unwrap_or("");
+        let key_path = path.index(index).child("key");
+        let reserved = if key == "node.cluster.x-k8s.io/uninitialized"
+            || key == "node.cluster.x-k8s.io/outdated-revision"
+        {
+            Some("taint key is not allowed")
+        } else if key.starts_with("node.kubernetes.io/")
+            && key != "node.kubernetes.io/out-of-service"
+        {
+            Some(
+                "taint key must not have the prefix node.kubernetes.io/, except for node.kubernetes.io/out-of-service",
+            )
+        } else if key.starts_with("node.cloudprovider.kubernetes.io/") {
+            Some("taint key must not have the prefix node.cloudprovider.kubernetes.io/")
+        } else if key == "node-role.kubernetes.io/master" {
+            Some("taint is deprecated since 1.24 and should not be used anymore")
+        } else {
+            None
+        };
+        if let Some(detail) = reserved {
+            errors.push(FieldError::invalid(&key_path, key, detail));
+        }
+        for message in corral_admission::names::is_qualified_name(key)
+            .err()
+            .unwrap_or_default()
+        {
+            errors.push(FieldError::invalid(&key_path, key, message));
+        }
+    }
+    errors
+}
+
+/// The names upstream's MachineSet preflight checks go by, sorted as upstream lists them.
+const PREFLIGHT_CHECKS: [&str; 5] = [
+    "All",
+    "ControlPlaneIsStable",
+    "ControlPlaneVersionSkew",
+    "KubeadmVersionSkew",
+    "KubernetesVersionSkew",
+];
+
+/// The `machineset.cluster.x-k8s.io/skip-preflight-checks` annotation of a MachineSet or
+/// MachineDeployment lists only preflight checks that exist (upstream's
+/// `validateSkippedMachineSetPreflightChecks`, its `MachineSetPreflightChecks` gate being on
+/// by default): Invalid naming the annotation, with the unknown ones.
+pub fn validate_skipped_preflight_checks(object: &Value) -> ErrorList {
+    let skip = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(annotations::MACHINE_SET_SKIP_PREFLIGHT_CHECKS))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if skip.is_empty() {
+        return ErrorList::new();
+    }
+    let unknown: Vec<Value> = skip
+        .split(',')
+        .map(str::trim)
+        .filter(|check| !PREFLIGHT_CHECKS.contains(check))
+        .map(Value::from)
+        .collect();
+    if unknown.is_empty() {
         return ErrorList::new();
     }
     vec![FieldError::invalid(
-        path.child("template"),
-        template,
-        "invalid template, {{ .random }} is missing",
+        Path::new(&[
+            "metadata",
+            "annotations",
+            annotations::MACHINE_SET_SKIP_PREFLIGHT_CHECKS,
+        ]),
+        Value::Array(unknown),
+        format!(
+            "skipped preflight check(s) must be among: [{}]",
+            PREFLIGHT_CHECKS.join(" ")
+        ),
     )]
 }
 

@@ -138,6 +138,17 @@ async fn run(env: &TestEnv, rows: Vec<Row>) {
 const INVALID: &str = "FieldValueInvalid";
 const FORBIDDEN: &str = "FieldValueForbidden";
 const REQUIRED: &str = "FieldValueRequired";
+const INTERNAL: &str = "InternalError";
+
+/// A taint a Machine template may carry, as upstream's schema has it.
+fn taint(key: &str) -> Value {
+    json!([{ "key": key, "effect": "NoSchedule", "propagation": "Always" }])
+}
+
+/// The annotation naming the MachineSet preflight checks to skip.
+const SKIP_PREFLIGHT: &str = "machineset.cluster.x-k8s.io/skip-preflight-checks";
+const SKIP_PREFLIGHT_FIELD: &str =
+    "metadata.annotations.machineset.cluster.x-k8s.io/skip-preflight-checks";
 
 fn machine_spec(cluster: &str) -> Value {
     json!({
@@ -188,8 +199,8 @@ async fn cluster_rules() {
             Expect::Refused(&[(FORBIDDEN, "spec.controlPlaneRef")])),
         row("cluster-name-is-a-label-value", cluster(&"c".repeat(64), json!({})), None,
             Expect::Refused(&[(INVALID, "metadata.name")])),
-        row("cluster-topology-version-gets-its-v", core("Cluster", "c5", json!({ "topology": { "classRef": { "name": "quick-start" }, "version": "1.33.1" } })), None,
-            Expect::Accepted(&[("/spec/topology/version", "v1.33.1")])),
+        row("cluster-topology-needs-its-gate", core("Cluster", "c5", json!({ "topology": { "classRef": { "name": "quick-start" }, "version": "1.33.1" } })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.topology")])),
         row("cluster-accepted", cluster("c6", json!({ "clusterNetwork": { "pods": { "cidrBlocks": ["192.168.0.0/16", "fd00::/64"] } } })), None,
             Expect::Accepted(&[])),
     ]).await;
@@ -234,6 +245,24 @@ async fn machine_rules() {
                 Some(json!({ "spec": { "clusterName": "other" } })),
                 Expect::Refused(&[(FORBIDDEN, "spec.clusterName")]),
             ),
+            row(
+                "machine-taints-need-their-gate",
+                core("Machine", "m5", machine_spec("dev")),
+                Some(json!({ "spec": { "taints": taint("example.com/a") } })),
+                Expect::Refused(&[(FORBIDDEN, "spec.taints")]),
+            ),
+            row(
+                "machine-taint-keys-not-reserved",
+                core("Machine", "m6", machine_spec("dev")),
+                Some(json!({ "spec": { "taints": taint("node.kubernetes.io/x") } })),
+                Expect::Refused(&[(FORBIDDEN, "spec.taints"), (INVALID, "spec.taints[0].key")]),
+            ),
+            row(
+                "machine-accepted-through-a-mergeable-update",
+                core("Machine", "m7", machine_spec("dev")),
+                Some(json!({ "spec": { "version": "v1.33.2" } })),
+                Expect::Accepted(&[("/spec/version", "v1.33.2")]),
+            ),
         ],
     )
     .await;
@@ -247,6 +276,16 @@ async fn machine_set_rules() {
         json!({ "matchLabels": { "pool": "a" } }),
     );
     other_cluster["template"]["spec"]["clusterName"] = json!("other");
+    let ms = |name: &str| {
+        core(
+            "MachineSet",
+            name,
+            machine_set_spec(
+                json!({ "pool": "a" }),
+                json!({ "matchLabels": { "pool": "a" } }),
+            ),
+        )
+    };
     run(&env, vec![
         row("machineset-selector-matches-template", core("MachineSet", "s1",
                 machine_set_spec(json!({ "pool": "a" }), json!({ "matchLabels": { "pool": "b" } }))), None,
@@ -266,6 +305,33 @@ async fn machine_set_rules() {
                 machine_set_spec(json!({ "pool": "a" }), json!({ "matchLabels": { "pool": "a" } }))),
             Some(json!({ "spec": { "replicas": -1 } })),
             Expect::Refused(&[(INVALID, ".spec.replicas")])),
+        row("machineset-skipped-preflight-checks-exist", ms("s6"),
+            Some(json!({ "metadata": { "annotations": { (SKIP_PREFLIGHT): "KubeadmVersionSkew, NoSuchCheck" } } })),
+            Expect::Refused(&[(INVALID, SKIP_PREFLIGHT_FIELD)])),
+        row("machineset-skipped-preflight-checks-accepted", ms("s7"),
+            Some(json!({ "metadata": { "annotations": { (SKIP_PREFLIGHT): "All, ControlPlaneIsStable,KubernetesVersionSkew" } } })),
+            Expect::Accepted(&[])),
+        row("machineset-naming-template-has-random", ms("s8"),
+            Some(json!({ "spec": { "machineNaming": { "template": "{{ .machineSet.name }}-x" } } })),
+            Expect::Refused(&[(INVALID, "spec.machineNaming.template")])),
+        row("machineset-naming-makes-object-names", ms("s9"),
+            Some(json!({ "spec": { "machineNaming": { "template": "{{ .machineSet.name }}_{{ .random }}" } } })),
+            Expect::Refused(&[(INVALID, "spec.machineNaming.template")])),
+        row("machineset-naming-knows-its-fields", ms("s10"),
+            Some(json!({ "spec": { "machineNaming": { "template": "{{ .cluster.name }}-{{ .machineSet.name }}-{{ .random }}" } } })),
+            Expect::Accepted(&[])),
+        row("machineset-version-is-semver", ms("s11"),
+            Some(json!({ "spec": { "template": { "spec": { "version": "v1.33" } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.spec.version")])),
+        row("machineset-template-needs-bootstrap-data", ms("s12"),
+            Some(json!({ "spec": { "template": { "spec": { "bootstrap": { "dataSecretName": null } } } } })),
+            Expect::Refused(&[(REQUIRED, "spec.template.spec.bootstrap")])),
+        row("machineset-template-metadata-is-valid", ms("s13"),
+            Some(json!({ "spec": { "template": { "metadata": { "annotations": { "-bad-": "x" } } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.metadata.annotations")])),
+        row("machineset-taints-need-their-gate", ms("s14"),
+            Some(json!({ "spec": { "template": { "spec": { "taints": taint("example.com/a") } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.template.spec.taints")])),
     ]).await;
 }
 
@@ -320,6 +386,20 @@ async fn machine_deployment_rules() {
         row("machinedeployment-naming-template-has-random", md("d7"),
             Some(json!({ "spec": { "machineNaming": { "template": "{{ .machineSet.name }}-x" } } })),
             Expect::Refused(&[(INVALID, "spec.machineNaming.template")])),
+        row("machinedeployment-naming-makes-object-names", md("d9"),
+            Some(json!({ "spec": { "machineNaming": { "template": "{{ .machineSet.name }}-{{ .random }}-" } } })),
+            Expect::Refused(&[(INVALID, "spec.machineNaming.template")])),
+        row("machinedeployment-name-is-a-label-value", md(&"d".repeat(64)), None,
+            Expect::Refused(&[(INVALID, "metadata.name")])),
+        row("machinedeployment-skipped-preflight-checks-exist", md("d10"),
+            Some(json!({ "metadata": { "annotations": { (SKIP_PREFLIGHT): "Everything" } } })),
+            Expect::Refused(&[(INVALID, SKIP_PREFLIGHT_FIELD)])),
+        row("machinedeployment-taints-need-their-gate", md("d11"),
+            Some(json!({ "spec": { "template": { "spec": { "taints": taint("node-role.kubernetes.io/master") } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.template.spec.taints"), (INVALID, "spec.template.spec.taints[0].key")])),
+        row("machinedeployment-remediation-bound", md("d12"),
+            Some(json!({ "spec": { "remediation": { "maxInFlight": "ten" } } })),
+            Expect::Refused(&[(INVALID, "spec.remediation.maxInFlight")])),
     ]).await;
     let replicas = api(&env, &md("d5")).get("d5").await.unwrap().data["spec"]["replicas"].clone();
     assert_eq!(replicas, 2, "replicas start at the autoscaler's minimum");
@@ -348,6 +428,17 @@ fn control_plane(name: &str, replicas: i64) -> Value {
         "spec": { "replicas": replicas, "version": "v1.33.1",
             "machineTemplate": { "spec": { "infrastructureRef": { "apiGroup": "infrastructure.cluster.x-k8s.io",
                 "kind": "DevMachineTemplate", "name": "control-plane" } } } } })
+}
+
+/// `object` with its ClusterConfiguration's fields set from `configuration`.
+fn with_cluster_configuration(mut object: Value, configuration: Value) -> Value {
+    object["spec"]["kubeadmConfigSpec"]["clusterConfiguration"] = configuration;
+    object
+}
+
+fn control_plane_template(name: &str, spec: Value) -> Value {
+    json!({ "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlaneTemplate",
+        "metadata": { "name": name }, "spec": { "template": { "spec": spec } } })
 }
 
 fn kubeadm_config(kind: &str, name: &str, spec: Value) -> Value {
@@ -381,6 +472,75 @@ async fn kubeadm_rules() {
         row("kcp-replicas-not-negative", control_plane("k5", 3),
             Some(json!({ "spec": { "replicas": -1 } })),
             Expect::Refused(&[(INVALID, ".spec.replicas")])),
+        row("kcp-version-that-does-not-parse", control_plane("k6", 3),
+            Some(json!({ "spec": { "version": "banana" } })),
+            Expect::Refused(&[(INVALID, "spec.version"), (INTERNAL, "spec.version")])),
+        row("kcp-coredns-tag-is-a-version", with_cluster_configuration(control_plane("k7", 3),
+                json!({ "dns": { "imageTag": "latest" } })), None,
+            Expect::Refused(&[(INVALID, "dns.imageTag")])),
+        row("kcp-coredns-tag-is-an-image-tag", with_cluster_configuration(control_plane("k8", 3),
+                json!({ "dns": { "imageTag": "v1.11.1+build" } })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.kubeadmConfigSpec.clusterConfiguration.dns.imageTag")])),
+        row("kcp-etcd-tag-is-an-image-tag", with_cluster_configuration(control_plane("k9", 3),
+                json!({ "etcd": { "local": { "imageTag": "3.5.0+x" } } })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.kubeadmConfigSpec.clusterConfiguration.etcd.local.imageTag")])),
+        row("kcp-coredns-migrates-only-up", with_cluster_configuration(control_plane("k10", 3),
+                json!({ "dns": { "imageTag": "v1.10.1" } })),
+            Some(json!({ "spec": { "kubeadmConfigSpec": { "clusterConfiguration": { "dns": { "imageTag": "v1.9.4" } } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.kubeadmConfigSpec.clusterConfiguration.dns.imageTag")])),
+        row("kcp-coredns-migrates-from-a-known-version", with_cluster_configuration(control_plane("k11", 3),
+                json!({ "dns": { "imageTag": "v1.6.8" } })),
+            Some(json!({ "spec": { "kubeadmConfigSpec": { "clusterConfiguration": { "dns": { "imageTag": "v1.7.0" } } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.kubeadmConfigSpec.clusterConfiguration.dns.imageTag")])),
+        row("kcp-coredns-migrates-up", with_cluster_configuration(control_plane("k12", 3),
+                json!({ "dns": { "imageTag": "v1.10.1" } })),
+            Some(json!({ "spec": { "kubeadmConfigSpec": { "clusterConfiguration": { "dns": { "imageTag": "v1.11.1_build.1" } } } } })),
+            Expect::Accepted(&[("/spec/kubeadmConfigSpec/clusterConfiguration/dns/imageTag", "v1.11.1_build.1")])),
+        row("kcp-coredns-skip-annotation", with_cluster_configuration(control_plane("k13", 3),
+                json!({ "dns": { "imageTag": "v1.10.1" } })),
+            Some(json!({ "metadata": { "annotations": { "controlplane.cluster.x-k8s.io/skip-coredns": "" } },
+                "spec": { "kubeadmConfigSpec": { "clusterConfiguration": { "dns": { "imageTag": "v1.99.0" } } } } })),
+            Expect::Accepted(&[])),
+        row("kcp-taints-need-their-gate", control_plane("k14", 3),
+            Some(json!({ "spec": { "machineTemplate": { "spec": { "taints": taint("example.com/a") } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.machineTemplate.spec.taints")])),
+        row("kcp-naming-makes-object-names", control_plane("k15", 3),
+            Some(json!({ "spec": { "machineNaming": { "template": "{{ .kubeadmControlPlane.name }}.{{ .random }}." } } })),
+            Expect::Refused(&[(INVALID, "spec.machineNaming.template")])),
+        row("kcp-naming-knows-its-fields", control_plane("k16", 3),
+            Some(json!({ "spec": { "machineNaming": { "template": "{{ .machineSet.name }}-{{ .random }}" } } })),
+            Expect::Refused(&[(INVALID, "spec.machineNaming.template")])),
+        row("kcp-max-surge-0-needs-three-replicas", control_plane("k17", 1),
+            Some(json!({ "spec": { "rollout": { "strategy": { "rollingUpdate": { "maxSurge": 0 } } } } })),
+            Expect::Refused(&[(REQUIRED, "spec.rollout.strategy.rollingUpdate")])),
+        row("kcp-certificates-outlive-no-ca", with_cluster_configuration(control_plane("k18", 3),
+                json!({ "certificateValidityPeriodDays": 1000, "caCertificateValidityPeriodDays": 500 })), None,
+            Expect::Refused(&[(INVALID, "spec.kubeadmConfigSpec.clusterConfiguration.certificateValidityPeriodDays")])),
+        row("kcp-etcd-never-switches", control_plane("k19", 3),
+            Some(json!({ "spec": { "kubeadmConfigSpec": { "clusterConfiguration": { "etcd": { "external": {
+                "endpoints": ["https://etcd:2379"], "caFile": "/ca", "certFile": "/cert", "keyFile": "/key" } } } } } })),
+            Expect::Refused(&[(FORBIDDEN, "spec.kubeadmConfigSpec.clusterConfiguration.etcd.external")])),
+        row("kcp-template-spec-is-immutable", control_plane_template("kt1", json!({ "kubeadmConfigSpec": { "format": "cloud-config" } })),
+            Some(json!({ "spec": { "template": { "spec": { "machineNaming": { "template": "{{ .kubeadmControlPlane.name }}-{{ .random }}" } } } } })),
+            Expect::Refused(&[(INVALID, "spec.template.spec")])),
+        row("kcp-template-rollout", control_plane_template("kt2",
+                json!({ "rollout": { "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 2 } } } })), None,
+            Expect::Refused(&[(REQUIRED, "spec.template.spec.rollout.strategy.rollingUpdate.maxSurge")])),
+        row("kcp-template-coredns-tag", control_plane_template("kt3",
+                json!({ "kubeadmConfigSpec": { "clusterConfiguration": { "dns": { "imageTag": "v1.11.1+build" } } } })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.template.spec.kubeadmConfigSpec.clusterConfiguration.dns.imageTag")])),
+        row("kcp-template-naming", control_plane_template("kt4",
+                json!({ "machineNaming": { "template": "{{ .kubeadmControlPlane.name }}" } })), None,
+            Expect::Refused(&[(INVALID, "spec.template.spec.machineNaming.template")])),
+        row("kcp-template-kubeadm-config-spec", control_plane_template("kt5",
+                json!({ "kubeadmConfigSpec": { "files": [{ "path": "/a", "content": "a" }, { "path": "/a", "content": "b" }] } })), None,
+            Expect::Refused(&[(INVALID, "spec.template.spec.kubeadmConfigSpec.files[1].path")])),
+        row("kcp-template-metadata", control_plane_template("kt6",
+                json!({ "machineTemplate": { "metadata": { "labels": { "a": "-x-" } } } })), None,
+            Expect::Refused(&[(INVALID, "spec.template.spec.machineTemplate.metadata.labels")])),
+        row("kcp-template-accepted", control_plane_template("kt7",
+                json!({ "rollout": { "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 1 } } } })), None,
+            Expect::Accepted(&[])),
         row("kubeadmconfig-one-source-per-file", kubeadm_config("KubeadmConfig", "b1", both_sources), None,
             Expect::Refused(&[(INVALID, "spec.files[0]")])),
         row("kubeadmconfig-unique-file-paths", kubeadm_config("KubeadmConfig", "b2", same_path.clone()), None,
@@ -393,7 +553,77 @@ async fn kubeadm_rules() {
             Expect::Refused(&[(INVALID, "spec.format")])),
         row("kubeadmconfigtemplate-unique-file-paths", kubeadm_config("KubeadmConfigTemplate", "t1", same_path), None,
             Expect::Refused(&[(INVALID, "spec.template.spec.files[1].path")])),
+        row("kubeadmconfig-ignition-users-are-active", kubeadm_config("KubeadmConfig", "b5",
+                json!({ "format": "ignition", "users": [{ "name": "u", "inactive": true }] })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.users[0].inactive")])),
+        row("kubeadmconfig-ignition-files-not-gzipped", kubeadm_config("KubeadmConfig", "b6",
+                json!({ "format": "ignition", "files": [{ "path": "/a", "content": "a", "encoding": "gzip" }] })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.files[0].encoding")])),
+        row("kubeadmconfig-ignition-no-boot-commands", kubeadm_config("KubeadmConfig", "b7",
+                json!({ "format": "ignition", "bootCommands": ["echo"] })), None,
+            Expect::Refused(&[(FORBIDDEN, "spec.bootCommands")])),
+        row("kubeadmconfig-disk-layout-percentages", kubeadm_config("KubeadmConfig", "b8",
+                json!({ "diskSetup": { "partitions": [{ "device": "/dev/sda",
+                    "diskLayout": [{ "percentage": 60 }, { "percentage": 50 }] }] } })), None,
+            Expect::Refused(&[(INVALID, "spec.diskSetup.partitions[0].diskLayout")])),
+        row("kubeadmconfig-accepted", kubeadm_config("KubeadmConfig", "b9",
+                json!({ "files": [{ "path": "/etc/a", "contentFrom": { "secret": { "name": "s", "key": "k" } } }],
+                    "users": [{ "name": "u", "passwdFrom": { "secret": { "name": "s", "key": "k" } } }] })), None,
+            Expect::Accepted(&[])),
     ]).await;
+}
+
+/// A KubeadmControlPlane's `/scale` runs upstream's `ScaleValidator`: zero or an even count
+/// with stacked etcd is denied as its webhook denies (403, the webhook named), and nothing
+/// changes; an odd count is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeadm_control_plane_scale_rules() {
+    let env = env().await;
+    let object = control_plane("ks1", 3);
+    let api = api(&env, &object);
+    let created = api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(object).unwrap(),
+        )
+        .await
+        .unwrap();
+    for (replicas, message) in [
+        (2, "replicas cannot be an even number when etcd is stacked"),
+        (0, "replicas should be greater than zero"),
+    ] {
+        let status = refusal(
+            api.patch_scale(
+                "ks1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "replicas": replicas } })),
+            )
+            .await
+            .unwrap_err(),
+        );
+        assert_eq!(status["code"], 403, "{status}");
+        assert_eq!(status["reason"], "Forbidden", "{status}");
+        assert_eq!(
+            status["message"],
+            format!(
+                "admission webhook \"validation-scale.kubeadmcontrolplane.controlplane.cluster.x-k8s.io\" denied the request: {message}"
+            ),
+            "{status}"
+        );
+        let now = api.get("ks1").await.unwrap();
+        assert_eq!(
+            now.metadata.resource_version,
+            created.metadata.resource_version
+        );
+    }
+    api.patch_scale(
+        "ks1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "spec": { "replicas": 5 } })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(api.get("ks1").await.unwrap().data["spec"]["replicas"], 5);
 }
 
 fn health_check(name: &str, spec: Value) -> Value {

@@ -5,14 +5,14 @@
 //! set the binary hands the server; the rule table is `docs/admission-rules.md`.
 //!
 //! Where Corral differs: it renders Ignition, so the rules are those upstream applies with its
-//! `KubeadmBootstrapFormatIgnition` feature gate on; the CoreDNS migration check of an updated
-//! `dns.imageTag` (upstream's CoreDNS migration library) is not made.
+//! `KubeadmBootstrapFormatIgnition` feature gate on.
 
 use corral_admission::{ErrorList, FieldError, KindRules, Path, RuleSet};
 use corral_api::admission::{
     default_version, merge_patch_paths, object_at, str_at, validate_machine_naming,
-    validate_template_metadata_at, validate_template_spec_unchanged,
+    validate_machine_taints, validate_template_metadata_at, validate_template_spec_unchanged,
 };
+use corral_api::annotations::KCP_SKIP_COREDNS;
 use serde_json::{Map, Value};
 
 use super::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP};
@@ -309,7 +309,13 @@ impl KindRules for KubeadmControlPlaneRules {
 
     fn validate_create(&self, object: &Value) -> ErrorList {
         let mut errors = validate_control_plane_spec(object);
-        errors.extend(validate_cluster_configuration(None, object));
+        errors.extend(validate_cluster_configuration(
+            None,
+            object
+                .pointer(CLUSTER_CONFIGURATION)
+                .unwrap_or(&Value::Null),
+            &cluster_configuration_path(),
+        ));
         errors.extend(validate_config_spec(
             object
                 .pointer("/spec/kubeadmConfigSpec")
@@ -324,7 +330,12 @@ impl KindRules for KubeadmControlPlaneRules {
         let mut errors = validate_control_plane_spec(new);
         errors.extend(forbidden_changes(old, new));
         errors.extend(validate_version_skew(old, new));
-        errors.extend(validate_cluster_configuration(Some(old), new));
+        errors.extend(validate_cluster_configuration(
+            Some(old.pointer(CLUSTER_CONFIGURATION).unwrap_or(&Value::Null)),
+            new.pointer(CLUSTER_CONFIGURATION).unwrap_or(&Value::Null),
+            &cluster_configuration_path(),
+        ));
+        errors.extend(validate_coredns_version(old, new));
         errors.extend(validate_config_spec(
             new.pointer("/spec/kubeadmConfigSpec")
                 .unwrap_or(&Value::Null),
@@ -332,6 +343,24 @@ impl KindRules for KubeadmControlPlaneRules {
             &Path::new(&["spec", "kubeadmConfigSpec"]),
         ));
         errors
+    }
+
+    /// Upstream's `ScaleValidator` of `kubeadmcontrolplanes/scale`: more than zero replicas,
+    /// and an odd number with stacked etcd.
+    fn validate_scale(&self, object: &Value) -> Result<(), String> {
+        let replicas = object
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if replicas <= 0 {
+            return Err("replicas should be greater than zero".into());
+        }
+        let external_etcd =
+            is_set(object.pointer("/spec/kubeadmConfigSpec/clusterConfiguration/etcd/external"));
+        if !external_etcd && replicas % 2 == 0 {
+            return Err("replicas cannot be an even number when etcd is stacked".into());
+        }
+        Ok(())
     }
 }
 
@@ -382,6 +411,10 @@ fn validate_control_plane_spec(object: &Value) -> ErrorList {
             ));
         }
     }
+    errors.extend(validate_machine_taints(
+        object.pointer("/spec/machineTemplate/spec/taints"),
+        &spec.child("machineTemplate").child("spec").child("taints"),
+    ));
     let version = str_at(object, "/spec/version");
     if !version.starts_with('v') {
         errors.push(FieldError::invalid(
@@ -409,6 +442,8 @@ fn validate_control_plane_spec(object: &Value) -> ErrorList {
     errors.extend(validate_machine_naming(
         str_at(object, "/spec/machineNaming/template"),
         &spec.child("machineNaming"),
+        ".kubeadmControlPlane.name",
+        "kubeadmcontrolplane",
     ));
     errors.extend(validate_template_metadata_at(
         object.pointer("/spec/machineTemplate/metadata"),
@@ -510,18 +545,48 @@ fn validate_certificate_validity(spec: &Value, spec_path: &Path) -> ErrorList {
     errors
 }
 
-/// Upstream's `validateClusterConfiguration`: etcd is local or external, never both, and
-/// stays what it was.
-fn validate_cluster_configuration(old: Option<&Value>, new: &Value) -> ErrorList {
-    let path = Path::new(&["spec", "kubeadmConfigSpec", "clusterConfiguration", "etcd"]);
-    let external = |object: &Value| {
-        is_set(object.pointer("/spec/kubeadmConfigSpec/clusterConfiguration/etcd/external"))
-    };
-    let local = is_set(new.pointer("/spec/kubeadmConfigSpec/clusterConfiguration/etcd/local"));
+/// Where a KubeadmControlPlane keeps its ClusterConfiguration.
+const CLUSTER_CONFIGURATION: &str = "/spec/kubeadmConfigSpec/clusterConfiguration";
+
+fn cluster_configuration_path() -> Path {
+    Path::new(&["spec", "kubeadmConfigSpec", "clusterConfiguration"])
+}
+
+/// Upstream's `validateClusterConfiguration` of the ClusterConfiguration at `path`: the CoreDNS
+/// and local etcd image tags are OCI tags and the CoreDNS one a version, etcd is local or
+/// external, never both, and (on an update, `old` being the stored one) stays what it was.
+fn validate_cluster_configuration(old: Option<&Value>, new: &Value, path: &Path) -> ErrorList {
     let mut errors = ErrorList::new();
+    let dns_tag = str_at(new, "/dns/imageTag");
+    if !image_tag_is_valid(dns_tag) {
+        errors.push(FieldError::forbidden(
+            path.child("dns").child("imageTag"),
+            format!("tag {dns_tag} is invalid"),
+        ));
+    }
+    if !dns_tag.is_empty()
+        && let Err(error) = parse_tolerant_image_tag(dns_tag)
+    {
+        // Upstream names the field without its prefix here.
+        errors.push(FieldError::invalid(
+            Path::new(&["dns", "imageTag"]),
+            dns_tag,
+            format!("failed to parse CoreDNS version: {error}"),
+        ));
+    }
+    let local = is_set(new.pointer("/etcd/local"));
+    let external = |configuration: &Value| is_set(configuration.pointer("/etcd/external"));
+    let etcd = path.child("etcd");
+    let etcd_tag = str_at(new, "/etcd/local/imageTag");
+    if local && !image_tag_is_valid(etcd_tag) {
+        errors.push(FieldError::forbidden(
+            etcd.child("local").child("imageTag"),
+            format!("tag {etcd_tag} is invalid"),
+        ));
+    }
     if local && external(new) {
         errors.push(FieldError::forbidden(
-            path.child("local"),
+            etcd.child("local"),
             "cannot have both external and local etcd",
         ));
     }
@@ -529,35 +594,142 @@ fn validate_cluster_configuration(old: Option<&Value>, new: &Value) -> ErrorList
         && external(old) != external(new)
     {
         errors.push(FieldError::forbidden(
-            path.child("external"),
+            etcd.child("external"),
             "cannot change between external and local etcd",
         ));
     }
     errors
 }
 
+/// Upstream's `container.ImageTagIsValid`: only letters, digits, `_`, `.` and `-` (the empty
+/// tag too).
+fn image_tag_is_valid(tag: &str) -> bool {
+    tag.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// Upstream's `version.ParseTolerantImageTag`: an image tag read as a version, `_` standing for
+/// `+` (tags cannot hold a `+`).
+fn parse_tolerant_image_tag(tag: &str) -> Result<semver::Version, String> {
+    parse_tolerant(&tag.replace('_', "+"))
+}
+
+/// The CoreDNS releases CoreDNS's corefile-migration library knows (its `Versions`), in the
+/// order it migrates them up: upstream's KCP accepts a change of `dns.imageTag` only from one of
+/// them to a later one.
+pub(crate) const KNOWN_COREDNS_VERSIONS: &[&str] = &[
+    "1.1.3", "1.1.4", "1.2.0", "1.2.1", "1.2.2", "1.2.3", "1.2.4", "1.2.5", "1.2.6", "1.3.0",
+    "1.3.1", "1.4.0", "1.5.0", "1.5.1", "1.5.2", "1.6.0", "1.6.1", "1.6.2", "1.6.3", "1.6.4",
+    "1.6.5", "1.6.6", "1.6.7", "1.6.9", "1.7.0", "1.7.1", "1.8.0", "1.8.3", "1.8.4", "1.8.5",
+    "1.8.6", "1.8.7", "1.9.0", "1.9.1", "1.9.2", "1.9.3", "1.9.4", "1.10.0", "1.10.1", "1.11.0",
+    "1.11.1", "1.11.3", "1.11.4", "1.12.0", "1.12.1", "1.12.2", "1.12.3", "1.12.4", "1.13.0",
+    "1.13.1", "1.13.2", "1.14.0", "1.14.1", "1.14.2",
+];
+
+/// Upstream's `validateCoreDNSVersion`: a changed `dns.imageTag` (both old and new set, their
+/// versions different once pre-releases are dropped, no `skip-coredns` annotation) must be a
+/// migration CoreDNS's corefile-migration library can make (`ValidUpMigration`).
+fn validate_coredns_version(old: &Value, new: &Value) -> ErrorList {
+    let pointer = "/spec/kubeadmConfigSpec/clusterConfiguration/dns/imageTag";
+    let (from_tag, to_tag) = (str_at(old, pointer), str_at(new, pointer));
+    if from_tag.is_empty() || to_tag.is_empty() {
+        return ErrorList::new();
+    }
+    let path = cluster_configuration_path().child("dns").child("imageTag");
+    let parse = |tag: &str, which: &str| {
+        parse_tolerant_image_tag(tag).map_err(|error| {
+            vec![FieldError::invalid(
+                &path,
+                tag,
+                format!("failed to parse {which} CoreDNS version: {error}"),
+            )]
+        })
+    };
+    let (from, to) = match (parse(from_tag, "current"), parse(to_tag, "target")) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(errors), _) | (_, Err(errors)) => return errors,
+    };
+    let core = |v: &semver::Version| format!("{}.{}.{}", v.major, v.minor, v.patch);
+    let (from_core, to_core) = (core(&from), core(&to));
+    if from_core == to_core
+        || new
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(KCP_SKIP_COREDNS))
+            .is_some()
+    {
+        return ErrorList::new();
+    }
+    let position = |version: &str| KNOWN_COREDNS_VERSIONS.iter().position(|v| *v == version);
+    let why = match (position(&from_core), position(&to_core)) {
+        (None, _) => format!("start version '{from_core}' not supported"),
+        (Some(from_at), Some(to_at)) if to_at > from_at => return ErrorList::new(),
+        _ => format!("cannot migrate up to '{to_core}' from '{from_core}'"),
+    };
+    vec![FieldError::forbidden(
+        path,
+        format!("cannot migrate CoreDNS up to '{to}' from '{from}': {why}"),
+    )]
+}
+
 /// The version moves up by at most one minor version at a time; going down is allowed, as
-/// upstream allows it (`validateVersion`).
+/// upstream allows it (`validateVersion`); a version that does not parse is an InternalError,
+/// as upstream's.
 fn validate_version_skew(old: &Value, new: &Value) -> ErrorList {
     let (from, to) = (str_at(old, "/spec/version"), str_at(new, "/spec/version"));
-    let (Some(from_version), Some(to_version)) = (parse_tolerant(from), parse_tolerant(to)) else {
-        // A version that does not parse is refused by the spec's own validation.
-        return ErrorList::new();
+    let path = Path::new(&["spec", "version"]);
+    let from_version = match parse_tolerant(from) {
+        Ok(version) => version,
+        Err(error) => {
+            return vec![FieldError::internal(
+                path,
+                format!("failed to parse current kubeadmcontrolplane version: {from}: {error}"),
+            )];
+        }
+    };
+    let to_version = match parse_tolerant(to) {
+        Ok(version) => version,
+        Err(error) => {
+            return vec![FieldError::internal(
+                path,
+                format!("failed to parse updated kubeadmcontrolplane version: {to}: {error}"),
+            )];
+        }
     };
     let ceiling = (from_version.major, from_version.minor + 2, 0);
     if (to_version.major, to_version.minor, to_version.patch) >= ceiling {
         return vec![FieldError::forbidden(
-            Path::new(&["spec", "version"]),
+            path,
             format!("cannot update Kubernetes version from {from} to {to}"),
         )];
     }
     ErrorList::new()
 }
 
-/// blang/semver's `ParseTolerant`: a leading `v` and surrounding spaces are dropped.
-fn parse_tolerant(version: &str) -> Option<semver::Version> {
+/// blang/semver's `ParseTolerant`: surrounding spaces and a leading `v` are dropped, leading
+/// zeros of the numbers too, and a short version (`1.8`) is completed with zeros.
+fn parse_tolerant(version: &str) -> Result<semver::Version, String> {
     let trimmed = version.trim();
-    semver::Version::parse(trimmed.strip_prefix('v').unwrap_or(trimmed)).ok()
+    let trimmed = trimmed.strip_prefix('v').unwrap_or(trimmed);
+    let mut parts: Vec<String> = trimmed
+        .splitn(3, '.')
+        .map(|part| {
+            let stripped = part.trim_start_matches('0');
+            if part.len() > 1 && !stripped.starts_with(|c: char| c.is_ascii_digit()) {
+                format!("0{stripped}")
+            } else if part.len() > 1 {
+                stripped.to_string()
+            } else {
+                part.to_string()
+            }
+        })
+        .collect();
+    if parts.len() < 3 {
+        if parts.last().is_some_and(|last| last.contains(['+', '-'])) {
+            return Err("Short version cannot contain PreRelease/Build meta data".into());
+        }
+        parts.resize(3, "0".into());
+    }
+    semver::Version::parse(&parts.join(".")).map_err(|error| error.to_string())
 }
 
 /// The fields of a KubeadmControlPlane that an update may change (upstream's `allowedPaths`);
@@ -884,10 +1056,25 @@ impl KindRules for KubeadmControlPlaneTemplateRules {
         errors.extend(validate_machine_naming(
             str_at(template_spec, "/machineNaming/template"),
             &spec.child("machineNaming"),
+            ".kubeadmControlPlane.name",
+            "kubeadmcontrolplane",
+        ));
+        errors.extend(validate_machine_taints(
+            template_spec.pointer("/machineTemplate/spec/taints"),
+            &spec.child("machineTemplate").child("spec").child("taints"),
         ));
         errors.extend(validate_template_metadata_at(
             template_spec.pointer("/machineTemplate/metadata"),
             &spec.child("machineTemplate").child("metadata"),
+        ));
+        errors.extend(validate_cluster_configuration(
+            None,
+            template_spec
+                .pointer("/kubeadmConfigSpec/clusterConfiguration")
+                .unwrap_or(&Value::Null),
+            &spec
+                .child("kubeadmConfigSpec")
+                .child("clusterConfiguration"),
         ));
         errors.extend(validate_config_spec(
             template_spec

@@ -47,6 +47,7 @@ use kube::runtime::events::EventType;
 use serde_json::json;
 
 use super::{Context, Scope};
+use crate::api::admission::KNOWN_COREDNS_VERSIONS;
 use crate::api::bootstrap::ClusterConfiguration;
 use crate::api::controlplane::KubeadmControlPlane;
 
@@ -629,17 +630,6 @@ pub(super) fn parse_image_tag_version(tag: &str) -> Option<(u64, u64, u64)> {
     );
     parts.next().is_none().then_some(version)
 }
-
-/// The CoreDNS releases CoreDNS's corefile-migration library knows (its `Versions`, as of its
-/// v1.0.31), from which upstream agrees to upgrade.
-const KNOWN_COREDNS_VERSIONS: &[&str] = &[
-    "1.1.3", "1.1.4", "1.2.0", "1.2.1", "1.2.2", "1.2.3", "1.2.4", "1.2.5", "1.2.6", "1.3.0",
-    "1.3.1", "1.4.0", "1.5.0", "1.5.1", "1.5.2", "1.6.0", "1.6.1", "1.6.2", "1.6.3", "1.6.4",
-    "1.6.5", "1.6.6", "1.6.7", "1.6.9", "1.7.0", "1.7.1", "1.8.0", "1.8.3", "1.8.4", "1.8.5",
-    "1.8.6", "1.8.7", "1.9.0", "1.9.1", "1.9.2", "1.9.3", "1.9.4", "1.10.0", "1.10.1", "1.11.0",
-    "1.11.1", "1.11.3", "1.11.4", "1.12.0", "1.12.1", "1.12.2", "1.12.3", "1.12.4", "1.13.0",
-    "1.13.1", "1.13.2", "1.14.0", "1.14.1", "1.14.2",
-];
 
 /// Upstream `validateCoreDNSImageTag`, plus Corral's limit of an unchanged Corefile (see the
 /// module documentation).

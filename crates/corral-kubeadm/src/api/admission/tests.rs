@@ -82,3 +82,76 @@ fn control_plane_replicas_and_surge() {
         ]
     );
 }
+
+/// blang/semver's `ParseTolerant`, and `ParseTolerantImageTag`'s `_` for `+`.
+#[test]
+fn versions_and_image_tags_parse_tolerantly() {
+    let parsed = |text: &str| parse_tolerant(text).map(|v| v.to_string());
+    assert_eq!(parsed(" v1.8 ").as_deref(), Ok("1.8.0"));
+    assert_eq!(parsed("v01.02.3").as_deref(), Ok("1.2.3"));
+    assert!(
+        parsed("1.8-rc.1").is_err(),
+        "a short version has no pre-release"
+    );
+    assert!(parsed("latest").is_err());
+    assert_eq!(
+        parse_tolerant_image_tag("v1.11.1_build.1")
+            .map(|v| v.to_string())
+            .as_deref(),
+        Ok("1.11.1+build.1")
+    );
+    assert!(image_tag_is_valid("v1.11.1_build-1.x"));
+    assert!(image_tag_is_valid(""));
+    assert!(!image_tag_is_valid("v1.11.1+build"));
+}
+
+/// corefile-migration's `ValidUpMigration`, behind an unchanged version and the skip annotation.
+#[test]
+fn coredns_moves_only_up_its_migration_chain() {
+    let with_tag = |tag: &str| {
+        let mut object = control_plane("v1.33.1");
+        object["spec"]["kubeadmConfigSpec"] =
+            json!({"clusterConfiguration": {"dns": {"imageTag": tag}}});
+        object
+    };
+    assert!(validate_coredns_version(&with_tag("v1.10.1"), &with_tag("v1.12.0")).is_empty());
+    assert!(validate_coredns_version(&with_tag("v1.6.8"), &with_tag("1.6.8-rc.0")).is_empty());
+    assert_eq!(
+        messages(validate_coredns_version(
+            &with_tag("v1.12.0"),
+            &with_tag("v1.11.4")
+        )),
+        [
+            "spec.kubeadmConfigSpec.clusterConfiguration.dns.imageTag: Forbidden: cannot migrate CoreDNS up to '1.11.4' from '1.12.0': cannot migrate up to '1.11.4' from '1.12.0'"
+        ]
+    );
+    assert_eq!(
+        messages(validate_coredns_version(
+            &with_tag("v1.6.8"),
+            &with_tag("v1.7.0")
+        )),
+        [
+            "spec.kubeadmConfigSpec.clusterConfiguration.dns.imageTag: Forbidden: cannot migrate CoreDNS up to '1.7.0' from '1.6.8': start version '1.6.8' not supported"
+        ]
+    );
+    let mut skipped = with_tag("v9.9.9");
+    skipped["metadata"]["annotations"] = json!({ (KCP_SKIP_COREDNS): "" });
+    assert!(validate_coredns_version(&with_tag("v1.12.0"), &skipped).is_empty());
+}
+
+#[test]
+fn control_plane_scale_is_odd_and_positive() {
+    let mut object = control_plane("v1.33.1");
+    for (replicas, allowed) in [(3, true), (2, false), (0, false), (-1, false)] {
+        object["spec"]["replicas"] = json!(replicas);
+        assert_eq!(
+            KubeadmControlPlaneRules.validate_scale(&object).is_ok(),
+            allowed,
+            "{replicas}"
+        );
+    }
+    object["spec"]["kubeadmConfigSpec"] = json!({"clusterConfiguration": {"etcd": {"external": {
+        "endpoints": ["https://etcd:2379"], "caFile": "/ca", "certFile": "/c", "keyFile": "/k"}}}});
+    object["spec"]["replicas"] = json!(2);
+    assert!(KubeadmControlPlaneRules.validate_scale(&object).is_ok());
+}
