@@ -51,6 +51,9 @@ enum Command {
     /// Run the core controllers and the built-in providers against a management plane, with
     /// leader election so that several replicas never act at once.
     Controllers(commands::ControllersArgs),
+    /// Write a kubeconfig that authenticates as a component's ServiceAccount (created by
+    /// `init`), for `corral controllers` or a provider run on its own.
+    Kubeconfig(commands::KubeconfigCommandArgs),
     /// Generate a workload cluster's manifests from a template.
     Generate(commands::GenerateArgs),
     /// Show a cluster's objects and their state as a tree.
@@ -340,6 +343,7 @@ fn main() -> ExitCode {
             Command::Up(args) => up::run(args).await,
             Command::Init(args) => commands::init(args).await,
             Command::Controllers(args) => commands::controllers(args).await,
+            Command::Kubeconfig(args) => commands::kubeconfig(args).await,
             Command::Cloud(args) => cloud::serve(args).await,
             Command::Node(args) => node::run(args).await,
             Command::Provider(args) => provider::run(args).await,
