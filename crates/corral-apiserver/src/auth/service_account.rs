@@ -8,13 +8,21 @@
 //! AND the account still exists with the uid the token names — a deleted account's tokens stop
 //! working, even if an account of the same name is created again.
 //!
+//! As kube-apiserver caches what its token authenticators answer, a token that authenticated
+//! is trusted again without a signature check or a store read for [`SUCCESS_TTL`] (kube's
+//! `TokenSuccessCacheTTL`, 10 s) or until it expires, if sooner; refusals are not cached (kube's
+//! `TokenFailureCacheTTL` is 0). So a deleted account's tokens stop working within 10 s. The
+//! cache holds SHA-256 digests of tokens, never the tokens.
+//!
 //! Every namespace gets its `default` ServiceAccount when created (kube-controller-manager's
 //! serviceaccounts controller), on servers that issue tokens.
 //!
 //! Not done: tokens bound to a Pod, Secret or Node (`boundObjectRef` is refused), legacy
 //! Secret-based tokens, the OIDC discovery documents.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::response::Response;
 use base64::Engine;
@@ -43,6 +51,43 @@ const MIN_EXPIRATION_SECONDS: i64 = 600;
 /// keeps stolen tokens short-lived).
 const MAX_EXPIRATION_SECONDS: i64 = 48 * 3600;
 
+/// How long a token that authenticated is trusted without checking it again.
+pub const SUCCESS_TTL: Duration = Duration::from_secs(10);
+/// At most this many tokens are remembered (kube's cache holds 4096 per stripe of 32).
+const CACHE_ENTRIES: usize = 4096;
+
+/// Tokens that authenticated recently, by their SHA-256, with their user and until when.
+#[derive(Default)]
+struct TokenCache {
+    entries: Mutex<HashMap<[u8; 32], (Arc<UserInfo>, Instant)>>,
+}
+
+impl TokenCache {
+    fn key(token: &str) -> [u8; 32] {
+        let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+        digest.as_ref().try_into().expect("SHA-256 is 32 bytes")
+    }
+
+    fn get(&self, key: &[u8; 32], now: Instant) -> Option<Arc<UserInfo>> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(key)
+            .filter(|(_, until)| *until > now)
+            .map(|(user, _)| user.clone())
+    }
+
+    fn insert(&self, key: [u8; 32], user: Arc<UserInfo>, until: Instant, now: Instant) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= CACHE_ENTRIES {
+            entries.retain(|_, (_, until)| *until > now);
+            if entries.len() >= CACHE_ENTRIES {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (user, until));
+    }
+}
+
 /// Issues and checks tokens with one key.
 pub struct ServiceAccountTokens {
     signing: EcdsaKeyPair,
@@ -53,6 +98,10 @@ pub struct ServiceAccountTokens {
     /// The API server's audiences (`--api-audiences`): a token must name one of them.
     pub audiences: Vec<String>,
     rng: SystemRandom,
+    /// How long a token that authenticated is trusted again unchecked ([`SUCCESS_TTL`];
+    /// zero turns the cache off).
+    pub success_ttl: Duration,
+    cache: TokenCache,
 }
 
 impl std::fmt::Debug for ServiceAccountTokens {
@@ -93,6 +142,8 @@ impl ServiceAccountTokens {
             issuer,
             audiences,
             rng,
+            success_ttl: SUCCESS_TTL,
+            cache: TokenCache::default(),
         })
     }
 
@@ -179,6 +230,7 @@ impl ServiceAccountTokens {
                 .map(str::to_owned)
         };
         Ok(Claims {
+            expires: claims["exp"].as_i64().unwrap_or(now),
             namespace: field("/namespace").ok_or("no namespace")?,
             name: field("/serviceaccount/name").ok_or("no service account")?,
             uid: field("/serviceaccount/uid").ok_or("no service account uid")?,
@@ -194,6 +246,8 @@ pub fn generate_key() -> Result<String, rcgen::Error> {
 /// Whom a valid token names.
 #[derive(Debug, PartialEq, Eq)]
 struct Claims {
+    /// `exp`, Unix seconds.
+    expires: i64,
     namespace: String,
     name: String,
     uid: String,
@@ -211,7 +265,13 @@ pub(crate) async fn authenticate(
     tokens: &ServiceAccountTokens,
     token: &str,
 ) -> Option<Arc<UserInfo>> {
-    let claims = match tokens.verify(token, OffsetDateTime::now_utc()) {
+    let cache_key = TokenCache::key(token);
+    let started = Instant::now();
+    if let Some(user) = tokens.cache.get(&cache_key, started) {
+        return Some(user);
+    }
+    let now = OffsetDateTime::now_utc();
+    let claims = match tokens.verify(token, now) {
         Ok(claims) => claims,
         Err(reason) => {
             tracing::debug!(reason, "ServiceAccount token refused");
@@ -237,14 +297,23 @@ pub(crate) async fn authenticate(
         tracing::debug!(namespace = %claims.namespace, name = %claims.name, "The token's ServiceAccount was replaced or is being deleted");
         return None;
     }
-    Some(Arc::new(UserInfo::authenticated(
+    let user = Arc::new(UserInfo::authenticated(
         format!("system:serviceaccount:{}:{}", claims.namespace, claims.name),
         claims.uid,
         vec![
             ALL_GROUP.to_owned(),
             format!("{ALL_GROUP}:{}", claims.namespace),
         ],
-    )))
+    ));
+    let left =
+        Duration::from_secs(u64::try_from(claims.expires - now.unix_timestamp()).unwrap_or(0));
+    let trusted = tokens.success_ttl.min(left);
+    if !trusted.is_zero() {
+        tokens
+            .cache
+            .insert(cache_key, user.clone(), started + trusted, started);
+    }
+    Some(user)
 }
 
 /// `POST …/serviceaccounts/<name>/token`: a TokenRequest answered with a token.
@@ -415,6 +484,7 @@ mod tests {
         assert_eq!(
             server.verify(&token, now).unwrap(),
             Claims {
+                expires: now.unix_timestamp() + 600,
                 namespace: "a".into(),
                 name: "robot".into(),
                 uid: "uid-1".into()
@@ -447,5 +517,86 @@ mod tests {
             server.verify(&parts.join("."), now),
             Err("the signature does not verify")
         );
+    }
+
+    /// A server with the `default` ServiceAccount of `default` and a token of it.
+    async fn server_with_token(
+        success_ttl: Duration,
+    ) -> (Arc<ApiState>, Arc<ServiceAccountTokens>, String) {
+        let mut tokens = tokens(vec![]);
+        tokens.success_ttl = success_ttl;
+        let tokens = Arc::new(tokens);
+        let config = crate::ServerConfig {
+            authentication: Some(crate::AuthenticationConfig {
+                service_accounts: Some(tokens.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let store = Arc::new(corral_store::memory::MemoryStore::new());
+        let state = ApiState::start(store, config).await.unwrap();
+        ensure_default_now(&state, "default").await.unwrap();
+        let accounts = state.registry.lookup("", "v1", "serviceaccounts").unwrap();
+        let stored = state
+            .store
+            .get(&accounts.key(Some("default"), "default"), None)
+            .await
+            .unwrap()
+            .unwrap();
+        let account = object::decode_stored(&stored).unwrap();
+        let uid = object::uid(&account).unwrap().to_owned();
+        let token = tokens.issue(
+            "default",
+            "default",
+            &uid,
+            &tokens.audiences.clone(),
+            3600,
+            OffsetDateTime::now_utc(),
+        );
+        (state, tokens, token)
+    }
+
+    #[tokio::test]
+    async fn a_deleted_accounts_token_is_trusted_at_most_the_cache_ttl() {
+        let (state, tokens, token) = server_with_token(SUCCESS_TTL).await;
+        let user = authenticate(&state, &tokens, &token).await.unwrap();
+        assert_eq!(user.name, "system:serviceaccount:default:default");
+        let accounts = state.registry.lookup("", "v1", "serviceaccounts").unwrap();
+        let key = accounts.key(Some("default"), "default");
+        let stored = state.store.get(&key, None).await.unwrap().unwrap();
+        state.store.delete(&key, stored.mod_revision).await.unwrap();
+        // Within the TTL the cached answer stands, as in kube-apiserver; past it (here: a
+        // cache entry that has run out), the token is refused.
+        assert!(authenticate(&state, &tokens, &token).await.is_some());
+        let cache_key = TokenCache::key(&token);
+        tokens
+            .cache
+            .entries
+            .lock()
+            .unwrap()
+            .get_mut(&cache_key)
+            .unwrap()
+            .1 = Instant::now();
+        assert!(authenticate(&state, &tokens, &token).await.is_none());
+        // A refusal is not cached, and a forged token is never in the cache.
+        assert!(tokens.cache.get(&cache_key, Instant::now()).is_none());
+    }
+
+    /// The cost of authenticating a request's ServiceAccount token, without and with the
+    /// cache. `cargo nextest run -p corral-apiserver --lib --release --run-ignored only -E
+    /// 'test(service_account_token_cost)' --no-capture`; results in BENCHMARKS.md.
+    #[tokio::test]
+    #[ignore]
+    async fn service_account_token_cost() {
+        let rounds = 20_000u32;
+        for (label, ttl) in [("uncached", Duration::ZERO), ("cached", SUCCESS_TTL)] {
+            let (state, tokens, token) = server_with_token(ttl).await;
+            let started = Instant::now();
+            for _ in 0..rounds {
+                assert!(authenticate(&state, &tokens, &token).await.is_some());
+            }
+            let per = started.elapsed() / rounds;
+            println!("ServiceAccount token authentication, {label}: {per:?} per request");
+        }
     }
 }
