@@ -145,7 +145,7 @@ struct ApiserverArgs {
     #[arg(long, conflicts_with_all = [
         "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_san",
         "token_auth_file", "anonymous_auth", "authorization_mode", "enable_bootstrap_token_auth",
-        "service_account_signing_key_file", "api_audiences",
+        "service_account_signing_key_file", "api_audiences", "service_account_jwks_uri",
     ])]
     insecure_http: bool,
     /// Also serve what a workload cluster's API server serves beside the built-ins (apps/v1
@@ -188,6 +188,10 @@ struct ApiserverArgs {
     /// `iss` of the ServiceAccount tokens issued, and required of those presented.
     #[arg(long, value_name = "URL", default_value = corral_apiserver::auth::service_account::DEFAULT_ISSUER)]
     service_account_issuer: String,
+    /// The `jwks_uri` of `/.well-known/openid-configuration` (default: this server's
+    /// `/openid/v1/jwks` at the host the request reached).
+    #[arg(long, value_name = "URL")]
+    service_account_jwks_uri: Option<String>,
     /// Audiences a token must name to authenticate here, comma-separated (the issuer by
     /// default).
     #[arg(long, value_delimiter = ',', value_name = "AUDIENCE")]

@@ -111,12 +111,13 @@ pub fn prepare(args: &ApiserverArgs) -> anyhow::Result<Security> {
         })?,
         None => ensure_service_account_key(&pki_dir)?,
     };
-    let service_accounts = ServiceAccountTokens::new(
+    let mut service_accounts = ServiceAccountTokens::new(
         &service_account_key,
         args.service_account_issuer.clone(),
         args.api_audiences.clone(),
     )
     .map_err(|reason| anyhow::anyhow!("cannot sign ServiceAccount tokens: {reason}"))?;
+    service_accounts.jwks_uri = args.service_account_jwks_uri.clone();
     let admin = pki::issue_client(&ca, ADMIN_USER, &[MASTERS_GROUP], pki::CERTIFICATE_VALIDITY)?;
     let server_ca = args
         .tls_cert_file

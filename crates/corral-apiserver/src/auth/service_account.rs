@@ -17,8 +17,14 @@
 //! Every namespace gets its `default` ServiceAccount when created (kube-controller-manager's
 //! serviceaccounts controller), on servers that issue tokens.
 //!
+//! So that a token can be verified elsewhere, the server publishes kube-apiserver's OIDC
+//! discovery documents: `/.well-known/openid-configuration` (issuer, `jwks_uri`) and
+//! `/openid/v1/jwks` (the public key as a JWK, `kid` = base64url SHA-256 of its
+//! SubjectPublicKeyInfo, which every token's header names), readable by whom the
+//! `system:service-account-issuer-discovery` ClusterRole is bound to (every ServiceAccount).
+//!
 //! Not done: tokens bound to a Pod, Secret or Node (`boundObjectRef` is refused), legacy
-//! Secret-based tokens, the OIDC discovery documents.
+//! Secret-based tokens.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -93,6 +99,11 @@ pub struct ServiceAccountTokens {
     signing: EcdsaKeyPair,
     /// The public key, uncompressed, for verification.
     public: Vec<u8>,
+    /// The key's id: base64url SHA-256 of its SubjectPublicKeyInfo, as kube-apiserver's.
+    key_id: String,
+    /// The `jwks_uri` of the discovery document (`--service-account-jwks-uri`); by default
+    /// `https://<the request's host>/openid/v1/jwks`.
+    pub jwks_uri: Option<String>,
     /// `iss` of issued tokens, required of presented ones.
     pub issuer: String,
     /// The API server's audiences (`--api-audiences`): a token must name one of them.
@@ -130,6 +141,11 @@ impl ServiceAccountTokens {
         )
         .map_err(|_| "the service account signing key must be an ECDSA P-256 key".to_owned())?;
         let public = signing.public_key().as_ref().to_vec();
+        use rcgen::PublicKeyData as _;
+        let key_id = URL_SAFE_NO_PAD.encode(ring::digest::digest(
+            &ring::digest::SHA256,
+            &key.subject_public_key_info(),
+        ));
         let issuer = issuer.into();
         let audiences = if audiences.is_empty() {
             vec![issuer.clone()]
@@ -139,6 +155,8 @@ impl ServiceAccountTokens {
         Ok(ServiceAccountTokens {
             signing,
             public,
+            key_id,
+            jwks_uri: None,
             issuer,
             audiences,
             rng,
@@ -171,7 +189,8 @@ impl ServiceAccountTokens {
                 "serviceaccount": {"name": name, "uid": uid},
             },
         });
-        let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "typ": "JWT"}).to_string());
+        let header = URL_SAFE_NO_PAD
+            .encode(json!({"alg": "ES256", "kid": self.key_id, "typ": "JWT"}).to_string());
         let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
         let input = format!("{header}.{payload}");
         let signature = self
@@ -179,6 +198,37 @@ impl ServiceAccountTokens {
             .sign(&self.rng, input.as_bytes())
             .expect("signing with a valid key does not fail");
         format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+    }
+
+    /// `/.well-known/openid-configuration`, as kube-apiserver's; `host` is where the request
+    /// reached this server, for the default `jwks_uri`.
+    pub fn openid_configuration(&self, host: &str) -> Value {
+        let jwks_uri = self
+            .jwks_uri
+            .clone()
+            .unwrap_or_else(|| format!("https://{host}/openid/v1/jwks"));
+        json!({
+            "issuer": self.issuer,
+            "jwks_uri": jwks_uri,
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    }
+
+    /// `/openid/v1/jwks`: the verification key as a JWK set.
+    pub fn jwks(&self) -> Value {
+        // Uncompressed point: 0x04, x (32 bytes), y (32 bytes).
+        let (x, y) = self.public[1..].split_at(32);
+        json!({"keys": [{
+            "use": "sig",
+            "kty": "EC",
+            "kid": self.key_id,
+            "crv": "P-256",
+            "alg": "ES256",
+            "x": URL_SAFE_NO_PAD.encode(x),
+            "y": URL_SAFE_NO_PAD.encode(y),
+        }]})
     }
 
     /// The claims of a token this server issued and that is valid at `now`, or why not.
@@ -314,6 +364,42 @@ pub(crate) async fn authenticate(
             .insert(cache_key, user.clone(), started + trusted, started);
     }
     Some(user)
+}
+
+/// `GET /.well-known/openid-configuration` and `GET /openid/v1/jwks`; 404 on a server that
+/// issues no tokens (as kube-apiserver without a signing key).
+pub(crate) fn discovery(
+    state: &ApiState,
+    jwks: bool,
+    headers: &http::HeaderMap,
+) -> Result<Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let Some(tokens) = state
+        .config
+        .authentication
+        .as_ref()
+        .and_then(|authentication| authentication.service_accounts.as_ref())
+    else {
+        return Err(ApiError::no_route());
+    };
+    let (document, content_type) = if jwks {
+        (tokens.jwks(), "application/jwk-set+json")
+    } else {
+        let host = headers
+            .get(http::header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .unwrap_or("localhost");
+        (tokens.openid_configuration(host), "application/json")
+    };
+    Ok((
+        StatusCode::OK,
+        [
+            (http::header::CONTENT_TYPE, content_type),
+            (http::header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        document.to_string(),
+    )
+        .into_response())
 }
 
 /// `POST …/serviceaccounts/<name>/token`: a TokenRequest answered with a token.
