@@ -214,6 +214,16 @@ struct ApiserverArgs {
     /// Where audit Events are appended as JSON lines (`-` is standard output).
     #[arg(long, value_name = "FILE", requires = "audit_policy_file")]
     audit_log_path: Option<PathBuf>,
+    /// Days to keep old audit log files, by the time in their name (0: whatever their age).
+    #[arg(long = "audit-log-maxage", default_value_t = 0, value_name = "DAYS")]
+    audit_log_maxage: u64,
+    /// Old audit log files to keep (0: all, unless --audit-log-maxage removes them).
+    #[arg(long = "audit-log-maxbackup", default_value_t = 0, value_name = "N")]
+    audit_log_maxbackup: usize,
+    /// Megabytes an audit log file grows to before it is rotated to
+    /// `<name>-<UTC time>.<ext>` (0: 100, as kube-apiserver's lumberjack).
+    #[arg(long = "audit-log-maxsize", default_value_t = 0, value_name = "MB")]
+    audit_log_maxsize: u64,
     /// Read-only requests served at once; beyond it 429 TooManyRequests with Retry-After
     /// (watches and system:masters not counted; 0: no limit).
     #[arg(long, default_value_t = 400, value_name = "N")]

@@ -275,7 +275,12 @@ pub fn audit(
         return Ok(None);
     };
     let policy = corral_apiserver::audit::Policy::load(policy)?;
-    let auditor = corral_apiserver::audit::Auditor::new(policy, log)
+    let rotation = corral_apiserver::audit::Rotation {
+        max_size_mb: args.audit_log_maxsize,
+        max_backups: args.audit_log_maxbackup,
+        max_age_days: args.audit_log_maxage,
+    };
+    let auditor = corral_apiserver::audit::Auditor::new(policy, log, rotation)
         .with_context(|| format!("cannot open --audit-log-path {}", log.display()))?;
     Ok(Some(Arc::new(auditor)))
 }
