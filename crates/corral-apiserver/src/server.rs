@@ -669,6 +669,7 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
         ["openid", "v1", "jwks"] if is_get => {
             return crate::auth::service_account::discovery(&state, true, &parts.headers);
         }
+        ["openapi", "v2"] if is_get => return Ok(crate::openapi::v2(&parts.headers)),
         ["openapi", "v3"] if is_get => return Ok(crate::openapi::index(&state, &parts.headers)),
         ["openapi", "v3", document @ ..] if is_get => {
             let path = document.join("/");
