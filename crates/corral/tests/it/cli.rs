@@ -742,6 +742,27 @@ async fn corral_up_resumes_from_its_data_dir() {
     wait_available(&kubeconfig, "keep", 3).await;
 }
 
+/// `corral apiserver` on `<dir>/data`, port 0; its admin kubeconfig once written.
+async fn start_apiserver(dir: &Path) -> (Process, PathBuf) {
+    let data = dir.join("data");
+    let server = Process::spawn(
+        &[
+            "apiserver",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.join("apiserver.log"),
+    );
+    let kubeconfig = data.join("kubeconfig");
+    eventually("the API server's kubeconfig", || async {
+        kubeconfig.exists().then_some(())
+    })
+    .await;
+    (server, kubeconfig)
+}
+
 /// Who holds the controllers' Lease.
 async fn lease_holder(client: &kube::Client) -> Option<String> {
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
@@ -758,22 +779,7 @@ async fn lease_holder(client: &kube::Client) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_controller_replicas_elect_one_leader_and_the_other_takes_over() {
     let dir = scratch();
-    let data = dir.path().join("data");
-    let _server = Process::spawn(
-        &[
-            "apiserver",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        dir.path().join("apiserver.log"),
-    );
-    let kubeconfig = data.join("kubeconfig");
-    eventually("the API server's kubeconfig", || async {
-        kubeconfig.exists().then_some(())
-    })
-    .await;
+    let (_server, kubeconfig) = start_apiserver(dir.path()).await;
     assert!(corral_ok(&kubeconfig, &["init"]).contains("Provider capi-system/cluster-api"));
     let client = client(&kubeconfig).await;
     let replica = |identity: &str| {
@@ -838,22 +844,7 @@ async fn two_controller_replicas_elect_one_leader_and_the_other_takes_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn separate_controllers_run_as_their_own_service_account() {
     let dir = scratch();
-    let data = dir.path().join("data");
-    let _server = Process::spawn(
-        &[
-            "apiserver",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        dir.path().join("apiserver.log"),
-    );
-    let admin = data.join("kubeconfig");
-    eventually("the API server's kubeconfig", || async {
-        admin.exists().then_some(())
-    })
-    .await;
+    let (_server, admin) = start_apiserver(dir.path()).await;
     corral_ok(&admin, &["init"]);
     let own = dir.path().join("controllers.kubeconfig");
     let written = corral_ok(
