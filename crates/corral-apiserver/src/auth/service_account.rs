@@ -23,8 +23,11 @@
 //! SubjectPublicKeyInfo, which every token's header names), readable by whom the
 //! `system:service-account-issuer-discovery` ClusterRole is bound to (every ServiceAccount).
 //!
-//! Not done: tokens bound to a Pod, Secret or Node (`boundObjectRef` is refused), legacy
-//! Secret-based tokens.
+//! A token may be bound to a Secret of the account's namespace (`boundObjectRef`, `kubectl
+//! create token --bound-object-kind Secret`): it then also stops working when that Secret is
+//! deleted (or replaced: its uid is in the token), within the cache's 10 s.
+//!
+//! Not done: tokens bound to a Pod or Node (refused), legacy Secret-based tokens.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -175,8 +178,24 @@ impl ServiceAccountTokens {
         seconds: i64,
         now: OffsetDateTime,
     ) -> String {
+        self.issue_bound(namespace, name, uid, None, audiences, seconds, now)
+    }
+
+    /// As [`Self::issue`], bound to the Secret (name, uid) when given: the token then works
+    /// only while that Secret exists.
+    #[allow(clippy::too_many_arguments)]
+    pub fn issue_bound(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        secret: Option<(&str, &str)>,
+        audiences: &[String],
+        seconds: i64,
+        now: OffsetDateTime,
+    ) -> String {
         let issued = now.unix_timestamp();
-        let claims = json!({
+        let mut claims = json!({
             "iss": self.issuer,
             "sub": format!("system:serviceaccount:{namespace}:{name}"),
             "aud": audiences,
@@ -189,6 +208,9 @@ impl ServiceAccountTokens {
                 "serviceaccount": {"name": name, "uid": uid},
             },
         });
+        if let Some((secret, secret_uid)) = secret {
+            claims["kubernetes.io"]["secret"] = json!({"name": secret, "uid": secret_uid});
+        }
         let header = URL_SAFE_NO_PAD
             .encode(json!({"alg": "ES256", "kid": self.key_id, "typ": "JWT"}).to_string());
         let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
@@ -284,6 +306,7 @@ impl ServiceAccountTokens {
             namespace: field("/namespace").ok_or("no namespace")?,
             name: field("/serviceaccount/name").ok_or("no service account")?,
             uid: field("/serviceaccount/uid").ok_or("no service account uid")?,
+            secret: field("/secret/name").zip(field("/secret/uid")),
         })
     }
 }
@@ -301,6 +324,8 @@ struct Claims {
     namespace: String,
     name: String,
     uid: String,
+    /// The Secret (name, uid) the token is bound to, if any.
+    secret: Option<(String, String)>,
 }
 
 /// Whether a bearer token looks like a JWT (three base64url parts), which only service
@@ -346,6 +371,27 @@ pub(crate) async fn authenticate(
     {
         tracing::debug!(namespace = %claims.namespace, name = %claims.name, "The token's ServiceAccount was replaced or is being deleted");
         return None;
+    }
+    if let Some((secret, secret_uid)) = &claims.secret {
+        let secrets = state.registry.lookup("", "v1", "secrets")?;
+        let key = secrets.key(Some(&claims.namespace), secret);
+        let bound = match state.store.get(&key, None).await {
+            Ok(Some(kv)) => object::decode_stored(&kv).ok()?,
+            Ok(None) => {
+                tracing::debug!(namespace = %claims.namespace, %secret, "The token's Secret does not exist");
+                return None;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "Cannot read a token's Secret");
+                return None;
+            }
+        };
+        if object::uid(&bound) != Some(secret_uid.as_str())
+            || object::deletion_timestamp(&bound).is_some()
+        {
+            tracing::debug!(namespace = %claims.namespace, %secret, "The token's Secret was replaced or is being deleted");
+            return None;
+        }
     }
     let user = Arc::new(UserInfo::authenticated(
         format!("system:serviceaccount:{}:{}", claims.namespace, claims.name),
@@ -463,12 +509,39 @@ pub(crate) async fn token_request(
         ));
     }
     let seconds = seconds.min(MAX_EXPIRATION_SECONDS);
-    if !spec["boundObjectRef"].is_null() {
-        return Err(invalid(
-            "spec.boundObjectRef",
-            "Invalid value: tokens bound to an object are not supported by Corral".into(),
-        ));
-    }
+    let bound = &spec["boundObjectRef"];
+    let secret = if bound.is_null() {
+        None
+    } else {
+        if bound["kind"] != "Secret" || !matches!(bound["apiVersion"].as_str(), None | Some("v1")) {
+            return Err(invalid(
+                "spec.boundObjectRef.kind",
+                format!(
+                    "Unsupported value: {}: Corral binds tokens to Secrets (v1) only",
+                    bound["kind"]
+                ),
+            ));
+        }
+        let secret_name = bound["name"].as_str().unwrap_or_default().to_owned();
+        let mut secret_target = account_target.clone();
+        secret_target.resource = state
+            .registry
+            .lookup("", "v1", "secrets")
+            .ok_or_else(ApiError::no_route)?;
+        let object = crate::rest::get(state, &secret_target, &secret_name).await?;
+        let uid = object::uid(&object).unwrap_or_default().to_owned();
+        if let Some(wanted) = bound["uid"].as_str().filter(|uid| !uid.is_empty())
+            && wanted != uid
+        {
+            return Err(invalid(
+                "spec.boundObjectRef.uid",
+                format!(
+                    "Invalid value: {wanted:?}: the UID in the bound object reference ({wanted}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                ),
+            ));
+        }
+        Some((secret_name, uid))
+    };
     let audiences: Vec<String> = match spec["audiences"].as_array() {
         Some(list) if !list.is_empty() => list
             .iter()
@@ -479,7 +552,20 @@ pub(crate) async fn token_request(
     };
     let now = OffsetDateTime::now_utc();
     let uid = object::uid(&account).unwrap_or_default();
-    let token = tokens.issue(&namespace, name, uid, &audiences, seconds, now);
+    let token = tokens.issue_bound(
+        &namespace,
+        name,
+        uid,
+        secret
+            .as_ref()
+            .map(|(secret, uid)| (secret.as_str(), uid.as_str())),
+        &audiences,
+        seconds,
+        now,
+    );
+    let bound_object_ref = secret.as_ref().map(
+        |(secret, uid)| json!({"kind": "Secret", "apiVersion": "v1", "name": secret, "uid": uid}),
+    );
     let expiration = (now + time::Duration::seconds(seconds))
         .replace_nanosecond(0)
         .unwrap_or(now)
@@ -499,7 +585,7 @@ pub(crate) async fn token_request(
             "spec": {
                 "audiences": audiences,
                 "expirationSeconds": seconds,
-                "boundObjectRef": null,
+                "boundObjectRef": bound_object_ref,
             },
             "status": {"token": token, "expirationTimestamp": expiration},
         }),
@@ -573,7 +659,8 @@ mod tests {
                 expires: now.unix_timestamp() + 600,
                 namespace: "a".into(),
                 name: "robot".into(),
-                uid: "uid-1".into()
+                uid: "uid-1".into(),
+                secret: None,
             }
         );
         assert_eq!(

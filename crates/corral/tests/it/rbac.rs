@@ -332,6 +332,106 @@ async fn service_account_tokens_authenticate_until_the_account_is_deleted() {
     .await;
 }
 
+/// `kubectl create token --bound-object-kind Secret`: the token works while the Secret exists
+/// and stops (within the token cache's 10 s) once it is deleted; other kinds are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_bound_to_a_secret_stops_with_the_secret() {
+    support::run(Backend::Sqlite, |env| async move {
+        let Some(k) = support::kubectl() else { return };
+        let server = env.start_server().await;
+        let admin = server.kubeconfig().to_path_buf();
+        kubectl_ok(&k, &admin, &["create", "namespace", "a"]);
+        kubectl_ok(
+            &k,
+            &admin,
+            &["create", "serviceaccount", "robot", "-n", "a"],
+        );
+        kubectl_ok(
+            &k,
+            &admin,
+            &[
+                "create",
+                "rolebinding",
+                "robot-view",
+                "--clusterrole=view",
+                "--serviceaccount=a:robot",
+                "-n",
+                "a",
+            ],
+        );
+        kubectl_ok(
+            &k,
+            &admin,
+            &[
+                "create",
+                "secret",
+                "generic",
+                "session",
+                "--from-literal=k=v",
+                "-n",
+                "a",
+            ],
+        );
+        let token = kubectl_ok(
+            &k,
+            &admin,
+            &[
+                "create",
+                "token",
+                "robot",
+                "-n",
+                "a",
+                "--bound-object-kind",
+                "Secret",
+                "--bound-object-name",
+                "session",
+            ],
+        );
+        let robot = token_kubeconfig(&env, &server, "robot", token.trim());
+        kubectl_eventually(&k, &robot, &["get", "configmaps", "-n", "a"]);
+        let refused = kubectl(
+            &k,
+            &admin,
+            &[
+                "create",
+                "token",
+                "robot",
+                "-n",
+                "a",
+                "--bound-object-kind",
+                "Secret",
+                "--bound-object-name",
+                "missing",
+            ],
+        );
+        assert!(!refused.status.success());
+        assert!(
+            stderr(&refused).contains(r#"secrets "missing" not found"#),
+            "{}",
+            stderr(&refused)
+        );
+        kubectl_ok(&k, &admin, &["delete", "secret", "session", "-n", "a"]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while kubectl(&k, &robot, &["get", "configmaps", "-n", "a"])
+            .status
+            .success()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the token outlived its Secret"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        let output = kubectl(&k, &robot, &["get", "configmaps", "-n", "a"]);
+        assert!(
+            stderr(&output).contains("Unauthorized"),
+            "{}",
+            stderr(&output)
+        );
+    })
+    .await;
+}
+
 /// OIDC discovery as kube-apiserver serves it: a ServiceAccount reads the issuer's
 /// configuration and keys (`system:service-account-issuer-discovery`), a user without that
 /// binding may not, and the published key verifies a token outside the server.
