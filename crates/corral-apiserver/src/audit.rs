@@ -27,6 +27,7 @@ mod tests;
 mod writer;
 
 pub use policy::{Decision, Level, Policy, PolicyError, Stage};
+pub use writer::Rotation;
 
 /// The policy and the log of a server.
 pub struct Auditor {
@@ -41,11 +42,12 @@ impl std::fmt::Debug for Auditor {
 }
 
 impl Auditor {
-    /// Events of `policy` written to `log_path` (`-` is standard output).
-    pub fn new(policy: Policy, log_path: &Path) -> std::io::Result<Auditor> {
+    /// Events of `policy` written to `log_path` (`-` is standard output), rotated as
+    /// `rotation` says.
+    pub fn new(policy: Policy, log_path: &Path, rotation: Rotation) -> std::io::Result<Auditor> {
         Ok(Auditor {
             policy,
-            writer: writer::Writer::open(log_path)?,
+            writer: writer::Writer::open(log_path, rotation)?,
         })
     }
 

@@ -45,19 +45,21 @@
 //! and what reads an entry's set parses it with `fields_text::tree`. `render.rs` answers reads in
 //! the form the Accept header asks for: JSON, a `Table` of printer columns (`table.rs`, for
 //! `kubectl get`) or `PartialObjectMetadata`. `openapi.rs` generates the OpenAPI v3 documents
-//! kubectl needs for apply, create and explain; `scale.rs` maps a CRD's scale subresource onto its
-//! objects. `schema/` enforces CRD schemas on custom resources as apiextensions does: pruning and
-//! defaulting on writes (through `admission.rs`) and on reads, validation with every field error in
-//! one 422, and CEL rules (feature `cel`; `schema/cel/direct.rs` evaluates the common rule forms
-//! over the JSON itself and defers the rest, failures and messages to the `cel` interpreter).
-//! `apply/` is server-side apply and `metadata.managedFields`, with structured-merge-diff's
-//! semantics: `rest/` calls `apply::track` on every create and update to record who changed which
-//! fields (an update edits the stored entries in their `FieldsV1` form, `apply/fields_v1.rs`,
-//! decoding them into field sets only when it must; an entry whose text names none of the changed
-//! top-level fields is not even parsed; a create's entry is written as `FieldsV1` text straight
-//! from the object, `merge::created_fields_v1`), and apply patches merge through `rest::update`
-//! with `Change::Apply` (or `rest::create_applied` when the object is absent). `namespaces.rs` runs
-//! the namespace lifecycle (initial namespaces, cleanup of a terminating namespace). `gc/` is
+//! kubectl needs for apply, create and explain (and an empty Swagger 2.0 `/openapi/v2`, protobuf
+//! for client-go, which kubectl asks for to validate a `List`); `scale.rs` maps a CRD's scale
+//! subresource onto its objects. `schema/` enforces CRD schemas on custom resources as
+//! apiextensions does: pruning and defaulting on writes (through `admission.rs`) and on reads,
+//! validation with every field error in one 422, and CEL rules (feature `cel`;
+//! `schema/cel/direct.rs` evaluates the common rule forms over the JSON itself and defers the rest,
+//! failures and messages to the `cel` interpreter). `apply/` is server-side apply and
+//! `metadata.managedFields`, with structured-merge-diff's semantics: `rest/` calls `apply::track`
+//! on every create and update to record who changed which fields (an update edits the stored
+//! entries in their `FieldsV1` form, `apply/fields_v1.rs`, decoding them into field sets only when
+//! it must; an entry whose text names none of the changed top-level fields is not even parsed; a
+//! create's entry is written as `FieldsV1` text straight from the object,
+//! `merge::created_fields_v1`), and apply patches merge through `rest::update` with `Change::Apply`
+//! (or `rest::create_applied` when the object is absent). `namespaces.rs` runs the namespace
+//! lifecycle (initial namespaces, cleanup of a terminating namespace). `gc/` is
 //! kube-controller-manager's garbage collector run in-process: an owner→dependents index fed by
 //! every resource's watch cache, a work queue, and the Background/Foreground/Orphan propagation
 //! that `rest::delete` records as finalizers. `admission.rs` also runs the kinds' own rules
@@ -77,22 +79,23 @@
 //! certificate into its requests' extensions. `auth/` is authentication
 //! (`ServerConfig::authentication`): x509 (CN user, O groups, `auth/x509.rs`), the static token
 //! file (`auth/tokens.rs`), bootstrap tokens against their kube-system Secrets
-//! (`auth/bootstrap_token.rs`), `system:anonymous` when allowed, else kube-apiserver's 401
-//! `Status`; every request that passes carries an `Arc<UserInfo>` in its extensions (`auth::user`),
-//! in-process clients as `system:corral-controllers` (or whom `Server::in_process_as` names).
-//! `rbac/` is authorization (`ServerConfig::rbac`) with kube-apiserver's semantics: the four RBAC
-//! kinds are built-ins (`validate.rs`, `openapi.rs`), compiled by `index.rs` into an immutable
-//! snapshot replaced on every change (hooks and a watch per kind, `follow.rs` as for the webhook
-//! configurations), which `rbac::authorize` reads for every request after authentication and
-//! impersonation (`impersonation.rs`) from kube's request attributes (`rules.rs`:
-//! `RequestInfoFactory`, rule matching and covering); `system:masters` bypasses; a refusal is
-//! kube's 403; before RBAC, `node_restriction.rs` (kube's NodeRestriction) lets a node identity
-//! (`system:node:<name>` in `system:nodes`) modify only its own Node and Lease. `escalation.rs`
-//! refuses role and binding writes beyond the writer's own rules unless it may `escalate`/`bind`
-//! (the writer is the task-local `rbac::requester`); `bootstrap.rs` creates kube's default roles
-//! and bindings at start, `aggregation.rs` fills aggregated ClusterRoles, `review.rs` answers the
-//! `authorization.k8s.io` reviews (`kubectl auth can-i`). `certificates.rs` is
-//! CertificateSigningRequests' strategy (requester recorded, spec immutable, `/approval` and
+//! (`auth/bootstrap_token.rs`), ServiceAccount JWTs (`auth/service_account.rs`: TokenRequest, a 10
+//! s cache of successes as kube's, the OIDC discovery documents), `system:anonymous` when allowed,
+//! else kube-apiserver's 401 `Status`; every request that passes carries an `Arc<UserInfo>` in its
+//! extensions (`auth::user`), in-process clients as `system:corral-controllers` (or whom
+//! `Server::in_process_as` names). `rbac/` is authorization (`ServerConfig::rbac`) with
+//! kube-apiserver's semantics: the four RBAC kinds are built-ins (`validate.rs`, `openapi.rs`),
+//! compiled by `index.rs` into an immutable snapshot replaced on every change (hooks and a watch
+//! per kind, `follow.rs` as for the webhook configurations), which `rbac::authorize` reads for
+//! every request after authentication and impersonation (`impersonation.rs`) from kube's request
+//! attributes (`rules.rs`: `RequestInfoFactory`, rule matching and covering); `system:masters`
+//! bypasses; a refusal is kube's 403; before RBAC, `node_restriction.rs` (kube's NodeRestriction)
+//! lets a node identity (`system:node:<name>` in `system:nodes`) modify only its own Node and
+//! Lease. `escalation.rs` refuses role and binding writes beyond the writer's own rules unless it
+//! may `escalate`/`bind` (the writer is the task-local `rbac::requester`); `bootstrap.rs` creates
+//! kube's default roles and bindings at start, `aggregation.rs` fills aggregated ClusterRoles,
+//! `review.rs` answers the `authorization.k8s.io` reviews (`kubectl auth can-i`). `certificates.rs`
+//! is CertificateSigningRequests' strategy (requester recorded, spec immutable, `/approval` and
 //! `/status` each owning their part of the status). `pki.rs` issues the certificates (a CA, serving
 //! and client certificates, ECDSA P-256 with rcgen). `encryption/` is encryption at rest
 //! (`ServerConfig::encryption`, kube's `EncryptionConfiguration`: aescbc, aesgcm, secretbox,
@@ -103,12 +106,14 @@
 //! unchanged update still rewrites it (`rest::update`), which is how key rotation moves Secrets.
 //! `audit/` is the audit log (`ServerConfig::audit`): kube's `audit.k8s.io/v1` Policy decides each
 //! request's level in `server::handle` once the user is known, and Events go as JSON lines through
-//! a bounded queue to a writer thread. `limits.rs` holds the in-flight limits (kube's 429 with
-//! `Retry-After`, watches and `system:masters` not counted, in-process clients never), watches per
-//! user, and the header read and body idle timeouts against slow clients (`serve_https`); `body.rs`
-//! has the 3 MiB body limit. `tests/it` drives a real server with kube-rs on every backend;
-//! `tls.rs` and `authn.rs` there drive HTTPS with kube-rs and hyper over rustls; `limits.rs` and
-//! `hostile.rs` (10,000 generated hostile requests against RBAC) drive raw sockets.
+//! a bounded queue to a writer thread, which rotates the file as lumberjack
+//! (`--audit-log-maxsize/-maxbackup/-maxage`, `audit/writer.rs`). `limits.rs` holds the in-flight
+//! limits (kube's 429 with `Retry-After`, watches and `system:masters` not counted, in-process
+//! clients never), watches per user, and the header read and body idle timeouts against slow
+//! clients (`serve_https`); `body.rs` has the 3 MiB body limit. `tests/it` drives a real server
+//! with kube-rs on every backend; `tls.rs` and `authn.rs` there drive HTTPS with kube-rs and hyper
+//! over rustls; `limits.rs` and `hostile.rs` (10,000 generated hostile requests against RBAC) drive
+//! raw sockets.
 
 pub mod admission;
 mod apply;

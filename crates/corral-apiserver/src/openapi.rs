@@ -11,8 +11,16 @@
 //!
 //! Custom resources get their version's `openAPIV3Schema` plus `apiVersion`, `kind` and a
 //! `metadata` reference, named like kube-apiserver names them (`com.example.v1.Widget`).
-//! Built-in kinds get the hand-written schemas of `schemas.rs`. `/openapi/v2` is not served
-//! (kubectl tolerates its 404 once v3 is right).
+//! Built-in kinds get the hand-written schemas of `schemas.rs`.
+//!
+//! `/openapi/v2` is a Swagger 2.0 document without paths or definitions ([`v2`]). kubectl
+//! asks for it in one case: validating a document whose kind has no `fieldValidation` in v3,
+//! such as the `List` of `kubectl get ... -o json | kubectl replace -f -`; without it that
+//! fails ("the server could not find the requested resource"). client-go reads it only as
+//! protobuf (gnostic's `openapi.v2.Document`, no JSON fallback), so it is served as protobuf
+//! when asked for and as JSON otherwise. With no definitions kubectl finds no schema for a
+//! List's items and leaves them to the server's own validation, as it does for a kind it
+//! does not know.
 //!
 //! The index links each document with `?hash=<etag>`, the document's content hash, so the
 //! link changes when a CRD changes; a hashed URL is served as immutable. Documents are built
@@ -152,6 +160,68 @@ fn not_modified(etag: &str) -> Response {
 }
 
 /// `GET /openapi/v3`: the index of group-version documents.
+/// `GET /openapi/v2`: see the module docs.
+pub fn v2(headers: &HeaderMap) -> Response {
+    // What client-go asks for (not a valid media type: `@`), and the name kube-apiserver
+    // answers with, which Go's `mime` parses.
+    const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+    const PROTOBUF_ANSWER: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+    let version = crate::discovery::version()["gitVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let wants_protobuf = headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|media| media.split(';').next().unwrap_or("").trim())
+        .take_while(|media| *media != "application/json")
+        .any(|media| media == PROTOBUF || media == PROTOBUF_ANSWER);
+    if wants_protobuf {
+        // openapi.v2.Document: swagger (1), info (2: title 1, version 2), paths (8) and
+        // definitions (9), both empty.
+        let mut info = Vec::new();
+        length_delimited(&mut info, 1, b"Kubernetes");
+        length_delimited(&mut info, 2, version.as_bytes());
+        let mut document = Vec::new();
+        length_delimited(&mut document, 1, b"2.0");
+        length_delimited(&mut document, 2, &info);
+        length_delimited(&mut document, 8, &[]);
+        length_delimited(&mut document, 9, &[]);
+        return (
+            StatusCode::OK,
+            [(http::header::CONTENT_TYPE, PROTOBUF_ANSWER)],
+            document,
+        )
+            .into_response();
+    }
+    crate::rest::json_response(
+        StatusCode::OK,
+        &json!({
+            "swagger": "2.0",
+            "info": {"title": "Kubernetes", "version": version},
+            "paths": {},
+            "definitions": {},
+        }),
+    )
+}
+
+/// Appends a protobuf field of wire type 2 (bytes, string, message).
+fn length_delimited(out: &mut Vec<u8>, field: u8, bytes: &[u8]) {
+    varint(out, (u64::from(field) << 3) | 2);
+    varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+fn varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
 pub fn index(state: &ApiState, headers: &HeaderMap) -> Response {
     let built = current(state);
     if etag_matches(headers, &built.index_etag) {

@@ -663,6 +663,13 @@ async fn route(state: Arc<ApiState>, request: Request) -> Result<Response, ApiEr
         ["livez", ..] if is_get => return Ok(text("ok")),
         [check @ ("healthz" | "readyz"), ..] if is_get => return Ok(health(&state, check)),
         ["version"] if is_get => return Ok(json_response(StatusCode::OK, &discovery::version())),
+        [".well-known", "openid-configuration"] if is_get => {
+            return crate::auth::service_account::discovery(&state, false, &parts.headers);
+        }
+        ["openid", "v1", "jwks"] if is_get => {
+            return crate::auth::service_account::discovery(&state, true, &parts.headers);
+        }
+        ["openapi", "v2"] if is_get => return Ok(crate::openapi::v2(&parts.headers)),
         ["openapi", "v3"] if is_get => return Ok(crate::openapi::index(&state, &parts.headers)),
         ["openapi", "v3", document @ ..] if is_get => {
             let path = document.join("/");

@@ -22,6 +22,33 @@ pub struct KubeconfigSource {
 }
 
 impl KubeconfigSource {
+    /// The kubeconfig the files of [`Self::paths`] make up when merged as kubectl merges
+    /// them, and those paths as one text for messages.
+    pub fn read(&self) -> Result<(Kubeconfig, String), Error> {
+        let paths = self.paths()?;
+        let mut merged: Option<Kubeconfig> = None;
+        for path in &paths {
+            let read = Kubeconfig::read_from(path).map_err(|error| Error::ReadKubeconfig {
+                path: path.display().to_string(),
+                reason: crate::error::innermost_message(&error),
+            })?;
+            merged = Some(match merged {
+                None => read,
+                Some(earlier) => earlier.merge(read).map_err(|error| Error::ReadKubeconfig {
+                    path: path.display().to_string(),
+                    reason: crate::error::innermost_message(&error),
+                })?,
+            });
+        }
+        let kubeconfig = merged.expect("paths() returns at least one file");
+        let shown = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":");
+        Ok((kubeconfig, shown))
+    }
+
     /// The files to read, merged in order, as kubectl picks them; an error naming every place
     /// looked at when there is none.
     pub fn paths(&self) -> Result<Vec<PathBuf>, Error> {
@@ -116,27 +143,7 @@ impl Connection {
         source: &KubeconfigSource,
         context: Option<&str>,
     ) -> Result<Connection, Error> {
-        let paths = source.paths()?;
-        let mut merged: Option<Kubeconfig> = None;
-        for path in &paths {
-            let read = Kubeconfig::read_from(path).map_err(|error| Error::ReadKubeconfig {
-                path: path.display().to_string(),
-                reason: crate::error::innermost_message(&error),
-            })?;
-            merged = Some(match merged {
-                None => read,
-                Some(earlier) => earlier.merge(read).map_err(|error| Error::ReadKubeconfig {
-                    path: path.display().to_string(),
-                    reason: crate::error::innermost_message(&error),
-                })?,
-            });
-        }
-        let kubeconfig = merged.expect("paths() returns at least one file");
-        let shown = paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(":");
+        let (kubeconfig, shown) = source.read()?;
         check_context(&kubeconfig, &shown, context)?;
         let options = KubeConfigOptions {
             context: context.map(str::to_string),

@@ -104,8 +104,8 @@ pub struct InitReport {
     pub webhook_configurations: Vec<String>,
 }
 
-/// Installs every built-in provider's CRDs, its inventory entry and its least-privilege
-/// ClusterRole (`roles.rs`), as `clusterctl init` does.
+/// Installs every built-in provider's CRDs, its inventory entry, its ServiceAccount and its
+/// least-privilege ClusterRole (`roles.rs`), as `clusterctl init` does.
 /// Idempotent: a second run changes nothing (server-side apply of the same objects).
 pub async fn init(connection: &Connection) -> Result<InitReport, Error> {
     let mut report = InitReport::default();
@@ -121,6 +121,7 @@ pub async fn init(connection: &Connection) -> Result<InitReport, Error> {
             .providers
             .push(install_inventory(connection, provider).await?);
     }
+    crate::roles::install_controllers_account(connection).await?;
     for provider in &providers {
         report
             .cluster_roles

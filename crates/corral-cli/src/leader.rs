@@ -264,10 +264,14 @@ async fn release(leases: &Api<Lease>, election: &LeaderElection) {
     }
 }
 
-/// Creates the Lease's namespace when it is missing.
+/// Creates the Lease's namespace when it is missing (`corral init` creates it, so an identity
+/// that may not create namespaces finds it).
 async fn ensure_namespace(connection: &Connection, namespace: &str) -> Result<(), Error> {
     use k8s_openapi::api::core::v1::Namespace;
     let namespaces: Api<Namespace> = Api::all(connection.client.clone());
+    if let Ok(Some(_)) = namespaces.get_opt(namespace).await {
+        return Ok(());
+    }
     let object = Namespace {
         metadata: ObjectMeta {
             name: Some(namespace.into()),

@@ -17,20 +17,23 @@
 //! `~/.kube/config`) into a `Connection`. `components.rs` is the one list of built-in providers
 //! (CRDs and upstream's inventory entry: `cluster-api`, `bootstrap-kubeadm`,
 //! `control-plane-kubeadm`, `infrastructure-in-memory`) that `init` installs, with each one's
-//! least-privilege ClusterRole from `roles.rs` (bound to `system:corral:<label>` and to the group
-//! of `corral up`'s in-process controllers), and `run_controllers`, the one place every controller
-//! is started (`start_plugin_webhook` serves and registers the plugin kinds' admission webhook
-//! beside them, in `corral up` and in every `corral controllers` replica, leader or not).
-//! `leader.rs` is client-go's Lease election for `corral controllers`. `generate/` renders the
-//! templates embedded from `templates/<provider>/cluster-template[-<flavor>].yaml` with
-//! clusterctl's substitution (`envsubst.rs`). `describe/` reads a cluster into upstream's tree
-//! (`mod.rs`) and renders it (`tree.rs`, pure: grouping, columns, colours); `watch.rs` is the one
-//! live view, for `describe --watch` and `up --demo`: on a terminal the tree redrawn in place (the
-//! terminal restored however it ends), elsewhere one state line per change. `get.rs`, `scale.rs`,
-//! `rollout.rs`, `delete.rs` and `apply.rs` are the day-two verbs; `resource.rs` parses `md/NAME`.
-//! `mover/` is `corral move` (`graph.rs` the object graph; `directory.rs` `--to-directory` and
-//! `--from-directory`; the cluster-scoped ProviderPlugins moved objects name are copied to the
-//! target first, not through a directory). `tests/it` runs them against an in-process API server.
+//! least-privilege ClusterRole from `roles.rs` (bound to the component's ServiceAccount, upstream's
+//! `<prefix>-manager`, to `corral-system/corral-controllers` that `corral controllers` runs as, to
+//! `system:corral:<label>` and to the group of `corral up`'s in-process controllers; `corral
+//! kubeconfig` writes a kubeconfig with a `tokenFile` for one of those ServiceAccounts), and
+//! `run_controllers`, the one place every controller is started (`start_plugin_webhook` serves and
+//! registers the plugin kinds' admission webhook beside them, in `corral up` and in every `corral
+//! controllers` replica, leader or not). `leader.rs` is client-go's Lease election for `corral
+//! controllers`. `generate/` renders the templates embedded from
+//! `templates/<provider>/cluster-template[-<flavor>].yaml` with clusterctl's substitution
+//! (`envsubst.rs`). `describe/` reads a cluster into upstream's tree (`mod.rs`) and renders it
+//! (`tree.rs`, pure: grouping, columns, colours); `watch.rs` is the one live view, for `describe
+//! --watch` and `up --demo`: on a terminal the tree redrawn in place (the terminal restored however
+//! it ends), elsewhere one state line per change. `get.rs`, `scale.rs`, `rollout.rs`, `delete.rs`
+//! and `apply.rs` are the day-two verbs; `resource.rs` parses `md/NAME`. `mover/` is `corral move`
+//! (`graph.rs` the object graph; `directory.rs` `--to-directory` and `--from-directory`; the
+//! cluster-scoped ProviderPlugins moved objects name are copied to the target first, not through a
+//! directory). `tests/it` runs them against an in-process API server.
 
 pub mod apply;
 pub mod client;

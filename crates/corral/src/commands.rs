@@ -85,6 +85,31 @@ pub struct InitArgs {
 }
 
 #[derive(clap::Args)]
+pub struct KubeconfigCommandArgs {
+    #[command(flatten)]
+    kubeconfig: KubeconfigArgs,
+    /// The component whose ServiceAccount the kubeconfig authenticates as: `controllers` (what
+    /// `corral controllers` runs: corral-system/corral-controllers) or a provider's label
+    /// (`cluster-api`, `bootstrap-kubeadm`, `control-plane-kubeadm`, `infrastructure-in-memory`,
+    /// `infrastructure-plugin`).
+    component: String,
+    /// Where to write the kubeconfig; its token goes to `FILE.token` (both mode 0600).
+    #[arg(long, value_name = "FILE")]
+    write_to: PathBuf,
+    /// How long the token is valid, as `kubectl create token --duration` (the server may
+    /// shorten it; Corral's API server allows at most 48h). Run the command again before it
+    /// ends: a process using the kubeconfig reads the new token within a minute.
+    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    duration: k8s_openapi::jiff::SignedDuration,
+}
+
+/// A duration such as `24h`, `1h30m` or `3600s`.
+fn parse_duration(text: &str) -> Result<k8s_openapi::jiff::SignedDuration, String> {
+    text.parse::<k8s_openapi::jiff::SignedDuration>()
+        .map_err(|error| format!("not a duration such as 24h or 90m: {error}"))
+}
+
+#[derive(clap::Args)]
 pub struct ControllersArgs {
     #[command(flatten)]
     kubeconfig: KubeconfigArgs,
@@ -582,7 +607,28 @@ pub async fn init(args: InitArgs) -> anyhow::Result<()> {
     for provider in &report.providers {
         println!("Provider {provider} {}", corral_cli::VERSION);
     }
-    println!("Your management plane is ready; run the controllers with `corral controllers`.");
+    println!(
+        "Your management plane is ready; run the controllers with `corral controllers` \
+         (with the kubeconfig `corral kubeconfig controllers --write-to FILE` writes, to run them \
+         as the ServiceAccount corral-system/corral-controllers)."
+    );
+    Ok(())
+}
+
+pub async fn kubeconfig(args: KubeconfigCommandArgs) -> anyhow::Result<()> {
+    let expires = corral_cli::roles::write_kubeconfig(
+        &args.kubeconfig.source(),
+        args.kubeconfig.context().as_deref(),
+        &args.component,
+        args.duration.as_secs(),
+        &args.write_to,
+    )
+    .await?;
+    println!(
+        "Wrote {} for {} (its token expires at {expires})",
+        args.write_to.display(),
+        args.component
+    );
     Ok(())
 }
 

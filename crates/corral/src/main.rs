@@ -88,6 +88,9 @@ enum Command {
     /// Run the core controllers and the built-in providers against a management plane, with
     /// leader election so that several replicas never act at once.
     Controllers(commands::ControllersArgs),
+    /// Write a kubeconfig that authenticates as a component's ServiceAccount (created by
+    /// `init`), for `corral controllers` or a provider run on its own.
+    Kubeconfig(commands::KubeconfigCommandArgs),
     /// Generate a workload cluster's manifests from a template.
     Generate(commands::GenerateArgs),
     /// Show a cluster's objects and their state as a tree.
@@ -179,7 +182,7 @@ struct ApiserverArgs {
     #[arg(long, conflicts_with_all = [
         "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_san",
         "token_auth_file", "anonymous_auth", "authorization_mode", "enable_bootstrap_token_auth",
-        "service_account_signing_key_file", "api_audiences",
+        "service_account_signing_key_file", "api_audiences", "service_account_jwks_uri",
     ])]
     insecure_http: bool,
     /// Also serve what a workload cluster's API server serves beside the built-ins (apps/v1
@@ -222,6 +225,10 @@ struct ApiserverArgs {
     /// `iss` of the ServiceAccount tokens issued, and required of those presented.
     #[arg(long, value_name = "URL", default_value = corral_apiserver::auth::service_account::DEFAULT_ISSUER)]
     service_account_issuer: String,
+    /// The `jwks_uri` of `/.well-known/openid-configuration` (default: this server's
+    /// `/openid/v1/jwks` at the host the request reached).
+    #[arg(long, value_name = "URL")]
+    service_account_jwks_uri: Option<String>,
     /// Audiences a token must name to authenticate here, comma-separated (the issuer by
     /// default).
     #[arg(long, value_delimiter = ',', value_name = "AUDIENCE")]
@@ -244,6 +251,16 @@ struct ApiserverArgs {
     /// Where audit Events are appended as JSON lines (`-` is standard output).
     #[arg(long, value_name = "FILE", requires = "audit_policy_file")]
     audit_log_path: Option<PathBuf>,
+    /// Days to keep old audit log files, by the time in their name (0: whatever their age).
+    #[arg(long = "audit-log-maxage", default_value_t = 0, value_name = "DAYS")]
+    audit_log_maxage: u64,
+    /// Old audit log files to keep (0: all, unless --audit-log-maxage removes them).
+    #[arg(long = "audit-log-maxbackup", default_value_t = 0, value_name = "N")]
+    audit_log_maxbackup: usize,
+    /// Megabytes an audit log file grows to before it is rotated to
+    /// `<name>-<UTC time>.<ext>` (0: 100, as kube-apiserver's lumberjack).
+    #[arg(long = "audit-log-maxsize", default_value_t = 0, value_name = "MB")]
+    audit_log_maxsize: u64,
     /// Read-only requests served at once; beyond it 429 TooManyRequests with Retry-After
     /// (watches and system:masters not counted; 0: no limit).
     #[arg(long, default_value_t = 400, value_name = "N")]
@@ -377,6 +394,7 @@ fn main() -> ExitCode {
             Command::Up(args) => up::run(args).await,
             Command::Init(args) => commands::init(args).await,
             Command::Controllers(args) => commands::controllers(args).await,
+            Command::Kubeconfig(args) => commands::kubeconfig(args).await,
             Command::Cloud(args) => cloud::serve(args).await,
             Command::Node(args) => node::run(args).await,
             Command::Provider(args) => provider::run(args).await,

@@ -111,12 +111,13 @@ pub fn prepare(args: &ApiserverArgs) -> anyhow::Result<Security> {
         })?,
         None => ensure_service_account_key(&pki_dir)?,
     };
-    let service_accounts = ServiceAccountTokens::new(
+    let mut service_accounts = ServiceAccountTokens::new(
         &service_account_key,
         args.service_account_issuer.clone(),
         args.api_audiences.clone(),
     )
     .map_err(|reason| anyhow::anyhow!("cannot sign ServiceAccount tokens: {reason}"))?;
+    service_accounts.jwks_uri = args.service_account_jwks_uri.clone();
     let admin = pki::issue_client(&ca, ADMIN_USER, &[MASTERS_GROUP], pki::CERTIFICATE_VALIDITY)?;
     let server_ca = args
         .tls_cert_file
@@ -274,7 +275,12 @@ pub fn audit(
         return Ok(None);
     };
     let policy = corral_apiserver::audit::Policy::load(policy)?;
-    let auditor = corral_apiserver::audit::Auditor::new(policy, log)
+    let rotation = corral_apiserver::audit::Rotation {
+        max_size_mb: args.audit_log_maxsize,
+        max_backups: args.audit_log_maxbackup,
+        max_age_days: args.audit_log_maxage,
+    };
+    let auditor = corral_apiserver::audit::Auditor::new(policy, log, rotation)
         .with_context(|| format!("cannot open --audit-log-path {}", log.display()))?;
     Ok(Some(Arc::new(auditor)))
 }

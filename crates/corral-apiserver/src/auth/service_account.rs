@@ -8,13 +8,30 @@
 //! AND the account still exists with the uid the token names — a deleted account's tokens stop
 //! working, even if an account of the same name is created again.
 //!
+//! As kube-apiserver caches what its token authenticators answer, a token that authenticated
+//! is trusted again without a signature check or a store read for [`SUCCESS_TTL`] (kube's
+//! `TokenSuccessCacheTTL`, 10 s) or until it expires, if sooner; refusals are not cached (kube's
+//! `TokenFailureCacheTTL` is 0). So a deleted account's tokens stop working within 10 s. The
+//! cache holds SHA-256 digests of tokens, never the tokens.
+//!
 //! Every namespace gets its `default` ServiceAccount when created (kube-controller-manager's
 //! serviceaccounts controller), on servers that issue tokens.
 //!
-//! Not done: tokens bound to a Pod, Secret or Node (`boundObjectRef` is refused), legacy
-//! Secret-based tokens, the OIDC discovery documents.
+//! So that a token can be verified elsewhere, the server publishes kube-apiserver's OIDC
+//! discovery documents: `/.well-known/openid-configuration` (issuer, `jwks_uri`) and
+//! `/openid/v1/jwks` (the public key as a JWK, `kid` = base64url SHA-256 of its
+//! SubjectPublicKeyInfo, which every token's header names), readable by whom the
+//! `system:service-account-issuer-discovery` ClusterRole is bound to (every ServiceAccount).
+//!
+//! A token may be bound to a Secret of the account's namespace (`boundObjectRef`, `kubectl
+//! create token --bound-object-kind Secret`): it then also stops working when that Secret is
+//! deleted (or replaced: its uid is in the token), within the cache's 10 s.
+//!
+//! Not done: tokens bound to a Pod or Node (refused), legacy Secret-based tokens.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::response::Response;
 use base64::Engine;
@@ -43,16 +60,62 @@ const MIN_EXPIRATION_SECONDS: i64 = 600;
 /// keeps stolen tokens short-lived).
 const MAX_EXPIRATION_SECONDS: i64 = 48 * 3600;
 
+/// How long a token that authenticated is trusted without checking it again.
+pub const SUCCESS_TTL: Duration = Duration::from_secs(10);
+/// At most this many tokens are remembered (kube's cache holds 4096 per stripe of 32).
+const CACHE_ENTRIES: usize = 4096;
+
+/// Tokens that authenticated recently, by their SHA-256, with their user and until when.
+#[derive(Default)]
+struct TokenCache {
+    entries: Mutex<HashMap<[u8; 32], (Arc<UserInfo>, Instant)>>,
+}
+
+impl TokenCache {
+    fn key(token: &str) -> [u8; 32] {
+        let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+        digest.as_ref().try_into().expect("SHA-256 is 32 bytes")
+    }
+
+    fn get(&self, key: &[u8; 32], now: Instant) -> Option<Arc<UserInfo>> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(key)
+            .filter(|(_, until)| *until > now)
+            .map(|(user, _)| user.clone())
+    }
+
+    fn insert(&self, key: [u8; 32], user: Arc<UserInfo>, until: Instant, now: Instant) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= CACHE_ENTRIES {
+            entries.retain(|_, (_, until)| *until > now);
+            if entries.len() >= CACHE_ENTRIES {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (user, until));
+    }
+}
+
 /// Issues and checks tokens with one key.
 pub struct ServiceAccountTokens {
     signing: EcdsaKeyPair,
     /// The public key, uncompressed, for verification.
     public: Vec<u8>,
+    /// The key's id: base64url SHA-256 of its SubjectPublicKeyInfo, as kube-apiserver's.
+    key_id: String,
+    /// The `jwks_uri` of the discovery document (`--service-account-jwks-uri`); by default
+    /// `https://<the request's host>/openid/v1/jwks`.
+    pub jwks_uri: Option<String>,
     /// `iss` of issued tokens, required of presented ones.
     pub issuer: String,
     /// The API server's audiences (`--api-audiences`): a token must name one of them.
     pub audiences: Vec<String>,
     rng: SystemRandom,
+    /// How long a token that authenticated is trusted again unchecked ([`SUCCESS_TTL`];
+    /// zero turns the cache off).
+    pub success_ttl: Duration,
+    cache: TokenCache,
 }
 
 impl std::fmt::Debug for ServiceAccountTokens {
@@ -81,6 +144,11 @@ impl ServiceAccountTokens {
         )
         .map_err(|_| "the service account signing key must be an ECDSA P-256 key".to_owned())?;
         let public = signing.public_key().as_ref().to_vec();
+        use rcgen::PublicKeyData as _;
+        let key_id = URL_SAFE_NO_PAD.encode(ring::digest::digest(
+            &ring::digest::SHA256,
+            &key.subject_public_key_info(),
+        ));
         let issuer = issuer.into();
         let audiences = if audiences.is_empty() {
             vec![issuer.clone()]
@@ -90,9 +158,13 @@ impl ServiceAccountTokens {
         Ok(ServiceAccountTokens {
             signing,
             public,
+            key_id,
+            jwks_uri: None,
             issuer,
             audiences,
             rng,
+            success_ttl: SUCCESS_TTL,
+            cache: TokenCache::default(),
         })
     }
 
@@ -106,8 +178,24 @@ impl ServiceAccountTokens {
         seconds: i64,
         now: OffsetDateTime,
     ) -> String {
+        self.issue_bound(namespace, name, uid, None, audiences, seconds, now)
+    }
+
+    /// As [`Self::issue`], bound to the Secret (name, uid) when given: the token then works
+    /// only while that Secret exists.
+    #[allow(clippy::too_many_arguments)]
+    pub fn issue_bound(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        secret: Option<(&str, &str)>,
+        audiences: &[String],
+        seconds: i64,
+        now: OffsetDateTime,
+    ) -> String {
         let issued = now.unix_timestamp();
-        let claims = json!({
+        let mut claims = json!({
             "iss": self.issuer,
             "sub": format!("system:serviceaccount:{namespace}:{name}"),
             "aud": audiences,
@@ -120,7 +208,11 @@ impl ServiceAccountTokens {
                 "serviceaccount": {"name": name, "uid": uid},
             },
         });
-        let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "typ": "JWT"}).to_string());
+        if let Some((secret, secret_uid)) = secret {
+            claims["kubernetes.io"]["secret"] = json!({"name": secret, "uid": secret_uid});
+        }
+        let header = URL_SAFE_NO_PAD
+            .encode(json!({"alg": "ES256", "kid": self.key_id, "typ": "JWT"}).to_string());
         let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
         let input = format!("{header}.{payload}");
         let signature = self
@@ -128,6 +220,37 @@ impl ServiceAccountTokens {
             .sign(&self.rng, input.as_bytes())
             .expect("signing with a valid key does not fail");
         format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+    }
+
+    /// `/.well-known/openid-configuration`, as kube-apiserver's; `host` is where the request
+    /// reached this server, for the default `jwks_uri`.
+    pub fn openid_configuration(&self, host: &str) -> Value {
+        let jwks_uri = self
+            .jwks_uri
+            .clone()
+            .unwrap_or_else(|| format!("https://{host}/openid/v1/jwks"));
+        json!({
+            "issuer": self.issuer,
+            "jwks_uri": jwks_uri,
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    }
+
+    /// `/openid/v1/jwks`: the verification key as a JWK set.
+    pub fn jwks(&self) -> Value {
+        // Uncompressed point: 0x04, x (32 bytes), y (32 bytes).
+        let (x, y) = self.public[1..].split_at(32);
+        json!({"keys": [{
+            "use": "sig",
+            "kty": "EC",
+            "kid": self.key_id,
+            "crv": "P-256",
+            "alg": "ES256",
+            "x": URL_SAFE_NO_PAD.encode(x),
+            "y": URL_SAFE_NO_PAD.encode(y),
+        }]})
     }
 
     /// The claims of a token this server issued and that is valid at `now`, or why not.
@@ -179,9 +302,11 @@ impl ServiceAccountTokens {
                 .map(str::to_owned)
         };
         Ok(Claims {
+            expires: claims["exp"].as_i64().unwrap_or(now),
             namespace: field("/namespace").ok_or("no namespace")?,
             name: field("/serviceaccount/name").ok_or("no service account")?,
             uid: field("/serviceaccount/uid").ok_or("no service account uid")?,
+            secret: field("/secret/name").zip(field("/secret/uid")),
         })
     }
 }
@@ -194,9 +319,13 @@ pub fn generate_key() -> Result<String, rcgen::Error> {
 /// Whom a valid token names.
 #[derive(Debug, PartialEq, Eq)]
 struct Claims {
+    /// `exp`, Unix seconds.
+    expires: i64,
     namespace: String,
     name: String,
     uid: String,
+    /// The Secret (name, uid) the token is bound to, if any.
+    secret: Option<(String, String)>,
 }
 
 /// Whether a bearer token looks like a JWT (three base64url parts), which only service
@@ -211,7 +340,13 @@ pub(crate) async fn authenticate(
     tokens: &ServiceAccountTokens,
     token: &str,
 ) -> Option<Arc<UserInfo>> {
-    let claims = match tokens.verify(token, OffsetDateTime::now_utc()) {
+    let cache_key = TokenCache::key(token);
+    let started = Instant::now();
+    if let Some(user) = tokens.cache.get(&cache_key, started) {
+        return Some(user);
+    }
+    let now = OffsetDateTime::now_utc();
+    let claims = match tokens.verify(token, now) {
         Ok(claims) => claims,
         Err(reason) => {
             tracing::debug!(reason, "ServiceAccount token refused");
@@ -237,14 +372,80 @@ pub(crate) async fn authenticate(
         tracing::debug!(namespace = %claims.namespace, name = %claims.name, "The token's ServiceAccount was replaced or is being deleted");
         return None;
     }
-    Some(Arc::new(UserInfo::authenticated(
+    if let Some((secret, secret_uid)) = &claims.secret {
+        let secrets = state.registry.lookup("", "v1", "secrets")?;
+        let key = secrets.key(Some(&claims.namespace), secret);
+        let bound = match state.store.get(&key, None).await {
+            Ok(Some(kv)) => object::decode_stored(&kv).ok()?,
+            Ok(None) => {
+                tracing::debug!(namespace = %claims.namespace, %secret, "The token's Secret does not exist");
+                return None;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "Cannot read a token's Secret");
+                return None;
+            }
+        };
+        if object::uid(&bound) != Some(secret_uid.as_str())
+            || object::deletion_timestamp(&bound).is_some()
+        {
+            tracing::debug!(namespace = %claims.namespace, %secret, "The token's Secret was replaced or is being deleted");
+            return None;
+        }
+    }
+    let user = Arc::new(UserInfo::authenticated(
         format!("system:serviceaccount:{}:{}", claims.namespace, claims.name),
         claims.uid,
         vec![
             ALL_GROUP.to_owned(),
             format!("{ALL_GROUP}:{}", claims.namespace),
         ],
-    )))
+    ));
+    let left =
+        Duration::from_secs(u64::try_from(claims.expires - now.unix_timestamp()).unwrap_or(0));
+    let trusted = tokens.success_ttl.min(left);
+    if !trusted.is_zero() {
+        tokens
+            .cache
+            .insert(cache_key, user.clone(), started + trusted, started);
+    }
+    Some(user)
+}
+
+/// `GET /.well-known/openid-configuration` and `GET /openid/v1/jwks`; 404 on a server that
+/// issues no tokens (as kube-apiserver without a signing key).
+pub(crate) fn discovery(
+    state: &ApiState,
+    jwks: bool,
+    headers: &http::HeaderMap,
+) -> Result<Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let Some(tokens) = state
+        .config
+        .authentication
+        .as_ref()
+        .and_then(|authentication| authentication.service_accounts.as_ref())
+    else {
+        return Err(ApiError::no_route());
+    };
+    let (document, content_type) = if jwks {
+        (tokens.jwks(), "application/jwk-set+json")
+    } else {
+        let host = headers
+            .get(http::header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .unwrap_or("localhost");
+        (tokens.openid_configuration(host), "application/json")
+    };
+    Ok((
+        StatusCode::OK,
+        [
+            (http::header::CONTENT_TYPE, content_type),
+            (http::header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        document.to_string(),
+    )
+        .into_response())
 }
 
 /// `POST …/serviceaccounts/<name>/token`: a TokenRequest answered with a token.
@@ -308,12 +509,39 @@ pub(crate) async fn token_request(
         ));
     }
     let seconds = seconds.min(MAX_EXPIRATION_SECONDS);
-    if !spec["boundObjectRef"].is_null() {
-        return Err(invalid(
-            "spec.boundObjectRef",
-            "Invalid value: tokens bound to an object are not supported by Corral".into(),
-        ));
-    }
+    let bound = &spec["boundObjectRef"];
+    let secret = if bound.is_null() {
+        None
+    } else {
+        if bound["kind"] != "Secret" || !matches!(bound["apiVersion"].as_str(), None | Some("v1")) {
+            return Err(invalid(
+                "spec.boundObjectRef.kind",
+                format!(
+                    "Unsupported value: {}: Corral binds tokens to Secrets (v1) only",
+                    bound["kind"]
+                ),
+            ));
+        }
+        let secret_name = bound["name"].as_str().unwrap_or_default().to_owned();
+        let mut secret_target = account_target.clone();
+        secret_target.resource = state
+            .registry
+            .lookup("", "v1", "secrets")
+            .ok_or_else(ApiError::no_route)?;
+        let object = crate::rest::get(state, &secret_target, &secret_name).await?;
+        let uid = object::uid(&object).unwrap_or_default().to_owned();
+        if let Some(wanted) = bound["uid"].as_str().filter(|uid| !uid.is_empty())
+            && wanted != uid
+        {
+            return Err(invalid(
+                "spec.boundObjectRef.uid",
+                format!(
+                    "Invalid value: {wanted:?}: the UID in the bound object reference ({wanted}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                ),
+            ));
+        }
+        Some((secret_name, uid))
+    };
     let audiences: Vec<String> = match spec["audiences"].as_array() {
         Some(list) if !list.is_empty() => list
             .iter()
@@ -324,7 +552,20 @@ pub(crate) async fn token_request(
     };
     let now = OffsetDateTime::now_utc();
     let uid = object::uid(&account).unwrap_or_default();
-    let token = tokens.issue(&namespace, name, uid, &audiences, seconds, now);
+    let token = tokens.issue_bound(
+        &namespace,
+        name,
+        uid,
+        secret
+            .as_ref()
+            .map(|(secret, uid)| (secret.as_str(), uid.as_str())),
+        &audiences,
+        seconds,
+        now,
+    );
+    let bound_object_ref = secret.as_ref().map(
+        |(secret, uid)| json!({"kind": "Secret", "apiVersion": "v1", "name": secret, "uid": uid}),
+    );
     let expiration = (now + time::Duration::seconds(seconds))
         .replace_nanosecond(0)
         .unwrap_or(now)
@@ -344,7 +585,7 @@ pub(crate) async fn token_request(
             "spec": {
                 "audiences": audiences,
                 "expirationSeconds": seconds,
-                "boundObjectRef": null,
+                "boundObjectRef": bound_object_ref,
             },
             "status": {"token": token, "expirationTimestamp": expiration},
         }),
@@ -415,9 +656,11 @@ mod tests {
         assert_eq!(
             server.verify(&token, now).unwrap(),
             Claims {
+                expires: now.unix_timestamp() + 600,
                 namespace: "a".into(),
                 name: "robot".into(),
-                uid: "uid-1".into()
+                uid: "uid-1".into(),
+                secret: None,
             }
         );
         assert_eq!(
@@ -447,5 +690,86 @@ mod tests {
             server.verify(&parts.join("."), now),
             Err("the signature does not verify")
         );
+    }
+
+    /// A server with the `default` ServiceAccount of `default` and a token of it.
+    async fn server_with_token(
+        success_ttl: Duration,
+    ) -> (Arc<ApiState>, Arc<ServiceAccountTokens>, String) {
+        let mut tokens = tokens(vec![]);
+        tokens.success_ttl = success_ttl;
+        let tokens = Arc::new(tokens);
+        let config = crate::ServerConfig {
+            authentication: Some(crate::AuthenticationConfig {
+                service_accounts: Some(tokens.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let store = Arc::new(corral_store::memory::MemoryStore::new());
+        let state = ApiState::start(store, config).await.unwrap();
+        ensure_default_now(&state, "default").await.unwrap();
+        let accounts = state.registry.lookup("", "v1", "serviceaccounts").unwrap();
+        let stored = state
+            .store
+            .get(&accounts.key(Some("default"), "default"), None)
+            .await
+            .unwrap()
+            .unwrap();
+        let account = object::decode_stored(&stored).unwrap();
+        let uid = object::uid(&account).unwrap().to_owned();
+        let token = tokens.issue(
+            "default",
+            "default",
+            &uid,
+            &tokens.audiences.clone(),
+            3600,
+            OffsetDateTime::now_utc(),
+        );
+        (state, tokens, token)
+    }
+
+    #[tokio::test]
+    async fn a_deleted_accounts_token_is_trusted_at_most_the_cache_ttl() {
+        let (state, tokens, token) = server_with_token(SUCCESS_TTL).await;
+        let user = authenticate(&state, &tokens, &token).await.unwrap();
+        assert_eq!(user.name, "system:serviceaccount:default:default");
+        let accounts = state.registry.lookup("", "v1", "serviceaccounts").unwrap();
+        let key = accounts.key(Some("default"), "default");
+        let stored = state.store.get(&key, None).await.unwrap().unwrap();
+        state.store.delete(&key, stored.mod_revision).await.unwrap();
+        // Within the TTL the cached answer stands, as in kube-apiserver; past it (here: a
+        // cache entry that has run out), the token is refused.
+        assert!(authenticate(&state, &tokens, &token).await.is_some());
+        let cache_key = TokenCache::key(&token);
+        tokens
+            .cache
+            .entries
+            .lock()
+            .unwrap()
+            .get_mut(&cache_key)
+            .unwrap()
+            .1 = Instant::now();
+        assert!(authenticate(&state, &tokens, &token).await.is_none());
+        // A refusal is not cached, and a forged token is never in the cache.
+        assert!(tokens.cache.get(&cache_key, Instant::now()).is_none());
+    }
+
+    /// The cost of authenticating a request's ServiceAccount token, without and with the
+    /// cache. `cargo nextest run -p corral-apiserver --lib --release --run-ignored only -E
+    /// 'test(service_account_token_cost)' --no-capture`; results in BENCHMARKS.md.
+    #[tokio::test]
+    #[ignore]
+    async fn service_account_token_cost() {
+        let rounds = 20_000u32;
+        for (label, ttl) in [("uncached", Duration::ZERO), ("cached", SUCCESS_TTL)] {
+            let (state, tokens, token) = server_with_token(ttl).await;
+            let started = Instant::now();
+            for _ in 0..rounds {
+                assert!(authenticate(&state, &tokens, &token).await.is_some());
+            }
+            let per = started.elapsed() / rounds;
+            println!("ServiceAccount token authentication, {label}: {per:?} per request");
+        }
     }
 }

@@ -228,3 +228,31 @@ fn model_names_reverse_the_group() {
     assert_eq!(group_words("coordination.k8s.io"), "Coordination");
     assert_eq!(group_words(""), "Core");
 }
+
+#[test]
+fn openapi_v2_is_protobuf_for_client_go_and_json_otherwise() {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::ACCEPT,
+        "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+            .parse()
+            .unwrap(),
+    );
+    let response = super::v2(&headers);
+    assert_eq!(
+        response.headers()[http::header::CONTENT_TYPE],
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    let body =
+        futures::executor::block_on(axum::body::to_bytes(response.into_body(), 1 << 20)).unwrap();
+    // swagger (field 1) "2.0", then info (field 2).
+    assert_eq!(&body[..5], b"\x0a\x032.0");
+    assert_eq!(body[5], 0x12);
+    assert!(body.ends_with(b"\x42\x00\x4a\x00"), "{body:?}");
+    let response = super::v2(&HeaderMap::new());
+    let body =
+        futures::executor::block_on(axum::body::to_bytes(response.into_body(), 1 << 20)).unwrap();
+    let document: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(document["swagger"], "2.0");
+    assert_eq!(document["definitions"], json!({}));
+}

@@ -2,7 +2,8 @@
 //! the part that concerns what this server serves: `cluster-admin` bound to
 //! `system:masters`; `admin`, `edit` and `view`, aggregated from the
 //! `system:aggregate-to-*` roles by their `rbac.authorization.k8s.io/aggregate-to-*` labels;
-//! `system:discovery`, `system:basic-user` and `system:public-info-viewer` with their bindings;
+//! `system:discovery`, `system:basic-user`, `system:public-info-viewer` and
+//! `system:service-account-issuer-discovery` with their bindings;
 //! the node roles (`system:node`, `system:node-bootstrapper`, the CSR client roles), unbound.
 //! Each object is created at start when missing; an existing one is left as it is.
 
@@ -122,6 +123,20 @@ pub fn cluster_roles() -> Vec<Value> {
             &[],
             vec![urls(
                 &["/healthz", "/livez", "/readyz", "/version", "/version/"],
+                &["get"],
+            )],
+        ),
+        // ServiceAccount token verifiers elsewhere: the OIDC discovery documents.
+        cluster_role(
+            "system:service-account-issuer-discovery",
+            &[],
+            vec![urls(
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
                 &["get"],
             )],
         ),
@@ -379,6 +394,11 @@ pub fn cluster_role_bindings() -> Vec<Value> {
             "system:public-info-viewer",
             "system:public-info-viewer",
             &["system:authenticated", "system:unauthenticated"],
+        ),
+        binding(
+            "system:service-account-issuer-discovery",
+            "system:service-account-issuer-discovery",
+            &["system:serviceaccounts"],
         ),
     ]
 }

@@ -200,3 +200,77 @@ async fn writes_by_a_named_user_are_recorded_at_the_policy_level() {
     })
     .await;
 }
+
+/// `--audit-log-maxsize` and `--audit-log-maxbackup` as kube-apiserver's: the log rotates to
+/// `audit-<time>.log` before an event would take it past the size, and only the newest backup
+/// is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_rotates_and_keeps_max_backups() {
+    crate::support::run(crate::support::Backend::Sqlite, |env: TestEnv| async move {
+        let scratch = env.scratch_dir();
+        let policy = scratch.join("policy.yaml");
+        std::fs::write(
+            &policy,
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: RequestResponse\n    resources:\n      - group: \"\"\n        resources: [configmaps]\n  - level: None\n",
+        )
+        .unwrap();
+        let logs = scratch.join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        let log = logs.join("audit.log");
+        let server = env
+            .start_server_with(&[
+                "--audit-policy-file",
+                policy.to_str().unwrap(),
+                "--audit-log-path",
+                log.to_str().unwrap(),
+                "--audit-log-maxsize",
+                "1",
+                "--audit-log-maxbackup",
+                "1",
+            ])
+            .await;
+        let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(server.client(), "default");
+        // Each create's event carries the 300 KB object twice (request and response): about
+        // 600 KB, so every second event starts a new file.
+        for index in 0..5 {
+            let configmap: k8s_openapi::api::core::v1::ConfigMap =
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": format!("big-{index}")},
+                    "data": {"blob": "x".repeat(300_000)},
+                }))
+                .unwrap();
+            configmaps.create(&Default::default(), &configmap).await.unwrap();
+        }
+        let names = |directory: &std::path::Path| {
+            let mut names: Vec<String> = std::fs::read_dir(directory)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        // The last create is in the current file, once written.
+        let current = events(&log, |events| {
+            events
+                .iter()
+                .any(|event| event["objectRef"]["name"] == "big-4")
+        })
+        .await;
+        assert_eq!(current.len(), 1, "the current file holds the last event only");
+        let files = names(&logs);
+        assert_eq!(files.len(), 2, "{files:?}");
+        let backup = &files[0];
+        assert!(backup.starts_with("audit-") && backup.ends_with(".log"), "{backup}");
+        // The backup is whole JSON lines: the event before the last.
+        let text = std::fs::read_to_string(logs.join(backup)).unwrap();
+        let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        assert_eq!(lines.len(), 1, "{backup}");
+        assert_eq!(lines[0]["objectRef"]["name"], "big-3");
+        for file in &files {
+            let size = std::fs::metadata(logs.join(file)).unwrap().len();
+            assert!(size <= 1024 * 1024, "{file}: {size} bytes");
+        }
+    })
+    .await;
+}

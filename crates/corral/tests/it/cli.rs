@@ -742,6 +742,27 @@ async fn corral_up_resumes_from_its_data_dir() {
     wait_available(&kubeconfig, "keep", 3).await;
 }
 
+/// `corral apiserver` on `<dir>/data`, port 0; its admin kubeconfig once written.
+async fn start_apiserver(dir: &Path) -> (Process, PathBuf) {
+    let data = dir.join("data");
+    let server = Process::spawn(
+        &[
+            "apiserver",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.join("apiserver.log"),
+    );
+    let kubeconfig = data.join("kubeconfig");
+    eventually("the API server's kubeconfig", || async {
+        kubeconfig.exists().then_some(())
+    })
+    .await;
+    (server, kubeconfig)
+}
+
 /// Who holds the controllers' Lease.
 async fn lease_holder(client: &kube::Client) -> Option<String> {
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
@@ -758,22 +779,7 @@ async fn lease_holder(client: &kube::Client) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_controller_replicas_elect_one_leader_and_the_other_takes_over() {
     let dir = scratch();
-    let data = dir.path().join("data");
-    let _server = Process::spawn(
-        &[
-            "apiserver",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        dir.path().join("apiserver.log"),
-    );
-    let kubeconfig = data.join("kubeconfig");
-    eventually("the API server's kubeconfig", || async {
-        kubeconfig.exists().then_some(())
-    })
-    .await;
+    let (_server, kubeconfig) = start_apiserver(dir.path()).await;
     assert!(corral_ok(&kubeconfig, &["init"]).contains("Provider capi-system/cluster-api"));
     let client = client(&kubeconfig).await;
     let replica = |identity: &str| {
@@ -829,6 +835,146 @@ async fn two_controller_replicas_elect_one_leader_and_the_other_takes_over() {
     b.terminate();
     let released = lease_holder(&client).await;
     assert_eq!(released, None, "the Lease is still held by {released:?}");
+}
+
+/// `corral controllers` started on its own with the kubeconfig `corral kubeconfig controllers`
+/// writes: it runs as the ServiceAccount corral-system/corral-controllers, reconciles a
+/// cluster, and may not do what no component's ClusterRole grants; a provider's own
+/// identity may not touch another provider's kinds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn separate_controllers_run_as_their_own_service_account() {
+    let dir = scratch();
+    let (_server, admin) = start_apiserver(dir.path()).await;
+    corral_ok(&admin, &["init"]);
+    let own = dir.path().join("controllers.kubeconfig");
+    let written = corral_ok(
+        &admin,
+        &[
+            "kubeconfig",
+            "controllers",
+            "--write-to",
+            own.to_str().unwrap(),
+            "--duration",
+            "2h",
+        ],
+    );
+    assert!(
+        written.contains("for controllers (its token expires at "),
+        "{written}"
+    );
+    let text_of = |path: &Path| std::fs::read_to_string(path).unwrap();
+    let written_kubeconfig = text_of(&own);
+    assert!(
+        written_kubeconfig.contains("tokenFile:"),
+        "{written_kubeconfig}"
+    );
+    assert!(written_kubeconfig.contains("system:serviceaccount:corral-system:corral-controllers"));
+    use std::os::unix::fs::PermissionsExt;
+    let token_file = dir.path().join("controllers.kubeconfig.token");
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let controllers = Process::spawn(
+        &[
+            "controllers",
+            "--kubeconfig",
+            own.to_str().unwrap(),
+            "--identity",
+            "own",
+        ],
+        dir.path().join("controllers.log"),
+    );
+    create_cluster(&admin, "own", 1, dir.path()).await;
+    wait_available(&admin, "own", 2).await;
+    assert!(
+        controllers
+            .log()
+            .contains("Leading: running the controllers")
+    );
+    let log = controllers.log();
+    assert!(
+        !log.contains("forbidden"),
+        "the controllers were refused something:\n{log}"
+    );
+
+    // What the identity may not do; the message names who it is.
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client(&own).await);
+    let refused = roles.list(&ListParams::default()).await.unwrap_err();
+    let kube::Error::Api(status) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(status.code, 403);
+    assert_eq!(
+        status.message,
+        r#"clusterroles.rbac.authorization.k8s.io is forbidden: User "system:serviceaccount:corral-system:corral-controllers" cannot list resource "clusterroles" in API group "rbac.authorization.k8s.io" at the cluster scope"#
+    );
+
+    // A provider's own identity: its kinds yes, another provider's no.
+    let infra = dir.path().join("infra.kubeconfig");
+    corral_ok(
+        &admin,
+        &[
+            "kubeconfig",
+            "infrastructure-in-memory",
+            "--write-to",
+            infra.to_str().unwrap(),
+        ],
+    );
+    let infra = client(&infra).await;
+    let kind = |group: &str, kind: &str, plural: &str| kube::api::ApiResource {
+        group: group.into(),
+        version: "v1beta2".into(),
+        api_version: format!("{group}/v1beta2"),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let own_kind: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        infra.clone(),
+        "default",
+        &kind(
+            "infrastructure.cluster.x-k8s.io",
+            "DevMachine",
+            "devmachines",
+        ),
+    );
+    assert!(
+        !own_kind
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let other: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        infra,
+        "default",
+        &kind(
+            "bootstrap.cluster.x-k8s.io",
+            "KubeadmConfig",
+            "kubeadmconfigs",
+        ),
+    );
+    let refused = other.list(&ListParams::default()).await.unwrap_err();
+    let kube::Error::Api(status) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(status.code, 403, "{status:?}");
+    assert!(status.message.contains(r#"User "system:serviceaccount:capim-system:capim-manager" cannot list resource "kubeadmconfigs""#), "{}", status.message);
+
+    // An unknown component is a usage error naming the known ones.
+    corral_fails(
+        &admin,
+        &[
+            "kubeconfig",
+            "nope",
+            "--write-to",
+            dir.path().join("x").to_str().unwrap(),
+        ],
+        2,
+        "one of: controllers, cluster-api",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

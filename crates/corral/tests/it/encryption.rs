@@ -230,8 +230,7 @@ async fn secret_value(kubectl: &Kubectl, name: &str) -> String {
 
 /// kube's documented rotation: add the new key second and restart; make it first and
 /// restart; rewrite every Secret (`kubectl get secrets -A -o json | kubectl replace -f -`,
-/// with `--validate=false`);
-/// drop the old key and restart.
+/// kubectl validating the `List` with `/openapi/v2`); drop the old key and restart.
 async fn keys_rotate_as_kube_documents(env: TestEnv) {
     let Some(binary) = kubectl_or_skip() else {
         return;
@@ -273,11 +272,9 @@ async fn keys_rotate_as_kube_documents(env: TestEnv) {
     let server = start(&env, &both_new_first).await;
     let kubectl = Kubectl::new(binary.clone(), &env, &server);
     let all = kubectl.run(&["get", "secrets", "-A", "-o", "json"]).await;
-    // `--validate=false`: kubectl validates a `List` against /openapi/v2, which Corral does not
-    // serve (single objects are validated with /openapi/v3).
-    kubectl
-        .run_with_stdin(&["replace", "--validate=false", "-f", "-"], &all)
-        .await;
+    // As documented for kube-apiserver: kubectl validates the `List` with /openapi/v2 (as
+    // protobuf), then each Secret is a PUT with fieldValidation=Strict.
+    kubectl.run_with_stdin(&["replace", "-f", "-"], &all).await;
     stop(&env, server).await;
     assert_eq!(key_names(&env).await, ["key2", "key2"]);
 

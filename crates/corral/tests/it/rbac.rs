@@ -280,7 +280,8 @@ fn token_kubeconfig(env: &TestEnv, server: &ServerProcess, name: &str, token: &s
 
 /// `kubectl create token`: a ServiceAccount's token authenticates as the account, RBAC
 /// decides what it may do, tokens for another audience or of a deleted account (even one
-/// created again under the same name) get 401, and a too-short lifetime is refused.
+/// created again under the same name; within the token cache's 10 s) get 401, and a
+/// too-short lifetime is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_account_tokens_authenticate_until_the_account_is_deleted() {
     support::run(Backend::Sqlite, |env| async move {
@@ -315,12 +316,178 @@ async fn service_account_tokens_authenticate_until_the_account_is_deleted() {
         assert!(stderr(&short).contains("may not specify a duration less than 10 minutes"), "{}", stderr(&short));
 
         kubectl_ok(&k, &admin, &["delete", "serviceaccount", "robot", "-n", "a"]);
+        // Within the token cache's 10 s, as kube-apiserver.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while kubectl(&k, &robot, &["get", "configmaps", "-n", "a"]).status.success() {
+            assert!(std::time::Instant::now() < deadline, "the deleted account's token still works");
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
         unauthorized(&robot);
         kubectl_ok(&k, &admin, &["create", "serviceaccount", "robot", "-n", "a"]);
         unauthorized(&robot);
         // A new token of the new account works again.
         let token = kubectl_ok(&k, &admin, &["create", "token", "robot", "-n", "a"]);
         kubectl_eventually(&k, &token_kubeconfig(&env, &server, "robot-2", token.trim()), &["get", "configmaps", "-n", "a"]);
+    })
+    .await;
+}
+
+/// `kubectl create token --bound-object-kind Secret`: the token works while the Secret exists
+/// and stops (within the token cache's 10 s) once it is deleted; other kinds are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_bound_to_a_secret_stops_with_the_secret() {
+    support::run(Backend::Sqlite, |env| async move {
+        let Some(k) = support::kubectl() else { return };
+        let server = env.start_server().await;
+        let admin = server.kubeconfig().to_path_buf();
+        kubectl_ok(&k, &admin, &["create", "namespace", "a"]);
+        kubectl_ok(
+            &k,
+            &admin,
+            &["create", "serviceaccount", "robot", "-n", "a"],
+        );
+        kubectl_ok(
+            &k,
+            &admin,
+            &[
+                "create",
+                "rolebinding",
+                "robot-view",
+                "--clusterrole=view",
+                "--serviceaccount=a:robot",
+                "-n",
+                "a",
+            ],
+        );
+        kubectl_ok(
+            &k,
+            &admin,
+            &[
+                "create",
+                "secret",
+                "generic",
+                "session",
+                "--from-literal=k=v",
+                "-n",
+                "a",
+            ],
+        );
+        let token = kubectl_ok(
+            &k,
+            &admin,
+            &[
+                "create",
+                "token",
+                "robot",
+                "-n",
+                "a",
+                "--bound-object-kind",
+                "Secret",
+                "--bound-object-name",
+                "session",
+            ],
+        );
+        let robot = token_kubeconfig(&env, &server, "robot", token.trim());
+        kubectl_eventually(&k, &robot, &["get", "configmaps", "-n", "a"]);
+        let refused = kubectl(
+            &k,
+            &admin,
+            &[
+                "create",
+                "token",
+                "robot",
+                "-n",
+                "a",
+                "--bound-object-kind",
+                "Secret",
+                "--bound-object-name",
+                "missing",
+            ],
+        );
+        assert!(!refused.status.success());
+        assert!(
+            stderr(&refused).contains(r#"secrets "missing" not found"#),
+            "{}",
+            stderr(&refused)
+        );
+        kubectl_ok(&k, &admin, &["delete", "secret", "session", "-n", "a"]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while kubectl(&k, &robot, &["get", "configmaps", "-n", "a"])
+            .status
+            .success()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the token outlived its Secret"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        let output = kubectl(&k, &robot, &["get", "configmaps", "-n", "a"]);
+        assert!(
+            stderr(&output).contains("Unauthorized"),
+            "{}",
+            stderr(&output)
+        );
+    })
+    .await;
+}
+
+/// OIDC discovery as kube-apiserver serves it: a ServiceAccount reads the issuer's
+/// configuration and keys (`system:service-account-issuer-discovery`), a user without that
+/// binding may not, and the published key verifies a token outside the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_tokens_verify_with_the_published_keys() {
+    support::run(Backend::Sqlite, |env| async move {
+        let Some(k) = support::kubectl() else { return };
+        let server = env.start_server().await;
+        let admin = server.kubeconfig().to_path_buf();
+        kubectl_ok(&k, &admin, &["create", "namespace", "a"]);
+        kubectl_ok(&k, &admin, &["create", "serviceaccount", "robot", "-n", "a"]);
+        let token = kubectl_ok(&k, &admin, &["create", "token", "robot", "-n", "a"]);
+        let token = token.trim();
+        let robot = token_kubeconfig(&env, &server, "robot", token);
+        let configuration: serde_json::Value =
+            serde_json::from_str(&kubectl_ok(&k, &robot, &["get", "--raw", "/.well-known/openid-configuration"])).unwrap();
+        assert_eq!(configuration["issuer"], corral_apiserver::auth::service_account::DEFAULT_ISSUER);
+        let jwks_uri = configuration["jwks_uri"].as_str().unwrap();
+        assert!(jwks_uri.starts_with("https://") && jwks_uri.ends_with("/openid/v1/jwks"), "{jwks_uri}");
+        assert_eq!(configuration["id_token_signing_alg_values_supported"], serde_json::json!(["ES256"]));
+        let jwks = kubectl_ok(&k, &robot, &["get", "--raw", "/openid/v1/jwks"]);
+        let keys: serde_json::Value = serde_json::from_str(&jwks).unwrap();
+        assert_eq!(keys["keys"][0]["kty"], "EC");
+        let alice = user_kubeconfig(&env, &server, "alice", &[]);
+        assert_eq!(
+            forbidden(&k, &alice, &["get", "--raw", "/openid/v1/jwks"]),
+            r#"forbidden: User "alice" cannot get path "/openid/v1/jwks""#
+        );
+
+        // Outside the server: the token's header names the key, whose signature holds.
+        let has_crypto = Command::new("python3")
+            .args(["-c", "import cryptography"])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if !tool_available(has_crypto, "Python's cryptography", "CORRAL_REQUIRE_PYTHON_CLIENT", "python3 -m pip install cryptography") {
+            return;
+        }
+        let script = r#"
+import base64, json, sys
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+def b64(text): return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+jwks, token = json.loads(sys.argv[1]), sys.argv[2]
+header, payload, signature = token.split(".")
+kid = json.loads(b64(header))["kid"]
+key = next(k for k in jwks["keys"] if k["kid"] == kid)
+public = ec.EllipticCurvePublicNumbers(int.from_bytes(b64(key["x"]), "big"), int.from_bytes(b64(key["y"]), "big"), ec.SECP256R1()).public_key()
+raw = b64(signature)
+der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+public.verify(der, (header + "." + payload).encode(), ec.ECDSA(hashes.SHA256()))
+print(json.loads(b64(payload))["sub"])
+"#;
+        let output = Command::new("python3").args(["-c", script, &jwks, token]).output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "system:serviceaccount:a:robot");
     })
     .await;
 }
