@@ -369,6 +369,7 @@ impl Host {
 
     /// Starts `command` inside the machine: in its network namespace and its cgroup, from
     /// before the program's first instruction (so nothing it forks escapes either).
+    #[allow(unsafe_code)]
     pub fn spawn(
         &self,
         machine: &LocalMachine,

@@ -133,6 +133,7 @@ struct Plane {
 
 /// What the local provider needs, checked before anything starts: one line saying what is
 /// missing.
+#[allow(unsafe_code)]
 fn local_prerequisites(
     args: &crate::UpArgs,
 ) -> anyhow::Result<corral_provider_local::plugin::Programs> {

@@ -27,6 +27,7 @@ impl Drop for Cleanup {
     }
 }
 
+#[allow(unsafe_code)]
 pub(crate) fn host(root: &Path) -> Host {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };

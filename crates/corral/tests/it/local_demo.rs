@@ -17,6 +17,7 @@ use crate::local_cluster::{has_condition, kubectl_apply};
 use crate::node_agent::{Cleanup, require_root};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(unsafe_code)]
 async fn the_demo_on_local_infrastructure_runs_three_control_plane_machines_and_two_workers() {
     require_root();
     let dir = tempfile::tempdir().unwrap();

@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
+#[allow(unsafe_code)]
 pub(crate) fn require_root() {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
