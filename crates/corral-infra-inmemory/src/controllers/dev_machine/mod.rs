@@ -238,7 +238,7 @@ async fn reconcile(
     );
 
     if deleting {
-        return reconcile_delete(&scope, &key, moving).await;
+        return reconcile_delete(&scope, Some(&key), moving).await;
     }
     let Some(cluster) = cluster else {
         tracing::info!(cluster = %key.cluster, "Waiting for the Cluster to exist");
@@ -295,22 +295,20 @@ async fn reconcile_delete_without_machine(
         if paused(cluster.as_deref(), scope.dev_machine, "DevMachine").is_some() {
             return Ok(Action::await_change());
         }
-        if !moving {
-            delete_vm(scope.context, key).await?;
-        }
     }
-    let Scope {
-        context,
-        api,
-        dev_machine,
-    } = scope;
-    set_finalizer(context, api, *dev_machine, finalizers::DEV_MACHINE, false).await?;
-    Ok(Action::await_change())
+    reconcile_delete(scope, key, moving).await
 }
 
-/// Deletes the VM (unless the DevMachine is moving), then removes the finalizer.
-async fn reconcile_delete(scope: &Scope<'_>, key: &VmKey, moving: bool) -> Result<Action, Error> {
-    if !moving {
+/// Deletes the VM, when its key is known and the DevMachine is not moving, then removes the
+/// finalizer.
+async fn reconcile_delete(
+    scope: &Scope<'_>,
+    key: Option<&VmKey>,
+    moving: bool,
+) -> Result<Action, Error> {
+    if let Some(key) = key
+        && !moving
+    {
         delete_vm(scope.context, key).await?;
     }
     let Scope {
