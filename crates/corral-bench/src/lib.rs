@@ -229,7 +229,9 @@ pub struct Report {
     pub wall: Duration,
 }
 
-/// The benchmark target `apiserver`: see the crate docs.
+/// The benchmark target `apiserver`: see the crate docs. A sequence of steps: the data dir and
+/// its disk, the SQLite side, the etcd side, the closed-loop rounds, the list runs, the watch
+/// runs, then the report's last lines.
 pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let wall = Instant::now();
     let mut report = Report {
@@ -248,20 +250,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         .prefix("corral-bench-")
         .tempdir_in(&root)
         .with_context(|| format!("creating a data dir under {}", root.display()))?;
-    report
-        .environment
-        .push(format!("data: {}", env::describe_dir(dir.path())));
-    match env::probe_fsync(dir.path(), config.fsync_probe) {
-        Ok(probe) => report.environment.push(format!(
-            "disk: 4 KiB write + fdatasync: p50 {} ms, p99 {} ms ({} per second, one at a time)",
-            format_ms(probe.latency.p50),
-            format_ms(probe.latency.p99),
-            format_rate(probe.per_second)
-        )),
-        Err(error) => report
-            .notes
-            .push(format!("Could not measure fsync: {error}")),
-    }
+    describe_disk(&mut report, dir.path(), config);
 
     let mut sides = Vec::new();
     let sqlite = corral_store::sqlite::SqliteStore::open(&dir.path().join("corral.db"))
@@ -272,6 +261,119 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     );
     // Kept to read group commit's counters around the SQLite write runs.
     let sqlite_stats = sqlite.clone();
+    sides.push(Side::start("sqlite", Arc::new(sqlite), config).await?);
+    let etcd = if config.skip_etcd {
+        report.notes.push("etcd skipped (--skip-etcd).".into());
+        None
+    } else {
+        start_etcd(config, dir.path(), &mut report, &mut sides).await?
+    };
+
+    closed_loop_rounds(
+        config,
+        &sides,
+        etcd.as_ref().map(|(_, raw)| raw),
+        &sqlite_stats,
+        &mut report,
+    )
+    .await?;
+    list_runs(config, &sides, &mut report).await?;
+    watch_runs(config, &sides, &mut report).await?;
+
+    for side in sides {
+        let name = side.name;
+        if let Some(bytes) = side.stop().await {
+            report.notes.push(format!(
+                "{name}: the resident ConfigMap watch received {:.1} MiB over the run.",
+                bytes as f64 / (1024.0 * 1024.0)
+            ));
+        }
+    }
+    drop(etcd);
+    drop(dir);
+    report.wall = wall.elapsed();
+    report
+        .environment
+        .push(format!("load average at the end: {}", load_average()));
+    Ok(report)
+}
+
+/// The data dir and its disk's fsync latency in the report's environment.
+fn describe_disk(report: &mut Report, dir: &std::path::Path, config: &Config) {
+    report
+        .environment
+        .push(format!("data: {}", env::describe_dir(dir)));
+    match env::probe_fsync(dir, config.fsync_probe) {
+        Ok(probe) => report.environment.push(format!(
+            "disk: 4 KiB write + fdatasync: p50 {} ms, p99 {} ms ({} per second, one at a time)",
+            format_ms(probe.latency.p50),
+            format_ms(probe.latency.p99),
+            format_rate(probe.per_second)
+        )),
+        Err(error) => report
+            .notes
+            .push(format!("Could not measure fsync: {error}")),
+    }
+}
+
+/// Starts an etcd member (on tmpfs when asked), watches its CPU and adds its side; the server
+/// and a raw client for the raw puts, or `None` (with a note) when there is no etcd binary.
+async fn start_etcd(
+    config: &Config,
+    dir: &std::path::Path,
+    report: &mut Report,
+    sides: &mut Vec<Side>,
+) -> anyhow::Result<
+    Option<(
+        etcd_process::EtcdServer,
+        KvClient<tonic::transport::Channel>,
+    )>,
+> {
+    let Some(binary) = etcd_process::EtcdServer::find_binary() else {
+        let line = "etcd binary not found (install etcd-server, or set CORRAL_ETCD_BIN): \
+                    running the SQLite part only";
+        eprintln!("{line}");
+        report.notes.push(line.into());
+        return Ok(None);
+    };
+    let etcd_root = if config.etcd_on_tmpfs {
+        PathBuf::from("/dev/shm")
+    } else {
+        dir.to_path_buf()
+    };
+    let server = etcd_process::EtcdServer::start(&binary, &etcd_root).await?;
+    match server.pid() {
+        Some(pid) => cpu::watch_etcd(pid),
+        None => report
+            .notes
+            .push("etcd's pid was not found: its CPU use is not reported.".into()),
+    }
+    report.environment.push(format!(
+        "{}, single member; data: {}",
+        server.version(),
+        env::describe_dir(server.data_dir())
+    ));
+    let store = corral_store::etcd::EtcdStore::connect(&server.endpoints(), "/corral/")
+        .await
+        .context("connecting the etcd store")?;
+    let raw = KvClient::connect(server.endpoint().to_string())
+        .await
+        .context("connecting the raw etcd client")?
+        .max_decoding_message_size(usize::MAX);
+    sides.push(Side::start("etcd", Arc::new(store), config).await?);
+    Ok(Some((server, raw)))
+}
+
+/// The closed-loop runs, interleaved so that each comparison is made seconds apart on a
+/// machine whose speed drifts, and repeated in rounds; each row reports its median round, and
+/// a note per SQLite write run gives group commit's counters.
+async fn closed_loop_rounds(
+    config: &Config,
+    sides: &[Side],
+    raw: Option<&KvClient<tonic::transport::Channel>>,
+    sqlite_stats: &corral_store::sqlite::SqliteStore,
+    report: &mut Report,
+) -> anyhow::Result<()> {
     let mut group_commit: Vec<(Op, usize, CommitStats)> = Vec::new();
     let mut count_commits = |op: Op, clients: usize, before: CommitStats, after: CommitStats| {
         let interval = after.since(&before);
@@ -283,55 +385,9 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
             None => group_commit.push((op, clients, interval)),
         }
     };
-    sides.push(Side::start("sqlite", Arc::new(sqlite), config).await?);
-    let etcd = if config.skip_etcd {
-        report.notes.push("etcd skipped (--skip-etcd).".into());
-        None
-    } else {
-        match etcd_process::EtcdServer::find_binary() {
-            None => {
-                let line = "etcd binary not found (install etcd-server, or set CORRAL_ETCD_BIN): \
-                            running the SQLite part only";
-                eprintln!("{line}");
-                report.notes.push(line.into());
-                None
-            }
-            Some(binary) => {
-                let etcd_root = if config.etcd_on_tmpfs {
-                    PathBuf::from("/dev/shm")
-                } else {
-                    dir.path().to_path_buf()
-                };
-                let server = etcd_process::EtcdServer::start(&binary, &etcd_root).await?;
-                match server.pid() {
-                    Some(pid) => cpu::watch_etcd(pid),
-                    None => report
-                        .notes
-                        .push("etcd's pid was not found: its CPU use is not reported.".into()),
-                }
-                report.environment.push(format!(
-                    "{}, single member; data: {}",
-                    server.version(),
-                    env::describe_dir(server.data_dir())
-                ));
-                let store = corral_store::etcd::EtcdStore::connect(&server.endpoints(), "/corral/")
-                    .await
-                    .context("connecting the etcd store")?;
-                let raw = KvClient::connect(server.endpoint().to_string())
-                    .await
-                    .context("connecting the raw etcd client")?
-                    .max_decoding_message_size(usize::MAX);
-                sides.push(Side::start("etcd", Arc::new(store), config).await?);
-                Some((server, raw))
-            }
-        }
-    };
-
-    // The closed-loop runs, interleaved so that each comparison is made seconds apart on a
-    // machine whose speed drifts, and repeated in rounds; each row reports its median round.
     for _ in 0..config.rounds.max(1) {
         for &clients in &config.concurrencies {
-            if let Some((_, raw)) = etcd.as_ref().filter(|_| config.runs(Phase::Raw)) {
+            if let Some(raw) = raw.filter(|_| config.runs(Phase::Raw)) {
                 let measured = phases::raw_etcd_puts(raw, clients, config).await;
                 report.push(Op::RawEtcdPut, "etcd", clients, measured);
             }
@@ -383,7 +439,11 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     for (op, clients, stats) in &group_commit {
         report.notes.push(group_commit_note(*op, *clients, stats));
     }
+    Ok(())
+}
 
+/// Fills the list namespace on each side, then lists it whole, walked by pages, and one page.
+async fn list_runs(config: &Config, sides: &[Side], report: &mut Report) -> anyhow::Result<()> {
     for side in sides.iter().filter(|_| config.runs(Phase::List)) {
         let fill = phases::fill(
             &side.http,
@@ -402,7 +462,12 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         report.push(Op::ListWalk, side.name, 1, lists.walk);
         report.push(Op::ListPage, side.name, 1, lists.page);
     }
+    Ok(())
+}
 
+/// The watch run on each side: its delivery and write rows, and a note with the delivery
+/// measured from the create's answer and from a watch on the store itself.
+async fn watch_runs(config: &Config, sides: &[Side], report: &mut Report) -> anyhow::Result<()> {
     for side in sides.iter().filter(|_| config.runs(Phase::Watch)) {
         let watches = phases::watches(&side.http, &side.store, config)
             .await
@@ -442,23 +507,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         );
         report.push(Op::WatchWrite, side.name, 1, watches.writes);
     }
-
-    for side in sides {
-        let name = side.name;
-        if let Some(bytes) = side.stop().await {
-            report.notes.push(format!(
-                "{name}: the resident ConfigMap watch received {:.1} MiB over the run.",
-                bytes as f64 / (1024.0 * 1024.0)
-            ));
-        }
-    }
-    drop(etcd);
-    drop(dir);
-    report.wall = wall.elapsed();
-    report
-        .environment
-        .push(format!("load average at the end: {}", load_average()));
-    Ok(report)
+    Ok(())
 }
 
 fn add_commit_stats(a: &CommitStats, b: &CommitStats) -> CommitStats {

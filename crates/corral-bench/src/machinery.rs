@@ -400,11 +400,62 @@ pub async fn run(config: &MachineryConfig) -> anyhow::Result<MachineryReport> {
     Ok(report)
 }
 
+/// The machinery run: the two CRDs, the create and apply rounds, the two garbage
+/// collections, then a note per row with errors.
 async fn measure(
     http: &Http,
     config: &MachineryConfig,
     report: &mut MachineryReport,
 ) -> anyhow::Result<()> {
+    let spec = install_crds(http, config, report).await?;
+    create_rounds(http, config, &spec, report).await?;
+
+    let blob: Arc<str> = objects::payload(config.value_bytes).into();
+    let background = gc_tree(
+        http,
+        "gc-background",
+        "Background",
+        config.gc_children,
+        config.gc_grandchildren,
+        &blob,
+        config,
+    )
+    .await
+    .context("the background garbage collection")?;
+    report.gc.push(background);
+    let foreground = gc_tree(
+        http,
+        "gc-foreground",
+        "Foreground",
+        config.fg_children,
+        config.fg_grandchildren,
+        &blob,
+        config,
+    )
+    .await
+    .context("the foreground garbage collection")?;
+    report.gc.push(foreground);
+    for row in &report.rows {
+        if let Some(error) = &row.measured.first_error {
+            report.notes.push(format!(
+                "{} with {} clients: {} errors, the first: {error}",
+                row.op.label(),
+                row.clients,
+                row.measured.errors
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Creates the namespace and the schemaless and validated CRDs, waits until both are served,
+/// and checks with one create that the benchmark's body is valid and defaulted; the spec of
+/// the custom resources.
+async fn install_crds(
+    http: &Http,
+    config: &MachineryConfig,
+    report: &mut MachineryReport,
+) -> anyhow::Result<Arc<Value>> {
     http.expect(
         Method::POST,
         "/api/v1/namespaces",
@@ -452,7 +503,17 @@ async fn measure(
         "custom resource body: {} B as sent (same spec for both CRDs).",
         widget(VALIDATED.1, "w-r000-c00-000000", &spec).len()
     ));
+    Ok(spec)
+}
 
+/// The create rounds on both CRDs (alternating which goes first) with validation's share of
+/// the CPU at each concurrency, and the apply rounds; each row reports its median round.
+async fn create_rounds(
+    http: &Http,
+    config: &MachineryConfig,
+    spec: &Arc<Value>,
+    report: &mut MachineryReport,
+) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for round in 0..config.rounds.max(1) {
         for &clients in &config.concurrencies {
@@ -467,7 +528,7 @@ async fn measure(
             }
             let mut measured_pair = Vec::new();
             for (op, (plural, kind)) in pair {
-                let measured = cr_creates(http, plural, kind, &spec, round, clients, config).await;
+                let measured = cr_creates(http, plural, kind, spec, round, clients, config).await;
                 progress(op, clients, &measured);
                 measured_pair.push((op, measured.clone()));
                 rows.push((op, clients, measured));
@@ -499,42 +560,6 @@ async fn measure(
         }
     }
     report.rows = median_rows(rows);
-
-    let blob: Arc<str> = objects::payload(config.value_bytes).into();
-    let background = gc_tree(
-        http,
-        "gc-background",
-        "Background",
-        config.gc_children,
-        config.gc_grandchildren,
-        &blob,
-        config,
-    )
-    .await
-    .context("the background garbage collection")?;
-    report.gc.push(background);
-    let foreground = gc_tree(
-        http,
-        "gc-foreground",
-        "Foreground",
-        config.fg_children,
-        config.fg_grandchildren,
-        &blob,
-        config,
-    )
-    .await
-    .context("the foreground garbage collection")?;
-    report.gc.push(foreground);
-    for row in &report.rows {
-        if let Some(error) = &row.measured.first_error {
-            report.notes.push(format!(
-                "{} with {} clients: {} errors, the first: {error}",
-                row.op.label(),
-                row.clients,
-                row.measured.errors
-            ));
-        }
-    }
     Ok(())
 }
 
@@ -829,6 +854,54 @@ async fn gc_tree(
     blob: &Arc<str>,
     config: &MachineryConfig,
 ) -> anyhow::Result<GcRun> {
+    let collection: Arc<str> = objects::collection_path(namespace).into();
+    let fill = create_tree(
+        http,
+        namespace,
+        &collection,
+        (children, grandchildren),
+        blob,
+        config,
+    )
+    .await?;
+    let dependents = children + children * grandchildren;
+    eprintln!(
+        "gc {policy}: tree of {dependents} dependents created at {}/s",
+        format_rate(fill.rate())
+    );
+    // Let the collector's index catch up with the creates before the clock starts.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let run = time_collection(
+        http,
+        namespace,
+        &collection,
+        policy,
+        fill,
+        dependents,
+        config,
+    )
+    .await?;
+    eprintln!(
+        "gc {policy}: {} dependents gone after {} ms (first level {} ms, root {} ms)",
+        dependents,
+        format_ms(run.dependents_gone),
+        format_ms(run.children_gone),
+        format_ms(run.root_gone)
+    );
+    Ok(run)
+}
+
+/// Creates the namespace and the tree in it: the root, its children, then each child's
+/// grandchildren, owned through ownerReferences; how fast the dependents were created.
+async fn create_tree(
+    http: &Http,
+    namespace: &'static str,
+    collection: &Arc<str>,
+    (children, grandchildren): (usize, usize),
+    blob: &Arc<str>,
+    config: &MachineryConfig,
+) -> anyhow::Result<Measured> {
     http.expect(
         Method::POST,
         "/api/v1/namespaces",
@@ -836,11 +909,10 @@ async fn gc_tree(
         StatusCode::CREATED,
     )
     .await?;
-    let collection: Arc<str> = objects::collection_path(namespace).into();
     let answer = http
         .expect(
             Method::POST,
-            &collection,
+            collection,
             Some(objects::configmap("root", blob, None, &[])),
             StatusCode::CREATED,
         )
@@ -903,8 +975,7 @@ async fn gc_tree(
     if level2.errors > 0 {
         bail!("creating the grandchildren: {:?}", level2.first_error);
     }
-    let dependents = children + children * grandchildren;
-    let fill = Measured {
+    Ok(Measured {
         ops: (level1.ops + level2.ops),
         errors: 0,
         seconds: level1.seconds + level2.seconds,
@@ -914,14 +985,20 @@ async fn gc_tree(
             own: level1.cpu.own.zip(level2.cpu.own).map(|(a, b)| a + b),
             etcd: None,
         },
-    };
-    eprintln!(
-        "gc {policy}: tree of {dependents} dependents created at {}/s",
-        format_rate(fill.rate())
-    );
-    // Let the collector's index catch up with the creates before the clock starts.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    })
+}
 
+/// Deletes the root with `policy` and polls until the first level, every dependent and the
+/// root are gone: the run's times and this process's CPU over them.
+async fn time_collection(
+    http: &Http,
+    namespace: &'static str,
+    collection: &str,
+    policy: &'static str,
+    fill: Measured,
+    dependents: usize,
+    config: &MachineryConfig,
+) -> anyhow::Result<GcRun> {
     let level_path = |level: &str| {
         format!(
             "{collection}?limit=1&labelSelector={}",
@@ -970,7 +1047,7 @@ async fn gc_tree(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let cpu = cpu_before.until(&cpu::snapshot());
-    let run = GcRun {
+    Ok(GcRun {
         policy,
         dependents,
         fill,
@@ -980,15 +1057,7 @@ async fn gc_tree(
             .max(children_gone.unwrap_or_default()),
         root_gone: root_gone.unwrap_or_default(),
         cpu,
-    };
-    eprintln!(
-        "gc {policy}: {} dependents gone after {} ms (first level {} ms, root {} ms)",
-        dependents,
-        format_ms(run.dependents_gone),
-        format_ms(run.children_gone),
-        format_ms(run.root_gone)
-    );
-    Ok(run)
+    })
 }
 
 async fn empty(http: &Http, path: &str) -> anyhow::Result<bool> {

@@ -435,70 +435,23 @@ pub async fn watches(http: &Http, store: &DynStore, config: &Config) -> anyhow::
         .resource_version;
     let events = config.watch_events;
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let (ready, mut readiness) = tokio::sync::mpsc::channel::<anyhow::Result<()>>(config.watchers);
     let observer = store_observer(store, events, stopped.clone()).await?;
     let watch_path = format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600");
-    let watchers: Vec<_> = (0..config.watchers)
-        .map(|_| {
-            let (http, watch_path, ready, stopped) = (
-                http.clone(),
-                watch_path.clone(),
-                ready.clone(),
-                stopped.clone(),
-            );
-            tokio::spawn(watcher(http, watch_path, events, epoch, ready, stopped))
-        })
-        .collect();
-    drop(ready);
-    for _ in 0..config.watchers {
-        match readiness.recv().await {
-            Some(Ok(())) => {}
-            Some(Err(error)) => return Err(error.context("starting a watch")),
-            None => bail!("a watcher ended before it was ready"),
-        }
-    }
+    let watchers = start_watchers(http, &watch_path, events, epoch, stopped, config).await?;
     // Let every server-side watch settle into its receive loop, and the observer's etcd
     // watch, which starts at a past revision, catch up (etcd syncs such watches every 100 ms).
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let blob: Arc<str> = objects::payload(config.value_bytes).into();
-    let period = Duration::from_secs_f64(1.0 / config.watch_rate.max(0.001));
-    let mut ticks = tokio::time::interval(period);
-    let mut writes = Vec::with_capacity(events);
-    let write_started = Instant::now();
-    let cpu_before = cpu::snapshot();
-    for index in 0..events {
-        ticks.tick().await;
-        let (http, path, blob) = (http.clone(), path.clone(), blob.clone());
-        writes.push(tokio::spawn(async move {
-            let sent = Instant::now();
-            let t = micros(sent - epoch).to_string();
-            let body = objects::configmap(&format!("w-{index}"), &blob, None, &[("t", t)]);
-            http.expect(Method::POST, &path, Some(body), StatusCode::CREATED)
-                .await?;
-            let acked = Instant::now();
-            anyhow::Ok((sent, acked))
-        }));
-    }
-    let mut sends = vec![None; events];
-    let mut acks = vec![None; events];
-    let mut write_latencies = Vec::new();
-    let mut write_errors = 0;
-    let mut first_error = None;
-    for (index, write) in writes.into_iter().enumerate() {
-        match write.await.context("a write panicked")? {
-            Ok((sent, acked)) => {
-                sends[index] = Some(sent);
-                acks[index] = Some(acked);
-                write_latencies.push(acked - sent);
-            }
-            Err(error) => {
-                write_errors += 1;
-                first_error.get_or_insert_with(|| format!("{error:#}"));
-            }
-        }
-    }
-    let writes_seconds = write_started.elapsed().as_secs_f64();
+    let Writes {
+        sends,
+        acks,
+        latencies: write_latencies,
+        errors: write_errors,
+        mut first_error,
+        started: write_started,
+        seconds: writes_seconds,
+        cpu_before,
+    } = write_events(http, &path, events, epoch, config).await?;
     let expected_per_watcher = events - write_errors;
 
     // Wait for the watchers, but not forever.
@@ -527,14 +480,7 @@ pub async fn watches(http: &Http, store: &DynStore, config: &Config) -> anyhow::
             }
         }
     }
-    let mut after_ack_histogram = vec![0; ACK_BUCKETS_MS.len() + 1];
-    for &delta in &from_ack {
-        let bucket = ACK_BUCKETS_MS
-            .iter()
-            .position(|&ms| delta <= (ms * 1000) as i64)
-            .unwrap_or(ACK_BUCKETS_MS.len());
-        after_ack_histogram[bucket] += 1;
-    }
+    let after_ack_histogram = ack_histogram(&from_ack);
     let late_after_ack = from_ack
         .iter()
         .filter(|&&delta| delta > micros(LATE_AFTER_ACK))
@@ -575,6 +521,125 @@ pub async fn watches(http: &Http, store: &DynStore, config: &Config) -> anyhow::
         after_ack_histogram,
         first_error,
     })
+}
+
+/// Starts `config.watchers` watchers on `watch_path` and waits until each is ready.
+async fn start_watchers(
+    http: &Http,
+    watch_path: &str,
+    events: usize,
+    epoch: Instant,
+    stopped: tokio::sync::watch::Receiver<bool>,
+    config: &Config,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<WatcherOutcome>>> {
+    let (ready, mut readiness) = tokio::sync::mpsc::channel::<anyhow::Result<()>>(config.watchers);
+    let watchers: Vec<_> = (0..config.watchers)
+        .map(|_| {
+            let (http, watch_path, ready, stopped) = (
+                http.clone(),
+                watch_path.to_owned(),
+                ready.clone(),
+                stopped.clone(),
+            );
+            tokio::spawn(watcher(http, watch_path, events, epoch, ready, stopped))
+        })
+        .collect();
+    drop(ready);
+    for _ in 0..config.watchers {
+        match readiness.recv().await {
+            Some(Ok(())) => {}
+            Some(Err(error)) => return Err(error.context("starting a watch")),
+            None => bail!("a watcher ended before it was ready"),
+        }
+    }
+    Ok(watchers)
+}
+
+/// The writer's side of a watch run: when each create was sent and answered, and how the
+/// writes went.
+struct Writes {
+    sends: Vec<Option<Instant>>,
+    acks: Vec<Option<Instant>>,
+    latencies: Vec<Duration>,
+    errors: usize,
+    first_error: Option<String>,
+    started: Instant,
+    seconds: f64,
+    /// This process's CPU when the writes started.
+    cpu_before: cpu::Snapshot,
+}
+
+/// Creates `events` ConfigMaps at `config.watch_rate` per second, each its own request sent
+/// on schedule whatever the previous one's latency, each carrying its send time in `data.t`.
+async fn write_events(
+    http: &Http,
+    path: &str,
+    events: usize,
+    epoch: Instant,
+    config: &Config,
+) -> anyhow::Result<Writes> {
+    let blob: Arc<str> = objects::payload(config.value_bytes).into();
+    let period = Duration::from_secs_f64(1.0 / config.watch_rate.max(0.001));
+    let mut ticks = tokio::time::interval(period);
+    let mut writes = Vec::with_capacity(events);
+    let write_started = Instant::now();
+    let cpu_before = cpu::snapshot();
+    for index in 0..events {
+        ticks.tick().await;
+        let (http, path, blob) = (http.clone(), path.to_owned(), blob.clone());
+        writes.push(tokio::spawn(async move {
+            let sent = Instant::now();
+            let t = micros(sent - epoch).to_string();
+            let body = objects::configmap(&format!("w-{index}"), &blob, None, &[("t", t)]);
+            http.expect(Method::POST, &path, Some(body), StatusCode::CREATED)
+                .await?;
+            let acked = Instant::now();
+            anyhow::Ok((sent, acked))
+        }));
+    }
+    let mut sends = vec![None; events];
+    let mut acks = vec![None; events];
+    let mut write_latencies = Vec::new();
+    let mut write_errors = 0;
+    let mut first_error = None;
+    for (index, write) in writes.into_iter().enumerate() {
+        match write.await.context("a write panicked")? {
+            Ok((sent, acked)) => {
+                sends[index] = Some(sent);
+                acks[index] = Some(acked);
+                write_latencies.push(acked - sent);
+            }
+            Err(error) => {
+                write_errors += 1;
+                first_error.get_or_insert_with(|| format!("{error:#}"));
+            }
+        }
+    }
+    let writes_seconds = write_started.elapsed().as_secs_f64();
+    Ok(Writes {
+        sends,
+        acks,
+        latencies: write_latencies,
+        errors: write_errors,
+        first_error,
+        started: write_started,
+        seconds: writes_seconds,
+        cpu_before,
+    })
+}
+
+/// How many deliveries came within each of [`ACK_BUCKETS_MS`] after the create's answer,
+/// and how many later.
+fn ack_histogram(from_ack: &[i64]) -> Vec<usize> {
+    let mut after_ack_histogram = vec![0; ACK_BUCKETS_MS.len() + 1];
+    for &delta in from_ack {
+        let bucket = ACK_BUCKETS_MS
+            .iter()
+            .position(|&ms| delta <= (ms * 1000) as i64)
+            .unwrap_or(ACK_BUCKETS_MS.len());
+        after_ack_histogram[bucket] += 1;
+    }
+    after_ack_histogram
 }
 
 /// `later - earlier` in microseconds; negative when `later` is not (an event that overtook

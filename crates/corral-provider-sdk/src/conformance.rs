@@ -173,6 +173,8 @@ impl Suite<'_> {
         self.result("DeleteCluster until deleted", deleted);
     }
 
+    /// The machine checks: CreateMachine (and its idempotency), ListMachines, GetMachine until
+    /// settled, DeleteMachine (and what follows it), GetMachine of an unknown machine.
     async fn machine(&mut self, subject: &Subject, lists: bool) {
         let create = || v1::CreateMachineRequest {
             machine: Some(subject.machine.clone()),
@@ -200,15 +202,33 @@ impl Suite<'_> {
         };
         self.result("CreateMachine idempotent by uid", idempotent);
 
+        self.machine_listed(subject, &first.provider_id, lists)
+            .await;
+
+        let request = v1::GetMachineRequest {
+            machine: Some(subject.machine.clone()),
+            provider_id: first.provider_id.clone(),
+        };
+        let settled = self.until_settled(request.clone()).await;
+        self.result("GetMachine until RUNNING or FAILED", settled);
+
+        if !self.machine_deleted(subject, request, lists).await {
+            return;
+        }
+        self.unknown_machine().await;
+    }
+
+    /// ListMachines shows the created machine once, with its providerId and cluster.
+    async fn machine_listed(&mut self, subject: &Subject, provider_id: &str, lists: bool) {
         if lists {
             let listed = self.listed(subject).await;
             let once = match listed {
                 Ok(machines) if machines.len() == 1 => {
                     let machine = &machines[0];
-                    if machine.provider_id != first.provider_id {
+                    if machine.provider_id != provider_id {
                         Err(format!(
                             "ListMachines shows providerId {:?}, CreateMachine answered {:?}",
-                            machine.provider_id, first.provider_id
+                            machine.provider_id, provider_id
                         ))
                     } else if machine.cluster_name != subject.machine.cluster_name {
                         Err(format!(
@@ -233,21 +253,23 @@ impl Suite<'_> {
                 Outcome::Skip("no capability ListMachines".into()),
             );
         }
+    }
 
-        let request = v1::GetMachineRequest {
-            machine: Some(subject.machine.clone()),
-            provider_id: first.provider_id.clone(),
-        };
-        let settled = self.until_settled(request.clone()).await;
-        self.result("GetMachine until RUNNING or FAILED", settled);
-
+    /// DeleteMachine until deleted, then GetMachine is NOT_FOUND, a second DeleteMachine
+    /// succeeds and ListMachines forgets the machine; whether the deletion succeeded.
+    async fn machine_deleted(
+        &mut self,
+        subject: &Subject,
+        request: v1::GetMachineRequest,
+        lists: bool,
+    ) -> bool {
         let delete = v1::DeleteMachineRequest {
             machine: Some(subject.machine.clone()),
-            provider_id: first.provider_id.clone(),
+            provider_id: request.provider_id.clone(),
         };
         let deleted = self.until_deleted(delete.clone()).await;
         if !self.result("DeleteMachine until deleted", deleted) {
-            return;
+            return false;
         }
         let gone = match self.client.get_machine(request).await {
             Err(error) if error.is_not_found() => Ok(()),
@@ -273,6 +295,11 @@ impl Suite<'_> {
             };
             self.result("ListMachines forgets the deleted machine", listed);
         }
+        true
+    }
+
+    /// GetMachine of a machine never created is NOT_FOUND, in the contract's error shape.
+    async fn unknown_machine(&mut self) {
         let unknown = Subject::new();
         let never = match self
             .client

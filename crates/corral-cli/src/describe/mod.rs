@@ -74,6 +74,53 @@ pub async fn describe_cluster(
 
     let mut root = object_node(&cluster, options);
     root.shown = Shown::Available;
+    set_cluster_counters(&mut root, &cluster);
+    if let Some(infrastructure) = reader
+        .referenced(&cluster["spec"]["infrastructureRef"])
+        .await?
+    {
+        let mut node = object_node(&infrastructure, options);
+        node.meta_name = Some("ClusterInfrastructure".into());
+        root.children.push(node);
+    }
+    if options.show_resource_sets
+        && let Some(node) = resource_sets_node(&mut reader, &options.name).await?
+    {
+        root.children.push(node);
+    }
+
+    let mut control_plane = control_plane_node(&mut reader, &cluster, &machines, options).await?;
+    let mut other = Node::virtual_node("Other");
+    let machines_by_set = place_machines(
+        &mut reader,
+        &machines,
+        control_plane.as_mut(),
+        &mut other,
+        options,
+    )
+    .await?;
+    let workers = workers_node(
+        &machine_sets,
+        &machine_deployments,
+        machines_by_set,
+        other,
+        options,
+    );
+    if let Some(control_plane) = control_plane {
+        root.children.push(control_plane);
+    }
+    if !workers.children.is_empty() {
+        root.children.push(workers);
+    }
+    sort_children(&mut root);
+    if options.grouping {
+        tree::group_machines(&mut root);
+    }
+    Ok(root)
+}
+
+/// The Cluster row's counters: the sums of its control plane's and workers' replicas.
+fn set_cluster_counters(root: &mut Node, cluster: &Value) {
     let status = &cluster["status"];
     let sum = |field: &str| -> Option<i64> {
         let (cp, workers) = (&status["controlPlane"][field], &status["workers"][field]);
@@ -90,83 +137,96 @@ pub async fn describe_cluster(
     root.available = sum("availableReplicas").map(|n| n.to_string());
     root.ready = sum("readyReplicas").map(|n| n.to_string());
     root.up_to_date = sum("upToDateReplicas").map(|n| n.to_string());
+}
 
-    if let Some(infrastructure) = reader
-        .referenced(&cluster["spec"]["infrastructureRef"])
-        .await?
-    {
-        let mut node = object_node(&infrastructure, options);
-        node.meta_name = Some("ClusterInfrastructure".into());
-        root.children.push(node);
-    }
-    if options.show_resource_sets
-        && let Some(node) = resource_sets_node(&mut reader, &options.name).await?
-    {
-        root.children.push(node);
-    }
+/// Whether the Machine is a control plane one (its label).
+fn is_control_plane(machine: &Value) -> bool {
+    machine["metadata"]["labels"]
+        .get(corral_api::labels::CONTROL_PLANE)
+        .is_some()
+}
 
-    let is_control_plane = |machine: &Value| {
-        machine["metadata"]["labels"]
-            .get(corral_api::labels::CONTROL_PLANE)
-            .is_some()
-    };
-    let mut control_plane = match reader
-        .referenced(&cluster["spec"]["controlPlaneRef"])
-        .await?
-    {
-        Some(object) => {
-            let mut node = object_node(&object, options);
-            node.meta_name = Some("ControlPlane".into());
-            // A v1beta2 control plane (KubeadmControlPlane) reports Available, not Ready.
-            if node.condition("Ready").is_none() && node.condition("Available").is_some() {
-                node.shown = Shown::Available;
-            }
-            let spec = &object["spec"];
-            let status = &object["status"];
-            if let (Some(current), Some(desired)) =
-                (status["replicas"].as_i64(), spec["replicas"].as_i64())
-            {
-                node.replicas = Some(format!("{current}/{desired}"));
-            }
-            node.available = status["availableReplicas"].as_i64().map(|n| n.to_string());
-            node.ready = status["readyReplicas"].as_i64().map(|n| n.to_string());
-            node.up_to_date = status["upToDateReplicas"].as_i64().map(|n| n.to_string());
-            if options.show_templates {
-                let machine_template = &spec["machineTemplate"];
-                let infrastructure = if machine_template["spec"]["infrastructureRef"].is_object() {
-                    &machine_template["spec"]["infrastructureRef"]
-                } else {
-                    &machine_template["infrastructureRef"]
-                };
-                add_templates(
-                    &mut node,
-                    [("MachineInfrastructureTemplate", infrastructure)],
-                );
-            }
-            Some(node)
-        }
-        None if machines.iter().any(is_control_plane) => {
-            let mut node = Node::virtual_node("ControlPlane");
-            node.meta_name = Some("ControlPlane".into());
-            Some(node)
-        }
-        None => None,
-    };
+/// The name of the object's controller owner of `kind`.
+fn owner_of(object: &Value, kind: &str) -> Option<String> {
+    object["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["kind"] == kind && r["controller"] == true)
+        .and_then(|r| r["name"].as_str())
+        .map(String::from)
+}
 
-    let mut workers = Node::virtual_node("Workers");
-    let mut other = Node::virtual_node("Other");
-    let owner_of = |object: &Value, kind: &str| -> Option<String> {
-        object["metadata"]["ownerReferences"]
-            .as_array()?
-            .iter()
-            .find(|r| r["kind"] == kind && r["controller"] == true)
-            .and_then(|r| r["name"].as_str())
-            .map(String::from)
-    };
+/// The ControlPlane node: the Cluster's control plane object with its counters (and
+/// templates), or a virtual node when there is none but control plane Machines are.
+async fn control_plane_node(
+    reader: &mut Reader<'_>,
+    cluster: &Value,
+    machines: &[Value],
+    options: &DescribeOptions,
+) -> Result<Option<Node>, Error> {
+    Ok(
+        match reader
+            .referenced(&cluster["spec"]["controlPlaneRef"])
+            .await?
+        {
+            Some(object) => {
+                let mut node = object_node(&object, options);
+                node.meta_name = Some("ControlPlane".into());
+                // A v1beta2 control plane (KubeadmControlPlane) reports Available, not Ready.
+                if node.condition("Ready").is_none() && node.condition("Available").is_some() {
+                    node.shown = Shown::Available;
+                }
+                let spec = &object["spec"];
+                let status = &object["status"];
+                if let (Some(current), Some(desired)) =
+                    (status["replicas"].as_i64(), spec["replicas"].as_i64())
+                {
+                    node.replicas = Some(format!("{current}/{desired}"));
+                }
+                node.available = status["availableReplicas"].as_i64().map(|n| n.to_string());
+                node.ready = status["readyReplicas"].as_i64().map(|n| n.to_string());
+                node.up_to_date = status["upToDateReplicas"].as_i64().map(|n| n.to_string());
+                if options.show_templates {
+                    let machine_template = &spec["machineTemplate"];
+                    let infrastructure =
+                        if machine_template["spec"]["infrastructureRef"].is_object() {
+                            &machine_template["spec"]["infrastructureRef"]
+                        } else {
+                            &machine_template["infrastructureRef"]
+                        };
+                    add_templates(
+                        &mut node,
+                        [("MachineInfrastructureTemplate", infrastructure)],
+                    );
+                }
+                Some(node)
+            }
+            None if machines.iter().any(is_control_plane) => {
+                let mut node = Node::virtual_node("ControlPlane");
+                node.meta_name = Some("ControlPlane".into());
+                Some(node)
+            }
+            None => None,
+        },
+    )
+}
+
+/// Places each Machine's node: under the control plane, or under `other` when no MachineSet
+/// owns it; returns the others by their MachineSet.
+async fn place_machines(
+    reader: &mut Reader<'_>,
+    machines: &[Value],
+    mut control_plane: Option<&mut Node>,
+    other: &mut Node,
+    options: &DescribeOptions,
+) -> Result<BTreeMap<String, Vec<Node>>, Error> {
     let mut machines_by_set: BTreeMap<String, Vec<Node>> = BTreeMap::new();
-    for machine in &machines {
-        let node = machine_node(&mut reader, machine, options).await?;
-        if let Some(control_plane) = control_plane.as_mut().filter(|_| is_control_plane(machine)) {
+    for machine in machines {
+        let node = machine_node(reader, machine, options).await?;
+        if let Some(control_plane) = control_plane
+            .as_deref_mut()
+            .filter(|_| is_control_plane(machine))
+        {
             control_plane.children.push(node);
         } else if let Some(set) = owner_of(machine, "MachineSet") {
             machines_by_set.entry(set).or_default().push(node);
@@ -174,8 +234,21 @@ pub async fn describe_cluster(
             other.children.push(node);
         }
     }
+    Ok(machines_by_set)
+}
+
+/// The Workers node: MachineDeployments with their MachineSets (or their Machines), MachineSets
+/// no deployment owns, and `other` with the Machines whose MachineSet is gone.
+fn workers_node(
+    machine_sets: &[Value],
+    machine_deployments: &[Value],
+    mut machines_by_set: BTreeMap<String, Vec<Node>>,
+    mut other: Node,
+    options: &DescribeOptions,
+) -> Node {
+    let mut workers = Node::virtual_node("Workers");
     let mut sets_by_deployment: BTreeMap<String, Vec<Node>> = BTreeMap::new();
-    for machine_set in &machine_sets {
+    for machine_set in machine_sets {
         let name = machine_set["metadata"]["name"]
             .as_str()
             .unwrap_or("")
@@ -193,7 +266,7 @@ pub async fn describe_cluster(
     for (_, nodes) in machines_by_set {
         other.children.extend(nodes);
     }
-    for deployment in &machine_deployments {
+    for deployment in machine_deployments {
         let name = deployment["metadata"]["name"]
             .as_str()
             .unwrap_or("")
@@ -231,17 +304,7 @@ pub async fn describe_cluster(
     if !other.children.is_empty() {
         workers.children.push(other);
     }
-    if let Some(control_plane) = control_plane {
-        root.children.push(control_plane);
-    }
-    if !workers.children.is_empty() {
-        root.children.push(workers);
-    }
-    sort_children(&mut root);
-    if options.grouping {
-        tree::group_machines(&mut root);
-    }
-    Ok(root)
+    workers
 }
 
 /// A virtual `Templates` node under `node` with a row per template reference that names one

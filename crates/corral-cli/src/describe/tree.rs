@@ -427,30 +427,10 @@ fn carry(prefix: &str) -> String {
     prefix.replace("├─", "│ ").replace("└─", "  ")
 }
 
+/// The rows of `node` and, below it, of its children: its own row, the continuation lines of
+/// its message, its conditions when shown, then each child with the tree prefix extended.
 fn add_rows(node: &Node, prefix: &str, is_root: bool, now: Timestamp, rows: &mut Vec<[Cell; 9]>) {
-    let mut name = Cell::coloured(Colour::Gray, prefix);
-    if node.deleting {
-        name.push(Colour::Red, "!! DELETED !! ");
-    }
-    if !node.group_items.is_empty() {
-        name.push(Colour::Bold, format!("{}...", node.name));
-    } else if node.is_virtual {
-        name.push(
-            Colour::None,
-            node.meta_name.clone().unwrap_or(node.name.clone()),
-        );
-    } else {
-        match &node.meta_name {
-            Some(meta) => {
-                name.push(Colour::None, format!("{meta} - "));
-                name.push(Colour::Gray, format!("{}/{}", node.kind, node.name));
-            }
-            None => {
-                name.push(Colour::None, format!("{}/", node.kind));
-                name.push(Colour::Bold, node.name.clone());
-            }
-        }
-    }
+    let name = name_cell(node, prefix);
     let shown = match node.shown {
         Shown::Available => node.condition("Available"),
         Shown::Ready => node.condition("Ready"),
@@ -507,37 +487,7 @@ fn add_rows(node: &Node, prefix: &str, is_root: bool, now: Timestamp, rows: &mut
         rows.push(row);
     }
     if node.show_conditions {
-        let pipe = if node.children.is_empty() {
-            "  "
-        } else {
-            "│ "
-        };
-        let base = format!("{}{pipe}{}", carry(prefix), " ".repeat(10));
-        let count = node.conditions.len();
-        for (index, condition) in node.conditions.iter().enumerate() {
-            let branch = if index + 1 < count {
-                "├─"
-            } else {
-                "└─"
-            };
-            let mut name = Cell::coloured(Colour::Gray, format!("{base}{branch}"));
-            name.push(Colour::Cyan, condition.type_.clone());
-            let lines = paragraph(&condition.message, 100);
-            let mut row: [Cell; 9] = Default::default();
-            row[0] = name;
-            row[5] = Cell::coloured(condition_colour(condition), condition.status.clone());
-            row[6] = Cell::plain(condition.reason.clone());
-            row[7] = Cell::plain(age(condition, now));
-            row[8] = Cell::plain(lines[0].clone());
-            rows.push(row);
-            for line in lines.iter().skip(1) {
-                let mut row: [Cell; 9] = Default::default();
-                let tail = if index + 1 < count { "│ " } else { "  " };
-                row[0] = Cell::coloured(Colour::Gray, format!("{base}{tail}"));
-                row[8] = Cell::plain(line.clone());
-                rows.push(row);
-            }
-        }
+        add_condition_rows(node, prefix, now, rows);
     }
     let _ = is_root;
     let count = node.children.len();
@@ -554,6 +504,70 @@ fn add_rows(node: &Node, prefix: &str, is_root: bool, now: Timestamp, rows: &mut
             now,
             rows,
         );
+    }
+}
+
+/// The name cell of a node's row: the tree prefix, a deletion mark, then the group, the
+/// virtual node's name, or `Kind/name` (after the node's meta name).
+fn name_cell(node: &Node, prefix: &str) -> Cell {
+    let mut name = Cell::coloured(Colour::Gray, prefix);
+    if node.deleting {
+        name.push(Colour::Red, "!! DELETED !! ");
+    }
+    if !node.group_items.is_empty() {
+        name.push(Colour::Bold, format!("{}...", node.name));
+    } else if node.is_virtual {
+        name.push(
+            Colour::None,
+            node.meta_name.clone().unwrap_or(node.name.clone()),
+        );
+    } else {
+        match &node.meta_name {
+            Some(meta) => {
+                name.push(Colour::None, format!("{meta} - "));
+                name.push(Colour::Gray, format!("{}/{}", node.kind, node.name));
+            }
+            None => {
+                name.push(Colour::None, format!("{}/", node.kind));
+                name.push(Colour::Bold, node.name.clone());
+            }
+        }
+    }
+    name
+}
+
+/// A row per condition of a node shown with all its conditions, under its own row.
+fn add_condition_rows(node: &Node, prefix: &str, now: Timestamp, rows: &mut Vec<[Cell; 9]>) {
+    let pipe = if node.children.is_empty() {
+        "  "
+    } else {
+        "│ "
+    };
+    let base = format!("{}{pipe}{}", carry(prefix), " ".repeat(10));
+    let count = node.conditions.len();
+    for (index, condition) in node.conditions.iter().enumerate() {
+        let branch = if index + 1 < count {
+            "├─"
+        } else {
+            "└─"
+        };
+        let mut name = Cell::coloured(Colour::Gray, format!("{base}{branch}"));
+        name.push(Colour::Cyan, condition.type_.clone());
+        let lines = paragraph(&condition.message, 100);
+        let mut row: [Cell; 9] = Default::default();
+        row[0] = name;
+        row[5] = Cell::coloured(condition_colour(condition), condition.status.clone());
+        row[6] = Cell::plain(condition.reason.clone());
+        row[7] = Cell::plain(age(condition, now));
+        row[8] = Cell::plain(lines[0].clone());
+        rows.push(row);
+        for line in lines.iter().skip(1) {
+            let mut row: [Cell; 9] = Default::default();
+            let tail = if index + 1 < count { "│ " } else { "  " };
+            row[0] = Cell::coloured(Colour::Gray, format!("{base}{tail}"));
+            row[8] = Cell::plain(line.clone());
+            rows.push(row);
+        }
     }
 }
 

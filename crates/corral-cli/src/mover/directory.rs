@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{
-    FROM_DIRECTORY_PREFIX, MoveOptions, MoveReport, ObjectGraph, PAUSED_BY_MOVE, Progress,
-    TO_DIRECTORY_PREFIX, api, check_source, check_target_serves_kinds, count, create_at_target,
-    discover_types, list, namespaced, pause_cluster, read_graph, read_settled_graph, report_of,
-    unpause_cluster,
+    FROM_DIRECTORY_PREFIX, MoveOptions, MoveReport, ObjectGraph, ObjectType, PAUSED_BY_MOVE,
+    Progress, TO_DIRECTORY_PREFIX, api, check_source, check_target_serves_kinds, count,
+    create_at_target, discover_types, list, namespaced, pause_cluster, read_graph,
+    read_settled_graph, report_of, unpause_cluster,
 };
 use crate::{Connection, Error};
 
@@ -142,25 +142,7 @@ pub async fn from_directory(
 ) -> Result<MoveReport, Error> {
     let files = read_directory(directory)?;
     let types = discover_types(target).await?;
-    let mut objects = Vec::new();
-    for (file, object) in files {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let Some(index) = types
-            .iter()
-            .position(|object_type| object_type.group() == group && object_type.kind() == kind)
-        else {
-            return Err(Error::Invalid(format!(
-                "{} holds a {kind} ({api_version}), which the target {} does not serve; install its provider there with `corral init`, or remove the file; nothing was restored",
-                file.display(),
-                target.server
-            )));
-        };
-        let mut object = object;
-        object["apiVersion"] = types[index].resource.api_version.clone().into();
-        objects.push((file, index, object));
-    }
+    let objects = typed_objects(target, files, &types)?;
     let all: Vec<(PathBuf, String)> = objects
         .iter()
         .map(|(file, _, object)| (file.clone(), identity(object)))
@@ -180,6 +162,46 @@ pub async fn from_directory(
     }
     check_target_serves_kinds(target, &graph).await?;
     check_clusters_not_at_target(target, &graph, directory).await?;
+    report_skipped(&graph, &all, out);
+    if options.dry_run {
+        report_dry_run(target, &graph, out);
+        return Ok(report_of(&graph));
+    }
+    restore(target, &mut graph, directory, options, out).await?;
+    Ok(report_of(&graph))
+}
+
+/// Each file's object with the index of its type at the target and the apiVersion the target
+/// serves; an error naming the file when the target does not serve its kind.
+fn typed_objects(
+    target: &Connection,
+    files: Vec<(PathBuf, Value)>,
+    types: &[ObjectType],
+) -> Result<Vec<(PathBuf, usize, Value)>, Error> {
+    let mut objects = Vec::new();
+    for (file, object) in files {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let Some(index) = types
+            .iter()
+            .position(|object_type| object_type.group() == group && object_type.kind() == kind)
+        else {
+            return Err(Error::Invalid(format!(
+                "{} holds a {kind} ({api_version}), which the target {} does not serve; install its provider there with `corral init`, or remove the file; nothing was restored",
+                file.display(),
+                target.server
+            )));
+        };
+        let mut object = object;
+        object["apiVersion"] = types[index].resource.api_version.clone().into();
+        objects.push((file, index, object));
+    }
+    Ok(objects)
+}
+
+/// Says which files' objects no Cluster of the directory reaches, and so are not restored.
+fn report_skipped(graph: &ObjectGraph, all: &[(PathBuf, String)], out: &mut dyn Write) {
     let reached: BTreeSet<String> = graph.nodes.iter().map(node_identity).collect();
     let skipped: Vec<&(PathBuf, String)> = all
         .iter()
@@ -192,23 +214,34 @@ pub async fn from_directory(
             file.display()
         );
     }
-    if options.dry_run {
-        let _ = writeln!(
-            out,
-            "Dry run: would create {} of {} at {} and unpause the Clusters; nothing is changed.",
-            count(graph.nodes.len(), "object"),
-            count(graph.clusters().count(), "Cluster"),
-            target.server
-        );
-        for (index, group) in graph.groups().into_iter().enumerate() {
-            let _ = writeln!(out, "Group {}:", index + 1);
-            for node in group {
-                let _ = writeln!(out, "  {}", node.key);
-            }
-        }
-        return Ok(report_of(&graph));
-    }
+}
 
+/// What a restore would create, group by group.
+fn report_dry_run(target: &Connection, graph: &ObjectGraph, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "Dry run: would create {} of {} at {} and unpause the Clusters; nothing is changed.",
+        count(graph.nodes.len(), "object"),
+        count(graph.clusters().count(), "Cluster"),
+        target.server
+    );
+    for (index, group) in graph.groups().into_iter().enumerate() {
+        let _ = writeln!(out, "Group {}:", index + 1);
+        for node in group {
+            let _ = writeln!(out, "  {}", node.key);
+        }
+    }
+}
+
+/// Creates the graph's objects at the target with their Clusters paused, then unpauses the
+/// Clusters; a failure says how far it got and how to finish.
+async fn restore(
+    target: &Connection,
+    graph: &mut ObjectGraph,
+    directory: &Path,
+    options: &MoveOptions,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     // Whatever the files say, the target's controllers leave the Clusters alone until every
     // object exists there.
     let paused_by = format!("{FROM_DIRECTORY_PREFIX}{}", directory.display());
@@ -218,13 +251,14 @@ pub async fn from_directory(
             node.object["metadata"]["annotations"][PAUSED_BY_MOVE] = paused_by.clone().into();
         }
     }
+    let graph = &*graph;
     let mut progress = Progress {
         total: graph.nodes.len(),
         step: "creating the objects at the target",
         ..Progress::default()
     };
     let created = async {
-        create_at_target(target, &graph, &mut progress, out).await?;
+        create_at_target(target, graph, &mut progress, out).await?;
         progress.step = "unpausing the Clusters at the target";
         for cluster in graph.clusters() {
             unpause_cluster(target, &cluster.key).await?;
@@ -272,7 +306,7 @@ pub async fn from_directory(
         directory.display(),
         target.server
     );
-    Ok(report_of(&graph))
+    Ok(())
 }
 
 /// No Cluster of the directory exists at the target, but one that an unfinished restore

@@ -93,97 +93,9 @@ impl ObjectGraph {
             .into_iter()
             .map(|(type_index, object)| Candidate::new(&types, type_index, object))
             .collect();
-        let by_uid: HashMap<&str, usize> = candidates
-            .iter()
-            .enumerate()
-            .filter(|(_, candidate)| !candidate.uid.is_empty())
-            .map(|(index, candidate)| (candidate.uid.as_str(), index))
-            .collect();
-        let by_key: HashMap<&ObjectKey, usize> = candidates
-            .iter()
-            .enumerate()
-            .map(|(index, candidate)| (&candidate.key, index))
-            .collect();
-
-        // Owners of each candidate that are candidates too: by owner reference, and for a
-        // Cluster's soft-owned objects, the Cluster.
-        let clusters: HashMap<(&str, &str), usize> = candidates
-            .iter()
-            .enumerate()
-            .filter(|(_, candidate)| candidate.is_cluster())
-            .map(|(index, candidate)| {
-                (
-                    (
-                        candidate.key.namespace.as_str(),
-                        candidate.key.name.as_str(),
-                    ),
-                    index,
-                )
-            })
-            .collect();
-        let mut owners: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); candidates.len()];
-        for (index, candidate) in candidates.iter().enumerate() {
-            for uid in &candidate.owner_uids {
-                if let Some(&owner) = by_uid.get(uid.as_str()) {
-                    owners[index].insert(owner);
-                }
-            }
-            if candidate.is_cluster() {
-                continue;
-            }
-            for cluster_name in candidate.soft_owner_clusters(&clusters) {
-                if let Some(&cluster) =
-                    clusters.get(&(candidate.key.namespace.as_str(), cluster_name))
-                    && cluster != index
-                {
-                    owners[index].insert(cluster);
-                }
-            }
-        }
-        // What each candidate leads to: what it owns, and what its spec references.
-        let mut reaches: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); candidates.len()];
-        for (index, candidate_owners) in owners.iter().enumerate() {
-            for &owner in candidate_owners {
-                reaches[owner].insert(index);
-            }
-        }
-        for (index, candidate) in candidates.iter().enumerate() {
-            for reference in &candidate.references {
-                let found = match &reference.group {
-                    Some(group) => by_key
-                        .get(&ObjectKey {
-                            group: group.clone(),
-                            kind: reference.kind.clone(),
-                            namespace: reference.namespace.clone(),
-                            name: reference.name.clone(),
-                        })
-                        .copied(),
-                    None => by_key
-                        .iter()
-                        .find(|(key, _)| reference.matches(key))
-                        .map(|(_, &index)| index),
-                };
-                if let Some(referenced) = found
-                    && referenced != index
-                {
-                    reaches[index].insert(referenced);
-                }
-            }
-        }
-
-        let mut moved = vec![false; candidates.len()];
-        let mut queue: Vec<usize> = candidates
-            .iter()
-            .enumerate()
-            .filter(|(_, candidate)| candidate.is_root(&types))
-            .map(|(index, _)| index)
-            .collect();
-        while let Some(index) = queue.pop() {
-            if std::mem::replace(&mut moved[index], true) {
-                continue;
-            }
-            queue.extend(reaches[index].iter().copied().filter(|&next| !moved[next]));
-        }
+        let owners = owners(&candidates);
+        let reaches = reaches(&candidates, &owners);
+        let moved = moved(&candidates, &types, &reaches);
 
         let mut depths: Vec<Option<usize>> = vec![None; candidates.len()];
         for index in 0..candidates.len() {
@@ -243,6 +155,108 @@ impl ObjectGraph {
 }
 
 const CORE_GROUP: &str = "cluster.x-k8s.io";
+
+/// The owners of each candidate that are candidates too: by owner reference, and for a
+/// Cluster's soft-owned objects, the Cluster.
+fn owners(candidates: &[Candidate]) -> Vec<BTreeSet<usize>> {
+    let by_uid: HashMap<&str, usize> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, candidate)| !candidate.uid.is_empty())
+        .map(|(index, candidate)| (candidate.uid.as_str(), index))
+        .collect();
+    let clusters: HashMap<(&str, &str), usize> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, candidate)| candidate.is_cluster())
+        .map(|(index, candidate)| {
+            (
+                (
+                    candidate.key.namespace.as_str(),
+                    candidate.key.name.as_str(),
+                ),
+                index,
+            )
+        })
+        .collect();
+    let mut owners: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); candidates.len()];
+    for (index, candidate) in candidates.iter().enumerate() {
+        for uid in &candidate.owner_uids {
+            if let Some(&owner) = by_uid.get(uid.as_str()) {
+                owners[index].insert(owner);
+            }
+        }
+        if candidate.is_cluster() {
+            continue;
+        }
+        for cluster_name in candidate.soft_owner_clusters(&clusters) {
+            if let Some(&cluster) = clusters.get(&(candidate.key.namespace.as_str(), cluster_name))
+                && cluster != index
+            {
+                owners[index].insert(cluster);
+            }
+        }
+    }
+    owners
+}
+
+/// What each candidate leads to: what it owns, and what its spec references.
+fn reaches(candidates: &[Candidate], owners: &[BTreeSet<usize>]) -> Vec<BTreeSet<usize>> {
+    let by_key: HashMap<&ObjectKey, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(index, candidate)| (&candidate.key, index))
+        .collect();
+
+    let mut reaches: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); candidates.len()];
+    for (index, candidate_owners) in owners.iter().enumerate() {
+        for &owner in candidate_owners {
+            reaches[owner].insert(index);
+        }
+    }
+    for (index, candidate) in candidates.iter().enumerate() {
+        for reference in &candidate.references {
+            let found = match &reference.group {
+                Some(group) => by_key
+                    .get(&ObjectKey {
+                        group: group.clone(),
+                        kind: reference.kind.clone(),
+                        namespace: reference.namespace.clone(),
+                        name: reference.name.clone(),
+                    })
+                    .copied(),
+                None => by_key
+                    .iter()
+                    .find(|(key, _)| reference.matches(key))
+                    .map(|(_, &index)| index),
+            };
+            if let Some(referenced) = found
+                && referenced != index
+            {
+                reaches[index].insert(referenced);
+            }
+        }
+    }
+    reaches
+}
+
+/// Whether each candidate is moved: a root of the move, or reached from one.
+fn moved(candidates: &[Candidate], types: &[ObjectType], reaches: &[BTreeSet<usize>]) -> Vec<bool> {
+    let mut moved = vec![false; candidates.len()];
+    let mut queue: Vec<usize> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, candidate)| candidate.is_root(types))
+        .map(|(index, _)| index)
+        .collect();
+    while let Some(index) = queue.pop() {
+        if std::mem::replace(&mut moved[index], true) {
+            continue;
+        }
+        queue.extend(reaches[index].iter().copied().filter(|&next| !moved[next]));
+    }
+    moved
+}
 
 /// The owner depth of `index` among the moved objects; an owner cycle counts as no owner.
 fn depth(

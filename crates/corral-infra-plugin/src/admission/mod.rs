@@ -129,6 +129,9 @@ impl ConfigWebhook {
         })
     }
 
+    /// Admits a PluginCluster's or PluginMachine's config (unchanged ones and deletions pass):
+    /// the ProviderPlugin must exist and speak Corral's contract, the config must match the
+    /// plugin's schema, then pass the plugin's own ValidateConfig.
     async fn admit(&self, request: &Value) -> Result<(), Refusal> {
         let kind = request
             .pointer("/kind/kind")
@@ -152,22 +155,7 @@ impl ConfigWebhook {
         {
             return Ok(());
         }
-        let plugins: Api<ProviderPlugin> = Api::all(self.client.clone());
-        let plugin = match plugins.get_opt(plugin_name).await {
-            Ok(Some(plugin)) => plugin,
-            Ok(None) => {
-                return Err(Refusal::Invalid(vec![FieldError::invalid(
-                    target.field("plugin"),
-                    plugin_name,
-                    format!("there is no ProviderPlugin {plugin_name:?}"),
-                )]));
-            }
-            Err(error) => {
-                return Err(Refusal::Unavailable(format!(
-                    "cannot read ProviderPlugin {plugin_name}: {error}"
-                )));
-            }
-        };
+        let plugin = self.read_plugin(&target, plugin_name).await?;
         let policy = plugin.failure_policy();
         let unavailable = |why: String| match policy {
             FailurePolicy::Fail => Err(Refusal::Unavailable(format!(
@@ -181,17 +169,9 @@ impl ConfigWebhook {
             Err(why) => return unavailable(why),
         };
 
-        // The schema: the last GetInfo's, or one asked for now.
-        let info = match plugin
-            .status
-            .as_ref()
-            .and_then(|status| status.info.clone())
-        {
-            Some(info) => info,
-            None => match client.get_info(v1::GetInfoRequest {}).await {
-                Ok(info) => crate::controllers::provider_plugin::plugin_info(info),
-                Err(error) => return unavailable(error.to_string()),
-            },
+        let info = match plugin_info(&plugin, &client).await {
+            Ok(info) => info,
+            Err(why) => return unavailable(why),
         };
         if !info
             .contract_versions
@@ -221,44 +201,23 @@ impl ConfigWebhook {
             }
             return Ok(());
         }
-        let request = v1::ValidateConfigRequest {
-            kind: target.config_kind as i32,
-            config: crate::controllers::plugin_machine::config_struct(config),
-        };
-        match client.validate_config(request).await {
-            Ok(answer) if answer.field_errors.is_empty() => Ok(()),
-            Ok(answer) => Err(Refusal::Invalid(
-                answer
-                    .field_errors
-                    .into_iter()
-                    .map(|error| {
-                        let field = if error.field.is_empty() {
-                            target.field("config")
-                        } else {
-                            format!(
-                                "{}.{}",
-                                target.field("config"),
-                                error.field.trim_start_matches('.')
-                            )
-                        };
-                        FieldError::new(ErrorType::Invalid, field, None, error.message)
-                    })
-                    .collect(),
-            )),
-            Err(error) => match &error.failure {
-                // The plugin said what is wrong with it.
-                CallFailure::Provider(provider)
-                    if provider.code == corral_provider_sdk::v1::ErrorCode::InvalidConfig =>
-                {
-                    Err(Refusal::Invalid(vec![FieldError::new(
-                        ErrorType::Invalid,
-                        target.field("config"),
-                        None,
-                        provider.message.clone(),
-                    )]))
-                }
-                _ => unavailable(error.to_string()),
-            },
+        validate_config(&target, &client, config, unavailable).await
+    }
+
+    /// The ProviderPlugin `name` the object names; a field error on `spec.plugin` when there is
+    /// none.
+    async fn read_plugin(&self, target: &Target, name: &str) -> Result<ProviderPlugin, Refusal> {
+        let plugins: Api<ProviderPlugin> = Api::all(self.client.clone());
+        match plugins.get_opt(name).await {
+            Ok(Some(plugin)) => Ok(plugin),
+            Ok(None) => Err(Refusal::Invalid(vec![FieldError::invalid(
+                target.field("plugin"),
+                name,
+                format!("there is no ProviderPlugin {name:?}"),
+            )])),
+            Err(error) => Err(Refusal::Unavailable(format!(
+                "cannot read ProviderPlugin {name}: {error}"
+            ))),
         }
     }
 
@@ -283,6 +242,71 @@ impl ConfigWebhook {
 /// its configuration in the plugin's GetInfo; empty for another kind or without a schema.
 pub(crate) fn config_errors(kind: &str, info: &PluginInfo, object: &Value) -> Vec<FieldError> {
     Target::of(kind).map_or_else(Vec::new, |target| check_schema(&target, info, object))
+}
+
+/// The plugin's schema and capabilities: the last GetInfo's, or one asked for now; why not
+/// when the plugin does not answer.
+async fn plugin_info(plugin: &ProviderPlugin, client: &Client) -> Result<PluginInfo, String> {
+    match plugin
+        .status
+        .as_ref()
+        .and_then(|status| status.info.clone())
+    {
+        Some(info) => Ok(info),
+        None => match client.get_info(v1::GetInfoRequest {}).await {
+            Ok(info) => Ok(crate::controllers::provider_plugin::plugin_info(info)),
+            Err(error) => Err(error.to_string()),
+        },
+    }
+}
+
+/// The plugin's ValidateConfig of `config`: its field errors under the target's
+/// `spec.config`, or what `unavailable` makes of a failed call.
+async fn validate_config(
+    target: &Target,
+    client: &Client,
+    config: Option<&Value>,
+    unavailable: impl Fn(String) -> Result<(), Refusal>,
+) -> Result<(), Refusal> {
+    let request = v1::ValidateConfigRequest {
+        kind: target.config_kind as i32,
+        config: crate::controllers::plugin_machine::config_struct(config),
+    };
+    match client.validate_config(request).await {
+        Ok(answer) if answer.field_errors.is_empty() => Ok(()),
+        Ok(answer) => Err(Refusal::Invalid(
+            answer
+                .field_errors
+                .into_iter()
+                .map(|error| {
+                    let field = if error.field.is_empty() {
+                        target.field("config")
+                    } else {
+                        format!(
+                            "{}.{}",
+                            target.field("config"),
+                            error.field.trim_start_matches('.')
+                        )
+                    };
+                    FieldError::new(ErrorType::Invalid, field, None, error.message)
+                })
+                .collect(),
+        )),
+        Err(error) => match &error.failure {
+            // The plugin said what is wrong with it.
+            CallFailure::Provider(provider)
+                if provider.code == corral_provider_sdk::v1::ErrorCode::InvalidConfig =>
+            {
+                Err(Refusal::Invalid(vec![FieldError::new(
+                    ErrorType::Invalid,
+                    target.field("config"),
+                    None,
+                    provider.message.clone(),
+                )]))
+            }
+            _ => unavailable(error.to_string()),
+        },
+    }
 }
 
 fn check_schema(target: &Target, info: &PluginInfo, object: &Value) -> Vec<FieldError> {

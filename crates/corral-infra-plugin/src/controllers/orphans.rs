@@ -81,6 +81,49 @@ pub(super) async fn reconcile(
         status.conditions.retain(|c| c.type_ != ORPHANS_FOUND);
         return None;
     }
+    let unclaimed = list_unclaimed(context, &name, client).await?;
+    let now = conditions::now();
+    let previous = std::mem::take(&mut status.orphans);
+    let (mut orphans, new_ones) = track(&previous, &unclaimed, &now);
+    let wake = if plugin.spec.orphan_policy == Some(OrphanPolicy::Delete) && !orphans.is_empty() {
+        delete_due(
+            context,
+            plugin,
+            &name,
+            client,
+            &unclaimed,
+            &mut orphans,
+            &now,
+        )
+        .await
+    } else {
+        None
+    };
+    set_orphans_found(status, plugin, &name, orphans, &now);
+    if !new_ones.is_empty() {
+        event(
+            context,
+            plugin,
+            EventType::Warning,
+            reasons::ORPHANS_FOUND,
+            format!(
+                "Found machines that no PluginMachine claims: {}",
+                new_ones.join(", ")
+            ),
+        )
+        .await;
+    }
+    wake
+}
+
+/// The plugin's machines (its ListMachines) that nothing in the caches claims, judged only
+/// against complete caches (an empty cache would make everything an orphan); `None` when the
+/// listing failed.
+async fn list_unclaimed(
+    context: &Context,
+    name: &str,
+    client: &Client,
+) -> Option<Vec<v1::Machine>> {
     let listed = match client
         .list_machines(v1::ListMachinesRequest::default())
         .await
@@ -91,7 +134,6 @@ pub(super) async fn reconcile(
             return None;
         }
     };
-    // Judged only against complete caches: an empty cache would make everything an orphan.
     let machines = context.caches.machines();
     let plugin_machines = context.caches.get(super::cluster_label::<PluginMachine>);
     futures::join!(machines.ready(), plugin_machines.ready());
@@ -102,15 +144,23 @@ pub(super) async fn reconcile(
     for plugin_machine in plugin_machines.store().state() {
         claims.add_plugin_machine(&plugin_machine);
     }
-    let unclaimed: Vec<v1::Machine> = listed
-        .into_iter()
-        .filter(|machine| !claims.claims(machine))
-        .collect();
+    Some(
+        listed
+            .into_iter()
+            .filter(|machine| !claims.claims(machine))
+            .collect(),
+    )
+}
 
-    let now = conditions::now();
-    let previous = std::mem::take(&mut status.orphans);
+/// The orphans, in the order of `unclaimed`, each first seen when `previous` says (else now),
+/// and the descriptions of those not seen before.
+fn track(
+    previous: &[OrphanMachine],
+    unclaimed: &[v1::Machine],
+    now: &Time,
+) -> (Vec<OrphanMachine>, Vec<String>) {
     let mut new_ones = Vec::new();
-    let mut orphans: Vec<OrphanMachine> = unclaimed
+    let orphans = unclaimed
         .iter()
         .map(|machine| {
             let seen = previous.iter().find(|orphan| {
@@ -132,51 +182,73 @@ pub(super) async fn reconcile(
             }
         })
         .collect();
+    (orphans, new_ones)
+}
 
-    let mut wake = None;
-    if plugin.spec.orphan_policy == Some(OrphanPolicy::Delete) && !orphans.is_empty() {
-        let grace = Duration::from_secs(
-            plugin
-                .spec
-                .orphan_grace_period_seconds
-                .unwrap_or(DEFAULT_ORPHAN_GRACE_PERIOD_SECONDS)
-                .max(0) as u64,
-        );
-        let due: Vec<usize> = (0..orphans.len())
-            .filter(|&i| unclaimed_for(&orphans[i].first_seen, &now) >= grace)
-            .collect();
-        wake = orphans
-            .iter()
-            .map(|orphan| grace.saturating_sub(unclaimed_for(&orphan.first_seen, &now)))
-            .filter(|left| !left.is_zero())
-            .min();
-        if !due.is_empty() {
-            match live_claims(context).await {
-                Ok(live) => {
-                    let mut deleted = HashSet::new();
-                    for i in due {
-                        let machine = &unclaimed[i];
-                        if live.claims(machine) {
-                            continue;
-                        }
-                        if delete(context, plugin, client, machine).await {
-                            deleted.insert(i);
-                        }
-                    }
-                    let mut index = 0;
-                    orphans.retain(|_| {
-                        index += 1;
-                        !deleted.contains(&(index - 1))
-                    });
+/// Deletes the orphans unclaimed for the grace period that the API server's claims (read
+/// again) do not claim either, and drops them from `orphans`; returns when the next grace
+/// period ends, or a short retry when the claims could not be read.
+async fn delete_due(
+    context: &Context,
+    plugin: &ProviderPlugin,
+    name: &str,
+    client: &Client,
+    unclaimed: &[v1::Machine],
+    orphans: &mut Vec<OrphanMachine>,
+    now: &Time,
+) -> Option<Duration> {
+    let grace = Duration::from_secs(
+        plugin
+            .spec
+            .orphan_grace_period_seconds
+            .unwrap_or(DEFAULT_ORPHAN_GRACE_PERIOD_SECONDS)
+            .max(0) as u64,
+    );
+    let due: Vec<usize> = (0..orphans.len())
+        .filter(|&i| unclaimed_for(&orphans[i].first_seen, now) >= grace)
+        .collect();
+    let mut wake = orphans
+        .iter()
+        .map(|orphan| grace.saturating_sub(unclaimed_for(&orphan.first_seen, now)))
+        .filter(|left| !left.is_zero())
+        .min();
+    if due.is_empty() {
+        return wake;
+    }
+    match live_claims(context).await {
+        Ok(live) => {
+            let mut deleted = HashSet::new();
+            for i in due {
+                let machine = &unclaimed[i];
+                if live.claims(machine) {
+                    continue;
                 }
-                Err(error) => {
-                    tracing::warn!(plugin = %name, %error, "Reading the claims on orphans failed");
-                    wake = Some(Duration::from_secs(5));
+                if delete(context, plugin, client, machine).await {
+                    deleted.insert(i);
                 }
             }
+            let mut index = 0;
+            orphans.retain(|_| {
+                index += 1;
+                !deleted.contains(&(index - 1))
+            });
+        }
+        Err(error) => {
+            tracing::warn!(plugin = %name, %error, "Reading the claims on orphans failed");
+            wake = Some(Duration::from_secs(5));
         }
     }
+    wake
+}
 
+/// Records `orphans` in the status with the `OrphansFound` condition naming them.
+fn set_orphans_found(
+    status: &mut ProviderPluginStatus,
+    plugin: &ProviderPlugin,
+    name: &str,
+    orphans: Vec<OrphanMachine>,
+    now: &Time,
+) {
     let found = !orphans.is_empty();
     let message = if found {
         format!(
@@ -208,23 +280,9 @@ pub(super) async fn reconcile(
         )
         .message(message),
         plugin.metadata.generation,
-        &now,
+        now,
     );
     status.orphans = orphans;
-    if !new_ones.is_empty() {
-        event(
-            context,
-            plugin,
-            EventType::Warning,
-            reasons::ORPHANS_FOUND,
-            format!(
-                "Found machines that no PluginMachine claims: {}",
-                new_ones.join(", ")
-            ),
-        )
-        .await;
-    }
-    wake
 }
 
 /// Claims read from the API server: every Machine and PluginMachine.

@@ -107,12 +107,24 @@ pub(super) async fn run(context: Arc<Context>, shutdown: corral_runtime::Shutdow
     .await;
 }
 
+/// What every step of one reconcile works on.
+struct Scope<'a> {
+    context: &'a Context,
+    api: Api<PluginMachine>,
+    /// The PluginMachine's uid: the key of its backoffs.
+    key: String,
+}
+
+/// Reconciles one PluginMachine: reads its Machine and Cluster, then deletes or provisions the
+/// machine through the plugin, each a step below.
 async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<Action, Error> {
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
-    let api: Api<PluginMachine> = Api::namespaced(context.client.clone(), &namespace);
-    let key = object.metadata.uid.clone().unwrap_or_default();
-    let generation = object.metadata.generation;
+    let scope = Scope {
+        context: &context,
+        api: Api::namespaced(context.client.clone(), &namespace),
+        key: object.metadata.uid.clone().unwrap_or_default(),
+    };
     let owner = owner(object.as_ref(), "Machine");
     let machine = match &owner {
         Some((machine_name, _)) => {
@@ -138,9 +150,9 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
     }
     let reference = v1::MachineRef {
         namespace: namespace.clone(),
-        name: name.clone(),
+        name,
         uid: owner.map(|(_, uid)| uid).unwrap_or_default(),
-        cluster_name: cluster_name.clone(),
+        cluster_name,
         failure_domain: machine
             .as_ref()
             .and_then(|machine| machine.spec.failure_domain.clone())
@@ -150,115 +162,102 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
             .and_then(|machine| machine.spec.version.clone())
             .unwrap_or_default(),
     };
-    let mut after = (*object).clone();
-    let status = after.status.get_or_insert_with(Default::default);
 
     if deleting {
-        if !object
-            .finalizers()
-            .iter()
-            .any(|f| f == finalizers::PLUGIN_MACHINE)
-        {
-            return Ok(Action::await_change());
-        }
-        let call = match plugin_call(&context, &api, &object, &object.spec.plugin).await? {
-            Ok(call) => call,
-            Err(action) => return Ok(action),
-        };
-        let client = &call.client;
-        let request = v1::DeleteMachineRequest {
-            machine: Some(reference),
-            provider_id: object.spec.provider_id.clone().unwrap_or_default(),
-        };
-        tracing::info!("Deleting the machine");
-        let deleted = match client.delete_machine(request).await {
-            Ok(answer) => answer.deleted,
-            Err(error) if error.is_not_found() => true,
-            Err(error) => {
-                return call_failed(&context, &api, &object, &key, &object.spec.plugin, &error)
-                    .await;
-            }
-        };
-        if !deleted {
-            return not_ready(
-                &api,
-                &object,
-                reasons::DELETING,
-                format!(
-                    "ProviderPlugin {} is deleting the machine",
-                    object.spec.plugin
-                ),
-                Action::requeue(context.poll.fail(&key)),
-            )
-            .await;
-        }
-        context.poll.succeed(&key);
-        context.failures.succeed(&key);
-        set_finalizer(&api, &object, finalizers::PLUGIN_MACHINE, false).await?;
-        return Ok(Action::await_change());
+        return reconcile_delete(&scope, &object, reference).await;
     }
     let machine = machine.expect("checked above: a Machine owns a PluginMachine not being deleted");
+    reconcile_normal(
+        &scope,
+        object,
+        &namespace,
+        &machine,
+        cluster.as_deref(),
+        reference,
+    )
+    .await
+}
 
-    // A FAILED machine stays failed: the Machine is remediated by its owner, not retried here.
-    if status.failure_reason.is_some() {
+/// Calls DeleteMachine until the plugin says the machine is gone (NOT_FOUND counts), then
+/// removes the finalizer; nothing to do without it.
+async fn reconcile_delete(
+    scope: &Scope<'_>,
+    object: &PluginMachine,
+    reference: v1::MachineRef,
+) -> Result<Action, Error> {
+    let Scope { context, api, key } = scope;
+    if !object
+        .finalizers()
+        .iter()
+        .any(|f| f == finalizers::PLUGIN_MACHINE)
+    {
         return Ok(Action::await_change());
     }
-    // Upstream's order: the Cluster's infrastructure, then the bootstrap data.
-    let infrastructure_provisioned = cluster
-        .as_ref()
-        .and_then(|cluster| cluster.status.as_ref())
-        .and_then(|status| status.initialization.infrastructure_provisioned)
-        == Some(true);
-    if !infrastructure_provisioned {
-        return not_ready(
-            &api,
-            &object,
-            reasons::WAITING_FOR_CLUSTER_INFRASTRUCTURE,
-            "",
-            Action::await_change(),
-        )
-        .await;
-    }
-    let Some(secret_name) = machine.spec.bootstrap.data_secret_name.clone() else {
-        return not_ready(
-            &api,
-            &object,
-            reasons::WAITING_FOR_BOOTSTRAP_DATA,
-            "",
-            Action::await_change(),
-        )
-        .await;
-    };
-    // The last check before CreateMachine, for an object admission did not see with the
-    // plugin's current schema (written before the webhook was registered, or the schema
-    // changed since): a bad config never reaches the plugin.
-    if object.spec.provider_id.is_none()
-        && let Some(message) = invalid_config(&context, &object)
-    {
-        return not_ready(
-            &api,
-            &object,
-            reasons::INVALID_CONFIG,
-            message,
-            Action::requeue(context.failures.fail(&key)),
-        )
-        .await;
-    }
-    let call = match plugin_call(&context, &api, &object, &object.spec.plugin).await? {
+    let call = match plugin_call(context, api, object, &object.spec.plugin).await? {
         Ok(call) => call,
         Err(action) => return Ok(action),
     };
-    let client = &call.client;
+    let request = v1::DeleteMachineRequest {
+        machine: Some(reference),
+        provider_id: object.spec.provider_id.clone().unwrap_or_default(),
+    };
+    tracing::info!("Deleting the machine");
+    let deleted = match call.client.delete_machine(request).await {
+        Ok(answer) => answer.deleted,
+        Err(error) if error.is_not_found() => true,
+        Err(error) => {
+            return call_failed(context, api, object, key, &object.spec.plugin, &error).await;
+        }
+    };
+    if !deleted {
+        return not_ready(
+            api,
+            object,
+            reasons::DELETING,
+            format!(
+                "ProviderPlugin {} is deleting the machine",
+                object.spec.plugin
+            ),
+            Action::requeue(context.poll.fail(key)),
+        )
+        .await;
+    }
+    context.poll.succeed(key);
+    context.failures.succeed(key);
+    set_finalizer(api, object, finalizers::PLUGIN_MACHINE, false).await?;
+    Ok(Action::await_change())
+}
+
+/// Provisions the machine of a PluginMachine a Machine owns: checks the prerequisites, adds
+/// the finalizer, calls CreateMachine (or GetMachine once the providerID is known) and records
+/// the answer.
+async fn reconcile_normal(
+    scope: &Scope<'_>,
+    object: Arc<PluginMachine>,
+    namespace: &str,
+    machine: &Machine,
+    cluster: Option<&Cluster>,
+    reference: v1::MachineRef,
+) -> Result<Action, Error> {
+    let Scope { context, api, .. } = scope;
+    let generation = object.metadata.generation;
+    let secret_name = match prerequisites(scope, &object, machine, cluster).await? {
+        Ok(secret_name) => secret_name,
+        Err(action) => return Ok(action),
+    };
+    let call = match plugin_call(context, api, &object, &object.spec.plugin).await? {
+        Ok(call) => call,
+        Err(action) => return Ok(action),
+    };
 
     // The finalizer guards the machine the plugin is about to make.
-    let object = Arc::new(set_finalizer(&api, &object, finalizers::PLUGIN_MACHINE, true).await?);
-    let mut after = (*object).clone();
+    let object = Arc::new(set_finalizer(api, &object, finalizers::PLUGIN_MACHINE, true).await?);
     let answer = match &object.spec.provider_id {
         None => {
             let (bootstrap_data, bootstrap_format) =
-                bootstrap_data(&context, &namespace, &secret_name).await?;
+                bootstrap_data(context, namespace, secret_name).await?;
             tracing::info!("Creating the machine");
-            client
+            call.client
                 .create_machine(v1::CreateMachineRequest {
                     machine: Some(reference),
                     config: config_struct(object.spec.config.as_ref()),
@@ -268,7 +267,7 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
                 .await
         }
         Some(provider_id) => {
-            client
+            call.client
                 .get_machine(v1::GetMachineRequest {
                     machine: Some(reference),
                     provider_id: provider_id.clone(),
@@ -276,50 +275,144 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
                 .await
         }
     };
+    let (answer, state) = match read_answer(scope, &object, answer).await? {
+        Ok(answered) => answered,
+        Err(action) => return Ok(action),
+    };
+    record_machine(scope, object, machine, &answer, state, generation).await
+}
+
+/// The Machine's bootstrap data Secret's name once CreateMachine may be called, or the action
+/// to return instead: a FAILED machine stays failed (the Machine is remediated by its owner,
+/// not retried here); upstream's order waits for the Cluster's infrastructure, then the
+/// bootstrap data; and a config that does not match the plugin's schema never reaches it.
+async fn prerequisites<'m>(
+    scope: &Scope<'_>,
+    object: &PluginMachine,
+    machine: &'m Machine,
+    cluster: Option<&Cluster>,
+) -> Result<Result<&'m str, Action>, Error> {
+    let Scope { context, api, key } = scope;
+    if object
+        .status
+        .as_ref()
+        .is_some_and(|status| status.failure_reason.is_some())
+    {
+        return Ok(Err(Action::await_change()));
+    }
+    let infrastructure_provisioned = cluster
+        .and_then(|cluster| cluster.status.as_ref())
+        .and_then(|status| status.initialization.infrastructure_provisioned)
+        == Some(true);
+    if !infrastructure_provisioned {
+        return not_ready(
+            api,
+            object,
+            reasons::WAITING_FOR_CLUSTER_INFRASTRUCTURE,
+            "",
+            Action::await_change(),
+        )
+        .await
+        .map(Err);
+    }
+    let Some(secret_name) = machine.spec.bootstrap.data_secret_name.as_deref() else {
+        return not_ready(
+            api,
+            object,
+            reasons::WAITING_FOR_BOOTSTRAP_DATA,
+            "",
+            Action::await_change(),
+        )
+        .await
+        .map(Err);
+    };
+    // The last check before CreateMachine, for an object admission did not see with the
+    // plugin's current schema (written before the webhook was registered, or the schema
+    // changed since): a bad config never reaches the plugin.
+    if object.spec.provider_id.is_none()
+        && let Some(message) = invalid_config(context, object)
+    {
+        return not_ready(
+            api,
+            object,
+            reasons::INVALID_CONFIG,
+            message,
+            Action::requeue(context.failures.fail(key)),
+        )
+        .await
+        .map(Err);
+    }
+    Ok(Ok(secret_name))
+}
+
+/// The plugin's answer to CreateMachine or GetMachine with its state, or the action to return
+/// instead when the call failed, the machine is gone or the state is unknown.
+async fn read_answer(
+    scope: &Scope<'_>,
+    object: &PluginMachine,
+    answer: Result<v1::Machine, corral_provider_sdk::CallError>,
+) -> Result<Result<(v1::Machine, v1::MachineState), Action>, Error> {
+    let Scope { context, api, key } = scope;
     let answer = match answer {
         Ok(answer) => answer,
         Err(error) if error.is_not_found() => {
             return not_ready(
-                &api,
-                &object,
+                api,
+                object,
                 reasons::MACHINE_NOT_FOUND,
                 format!(
                     "ProviderPlugin {} no longer has the machine: {error}",
                     object.spec.plugin
                 ),
-                Action::requeue(failed_call(&context, &key, &error)),
+                Action::requeue(failed_call(context, key, &error)),
             )
-            .await;
+            .await
+            .map(Err);
         }
         Err(error) => {
-            return call_failed(&context, &api, &object, &key, &object.spec.plugin, &error).await;
+            return call_failed(context, api, object, key, &object.spec.plugin, &error)
+                .await
+                .map(Err);
         }
     };
-    context.failures.succeed(&key);
-    let state = match v1::MachineState::try_from(answer.state) {
-        Ok(state) if state != v1::MachineState::Unspecified => state,
+    context.failures.succeed(key);
+    match v1::MachineState::try_from(answer.state) {
+        Ok(state) if state != v1::MachineState::Unspecified => Ok(Ok((answer, state))),
         _ => {
             let message = format!(
                 "ProviderPlugin {} answered an unknown machine state {}",
                 object.spec.plugin, answer.state
             );
-            return not_ready(
-                &api,
-                &object,
+            not_ready(
+                api,
+                object,
                 reasons::PROTOCOL_ERROR,
                 message,
-                Action::requeue(context.failures.fail(&key)),
+                Action::requeue(context.failures.fail(key)),
             )
-            .await;
+            .await
+            .map(Err)
         }
-    };
+    }
+}
 
-    // The providerID first (spec), then the status against the version that write made.
+/// Records the plugin's answer: the providerID first (spec), then the status against the
+/// version that write made; and when to look again.
+async fn record_machine(
+    scope: &Scope<'_>,
+    object: Arc<PluginMachine>,
+    machine: &Machine,
+    answer: &v1::Machine,
+    state: v1::MachineState,
+    generation: Option<i64>,
+) -> Result<Action, Error> {
+    let Scope { context, api, key } = scope;
+    let mut after = (*object).clone();
     let object = if object.spec.provider_id.is_none() && !answer.provider_id.is_empty() {
         let mut with_id = (*object).clone();
         with_id.spec.provider_id = Some(answer.provider_id.clone());
         tracing::info!(provider_id = %answer.provider_id, "Setting the providerID");
-        Arc::new(write(&api, &object, &with_id, Part::Main).await?)
+        Arc::new(write(api, &object, &with_id, Part::Main).await?)
     } else {
         object
     };
@@ -340,11 +433,11 @@ async fn reconcile(object: Arc<PluginMachine>, context: Arc<Context>) -> Result<
         &object.spec.plugin,
         generation,
     );
-    write(&api, &object, &after, Part::Status).await?;
+    write(api, &object, &after, Part::Status).await?;
     Ok(match requeue {
-        Requeue::Poll => Action::requeue(context.poll.fail(&key)),
+        Requeue::Poll => Action::requeue(context.poll.fail(key)),
         Requeue::Resync => {
-            context.poll.succeed(&key);
+            context.poll.succeed(key);
             Action::requeue(super::RESYNC)
         }
         Requeue::Never => Action::await_change(),

@@ -31,7 +31,7 @@ use super::{
 };
 use crate::api::conditions::{PAUSED, READY, reasons};
 use crate::api::{DevCluster, DevClusterStatus, GROUP, finalizers};
-use crate::cloud::ClusterKey;
+use crate::cloud::{ClusterKey, WorkloadEndpoint};
 
 pub(super) async fn run(
     context: Arc<Context>,
@@ -128,6 +128,8 @@ fn cluster_to_dev_cluster(cluster: &Cluster) -> Option<ObjectRef<DevCluster>> {
         .then(|| ObjectRef::new(&reference.name).within(&cluster.namespace().unwrap_or_default()))
 }
 
+/// Reconciles one DevCluster (upstream `DevClusterReconciler.Reconcile`): the finalizer, the
+/// owner Cluster, pause, then deletion or provisioning.
 #[tracing::instrument(skip_all, fields(dev_cluster = %dev_cluster.name_any(), namespace = dev_cluster.namespace(), cluster = tracing::field::Empty))]
 async fn reconcile(
     dev_cluster: Arc<DevCluster>,
@@ -195,20 +197,43 @@ async fn reconcile(
     );
 
     if deleting {
-        tracing::info!(cluster = %key, "Deleting simulated workload cluster");
-        context
-            .cloud
-            .delete_cluster(&key)
-            .await
-            .map_err(Error::Cloud)?;
-        set_finalizer(&context, &api, &dev_cluster, finalizers::DEV_CLUSTER, false).await?;
-        return Ok(Action::await_change());
+        return reconcile_delete(&context, &api, &dev_cluster, &key).await;
     }
     let Some(cluster) = cluster else {
         tracing::info!(cluster = %key, "Waiting for the owner Cluster to exist");
         return Ok(Action::await_change());
     };
+    reconcile_normal(&context, &api, &dev_cluster, &key, &cluster, status).await
+}
 
+/// Stops the simulated workload cluster, with every VM in it, then removes the finalizer.
+async fn reconcile_delete(
+    context: &Context,
+    api: &Api<DevCluster>,
+    dev_cluster: &DevCluster,
+    key: &ClusterKey,
+) -> Result<Action, Error> {
+    tracing::info!(cluster = %key, "Deleting simulated workload cluster");
+    context
+        .cloud
+        .delete_cluster(key)
+        .await
+        .map_err(Error::Cloud)?;
+    set_finalizer(context, api, dev_cluster, finalizers::DEV_CLUSTER, false).await?;
+    Ok(Action::await_change())
+}
+
+/// Provisions the DevCluster of an existing Cluster: checks the backend, ensures the endpoint
+/// in the cloud, records it (spec) and the provisioned status, and writes the kubeconfig.
+async fn reconcile_normal(
+    context: &Context,
+    api: &Api<DevCluster>,
+    dev_cluster: &DevCluster,
+    key: &ClusterKey,
+    cluster: &Cluster,
+    mut status: DevClusterStatus,
+) -> Result<Action, Error> {
+    let generation = dev_cluster.metadata.generation;
     if dev_cluster.spec.backend.in_memory.is_none() {
         // The schema refuses such objects; one stored before it did is reported, not acted on.
         conditions::set(
@@ -218,37 +243,12 @@ async fn reconcile(
             ),
             generation,
         );
-        patch_status(&context, &api, &dev_cluster, &status).await?;
+        patch_status(context, api, dev_cluster, &status).await?;
         return Ok(Action::await_change());
     }
 
-    // Recreate a lost endpoint where it was, so that the recorded endpoint stays true.
+    let endpoint = ensure_endpoint(context, api, dev_cluster, key, &mut status).await?;
     let recorded = &dev_cluster.spec.control_plane_endpoint;
-    let port = recorded
-        .port
-        .filter(|_| recorded.host.as_deref() == Some(LOOPBACK))
-        .and_then(|port| u16::try_from(port).ok());
-    let endpoint = match context.cloud.ensure_cluster(&key, port).await {
-        Ok(endpoint) => endpoint,
-        Err(error) => {
-            let message = super::error_chain(&error);
-            conditions::set(
-                &mut status.conditions,
-                &Desired::new(READY, false, reasons::CLOUD_ERROR).with_message(message.clone()),
-                generation,
-            );
-            patch_status(&context, &api, &dev_cluster, &status).await?;
-            context
-                .event(
-                    dev_cluster.as_ref(),
-                    EventType::Warning,
-                    reasons::CLOUD_ERROR,
-                    message,
-                )
-                .await;
-            return Err(Error::Cloud(error));
-        }
-    };
 
     // The endpoint is in the spec, the rest in the status: two writes, the status one
     // against the generation the first produced.
@@ -259,13 +259,12 @@ async fn reconcile(
         let patch = json!({
             "spec": { "controlPlaneEndpoint": { "host": endpoint.host, "port": endpoint.port } }
         });
-        let written =
-            write_spec(&context, &api, dev_cluster.as_ref(), patch, base.as_deref()).await?;
+        let written = write_spec(context, api, dev_cluster, patch, base.as_deref()).await?;
         generation = written.metadata.generation;
         base = written.resource_version();
     }
 
-    kubeconfig::ensure(&context, &cluster, &endpoint).await?;
+    kubeconfig::ensure(context, cluster, &endpoint).await?;
 
     let first_time = status.initialization.provisioned != Some(true);
     status.initialization.provisioned = Some(true);
@@ -283,9 +282,9 @@ async fn reconcile(
     );
     conditions::observe(&mut status.conditions, generation);
     write_status(
-        &context,
-        &api,
-        dev_cluster.as_ref(),
+        context,
+        api,
+        dev_cluster,
         dev_cluster.status.as_ref(),
         &status,
         base.as_deref(),
@@ -296,6 +295,43 @@ async fn reconcile(
         tracing::info!(cluster = %key, url = %endpoint.url(), "The simulated workload cluster answers");
     }
     Ok(Action::requeue(super::RESYNC))
+}
+
+/// Makes sure the cloud runs the cluster's endpoint, recreating a lost one where it was so
+/// that the recorded endpoint stays true; a cloud error is reported in the status and a
+/// Warning Event, and returned.
+async fn ensure_endpoint(
+    context: &Context,
+    api: &Api<DevCluster>,
+    dev_cluster: &DevCluster,
+    key: &ClusterKey,
+    status: &mut DevClusterStatus,
+) -> Result<WorkloadEndpoint, Error> {
+    let recorded = &dev_cluster.spec.control_plane_endpoint;
+    let port = recorded
+        .port
+        .filter(|_| recorded.host.as_deref() == Some(LOOPBACK))
+        .and_then(|port| u16::try_from(port).ok());
+    let error = match context.cloud.ensure_cluster(key, port).await {
+        Ok(endpoint) => return Ok(endpoint),
+        Err(error) => error,
+    };
+    let message = super::error_chain(&error);
+    conditions::set(
+        &mut status.conditions,
+        &Desired::new(READY, false, reasons::CLOUD_ERROR).with_message(message.clone()),
+        dev_cluster.metadata.generation,
+    );
+    patch_status(context, api, dev_cluster, status).await?;
+    context
+        .event(
+            dev_cluster,
+            EventType::Warning,
+            reasons::CLOUD_ERROR,
+            message,
+        )
+        .await;
+    Err(Error::Cloud(error))
 }
 
 /// Writes the status when it changed.

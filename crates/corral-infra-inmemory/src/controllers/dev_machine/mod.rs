@@ -166,6 +166,15 @@ fn cluster_to_dev_machines(
         .collect()
 }
 
+/// What every step of one reconcile works on: the context, the DevMachine and its API.
+struct Scope<'a> {
+    context: &'a Context,
+    api: Api<DevMachine>,
+    dev_machine: &'a DevMachine,
+}
+
+/// Reconciles one DevMachine (upstream `DevMachineReconciler.Reconcile`): reads its Machine
+/// and Cluster, then reports pause, deletes, waits or provisions, each a step below.
 #[tracing::instrument(skip_all, fields(dev_machine = %dev_machine.name_any(), namespace = dev_machine.namespace(), cluster = tracing::field::Empty))]
 async fn reconcile(
     dev_machine: Arc<DevMachine>,
@@ -176,8 +185,11 @@ async fn reconcile(
         return Ok(Action::await_change());
     }
     let namespace = dev_machine.namespace().unwrap_or_default();
-    let name = dev_machine.name_any();
-    let api: Api<DevMachine> = Api::namespaced(context.client.clone(), &namespace);
+    let scope = Scope {
+        context: &context,
+        api: Api::namespaced(context.client.clone(), &namespace),
+        dev_machine: dev_machine.as_ref(),
+    };
     let deleting = dev_machine.metadata.deletion_timestamp.is_some();
 
     let machines: Api<Machine> = Api::namespaced(context.client.clone(), &namespace);
@@ -185,10 +197,64 @@ async fn reconcile(
         Some(machine_name) => cached_or_get(&caches.machines, &machines, &machine_name).await?,
         None => None,
     };
-    // The cluster: the Machine's label, then its spec; without a Machine, the DevMachine's own
-    // label, for the deletion of a DevMachine whose Machine is already gone.
+    let key = vm_key(&dev_machine, machine.as_deref(), namespace);
+
+    // `clusterctl move` marks what it deletes at the source: the VM lives on, managed from the
+    // target (upstream providers skip cleaning external resources for these).
+    let moving = dev_machine
+        .annotations()
+        .contains_key(corral_api::annotations::CLUSTERCTL_DELETE_FOR_MOVE);
+    let Some(machine) = machine else {
+        if deleting {
+            return reconcile_delete_without_machine(&scope, &caches, key.as_ref(), moving).await;
+        }
+        tracing::info!("Waiting for the Machine controller to set the owner reference");
+        return Ok(Action::await_change());
+    };
+    let Some(key) = key else {
+        tracing::info!(
+            "The owner Machine names no cluster: it needs the cluster.x-k8s.io/cluster-name label or spec.clusterName"
+        );
+        return Ok(Action::await_change());
+    };
+    let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &key.cluster.namespace);
+    let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
+
+    let mut status = dev_machine.status.clone().unwrap_or_default();
+    let generation = dev_machine.metadata.generation;
+    if let Some(message) = paused(cluster.as_deref(), dev_machine.as_ref(), "DevMachine") {
+        conditions::set(
+            &mut status.conditions,
+            &Desired::new(PAUSED, true, reasons::PAUSED).with_message(message),
+            generation,
+        );
+        patch_status(&scope, &status).await?;
+        return Ok(Action::await_change());
+    }
+    conditions::set(
+        &mut status.conditions,
+        &Desired::new(PAUSED, false, reasons::NOT_PAUSED),
+        generation,
+    );
+
+    if deleting {
+        return reconcile_delete(&scope, Some(&key), moving).await;
+    }
+    let Some(cluster) = cluster else {
+        tracing::info!(cluster = %key.cluster, "Waiting for the Cluster to exist");
+        return Ok(Action::await_change());
+    };
+    if !dev_cluster_exists(&scope, &caches, &cluster).await? {
+        return Ok(Action::await_change());
+    }
+    reconcile_normal(&scope, &key, &machine, &cluster, status).await
+}
+
+/// The VM's key: the cluster is the Machine's label, then its spec; without a Machine, the
+/// DevMachine's own label, for the deletion of a DevMachine whose Machine is already gone.
+/// Records the cluster in the reconcile's span.
+fn vm_key(dev_machine: &DevMachine, machine: Option<&Machine>, namespace: String) -> Option<VmKey> {
     let cluster_name = machine
-        .as_ref()
         .and_then(|machine| {
             machine
                 .labels()
@@ -202,146 +268,106 @@ async fn reconcile(
                 .get(corral_api::labels::CLUSTER_NAME)
                 .cloned()
         })
-        .filter(|name| !name.is_empty());
-    if let Some(cluster_name) = &cluster_name {
-        tracing::Span::current().record("cluster", cluster_name.as_str());
-    }
-    let key = cluster_name.as_ref().map(|cluster_name| VmKey {
+        .filter(|name| !name.is_empty())?;
+    tracing::Span::current().record("cluster", cluster_name.as_str());
+    Some(VmKey {
         cluster: ClusterKey {
-            namespace: namespace.clone(),
-            name: cluster_name.clone(),
+            namespace,
+            name: cluster_name,
         },
-        name: name.clone(),
-    });
+        name: dev_machine.name_any(),
+    })
+}
 
-    // `clusterctl move` marks what it deletes at the source: the VM lives on, managed from the
-    // target (upstream providers skip cleaning external resources for these).
-    let moving = dev_machine
-        .annotations()
-        .contains_key(corral_api::annotations::CLUSTERCTL_DELETE_FOR_MOVE);
-    let Some(machine) = machine else {
-        if deleting {
-            if let Some(key) = &key {
-                // A paused Cluster (or DevMachine) is left alone, deletion included.
-                let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
-                let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
-                if paused(cluster.as_deref(), dev_machine.as_ref(), "DevMachine").is_some() {
-                    return Ok(Action::await_change());
-                }
-                if !moving {
-                    delete_vm(&context, key).await?;
-                }
-            }
-            set_finalizer(&context, &api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
-        } else {
-            tracing::info!("Waiting for the Machine controller to set the owner reference");
+/// Deletes the VM (unless the DevMachine is moving) and removes the finalizer of a DevMachine
+/// whose Machine is gone, unless its Cluster or itself is paused.
+async fn reconcile_delete_without_machine(
+    scope: &Scope<'_>,
+    caches: &Caches,
+    key: Option<&VmKey>,
+    moving: bool,
+) -> Result<Action, Error> {
+    if let Some(key) = key {
+        // A paused Cluster (or DevMachine) is left alone, deletion included.
+        let clusters: Api<Cluster> =
+            Api::namespaced(scope.context.client.clone(), &key.cluster.namespace);
+        let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
+        if paused(cluster.as_deref(), scope.dev_machine, "DevMachine").is_some() {
+            return Ok(Action::await_change());
         }
-        return Ok(Action::await_change());
-    };
-    let Some(key) = key else {
-        tracing::info!(
-            "The owner Machine names no cluster: it needs the cluster.x-k8s.io/cluster-name label or spec.clusterName"
-        );
-        return Ok(Action::await_change());
-    };
-    let clusters: Api<Cluster> = Api::namespaced(context.client.clone(), &namespace);
-    let cluster = cached_or_get(&caches.clusters, &clusters, &key.cluster.name).await?;
-
-    let mut status = dev_machine.status.clone().unwrap_or_default();
-    let mut generation = dev_machine.metadata.generation;
-    if let Some(message) = paused(cluster.as_deref(), dev_machine.as_ref(), "DevMachine") {
-        conditions::set(
-            &mut status.conditions,
-            &Desired::new(PAUSED, true, reasons::PAUSED).with_message(message),
-            generation,
-        );
-        patch_status(&context, &api, &dev_machine, &status).await?;
-        return Ok(Action::await_change());
     }
-    conditions::set(
-        &mut status.conditions,
-        &Desired::new(PAUSED, false, reasons::NOT_PAUSED),
-        generation,
-    );
+    reconcile_delete(scope, key, moving).await
+}
 
-    if deleting {
-        if !moving {
-            delete_vm(&context, &key).await?;
-        }
-        set_finalizer(&context, &api, &dev_machine, finalizers::DEV_MACHINE, false).await?;
-        return Ok(Action::await_change());
+/// Deletes the VM, when its key is known and the DevMachine is not moving, then removes the
+/// finalizer.
+async fn reconcile_delete(
+    scope: &Scope<'_>,
+    key: Option<&VmKey>,
+    moving: bool,
+) -> Result<Action, Error> {
+    if let Some(key) = key
+        && !moving
+    {
+        delete_vm(scope.context, key).await?;
     }
+    let Scope {
+        context,
+        api,
+        dev_machine,
+    } = scope;
+    set_finalizer(context, api, *dev_machine, finalizers::DEV_MACHINE, false).await?;
+    Ok(Action::await_change())
+}
 
-    let Some(cluster) = cluster else {
-        tracing::info!(cluster = %key.cluster, "Waiting for the Cluster to exist");
-        return Ok(Action::await_change());
-    };
+/// Whether the Cluster names its infrastructure and that DevCluster exists; logs the wait when
+/// not.
+async fn dev_cluster_exists(
+    scope: &Scope<'_>,
+    caches: &Caches,
+    cluster: &Cluster,
+) -> Result<bool, Error> {
     let Some(infrastructure) = cluster.spec.infrastructure_ref.as_ref() else {
         tracing::info!("Waiting for the Cluster's infrastructureRef");
-        return Ok(Action::await_change());
+        return Ok(false);
     };
-    let dev_clusters: Api<DevCluster> = Api::namespaced(context.client.clone(), &namespace);
+    let namespace = scope.api.namespace().unwrap_or_default();
+    let dev_clusters: Api<DevCluster> = Api::namespaced(scope.context.client.clone(), &namespace);
     if cached_or_get(&caches.dev_clusters, &dev_clusters, &infrastructure.name)
         .await?
         .is_none()
     {
         tracing::info!(dev_cluster = %infrastructure.name, "Waiting for the DevCluster to exist");
-        return Ok(Action::await_change());
+        return Ok(false);
     }
+    Ok(true)
+}
 
+/// Provisions the VM of a DevMachine whose Machine, Cluster and DevCluster exist: checks the
+/// backend, waits as upstream's backend does, adds the finalizer, ensures the VM and reports
+/// its boot.
+async fn reconcile_normal(
+    scope: &Scope<'_>,
+    key: &VmKey,
+    machine: &Machine,
+    cluster: &Cluster,
+    mut status: DevMachineStatus,
+) -> Result<Action, Error> {
+    let dev_machine = scope.dev_machine;
+    let generation = dev_machine.metadata.generation;
     let control_plane = machine
         .labels()
         .contains_key(corral_api::labels::CONTROL_PLANE);
-    let Some(in_memory) = dev_machine.spec.backend.in_memory.as_ref() else {
-        // The schema refuses such objects; one stored before it did is reported, not acted on.
-        let ready = Desired::new(READY, false, reasons::NOT_READY).with_message(
-            "spec.backend.inMemory is not set; Corral's in-memory provider supports no other backend",
-        );
-        conditions::set(&mut status.conditions, &ready, generation);
-        patch_status(&context, &api, &dev_machine, &status).await?;
+    let Some(timings) = read_timings(scope, &mut status).await? else {
         return Ok(Action::await_change());
-    };
-    let timings = match compute_timings(in_memory) {
-        Ok(timings) => timings,
-        Err(InvalidProvisioning(message)) => {
-            let invalid = Desired::new(VM_PROVISIONED, false, reasons::INVALID_PROVISIONING)
-                .with_message(message.clone());
-            set_step_conditions(&mut status, &[invalid], generation);
-            patch_status(&context, &api, &dev_machine, &status).await?;
-            context
-                .event(
-                    dev_machine.as_ref(),
-                    EventType::Warning,
-                    reasons::INVALID_PROVISIONING,
-                    message,
-                )
-                .await;
-            return Ok(Action::await_change());
-        }
     };
 
     // Wait as upstream's backend does; the Cluster and Machine watches bring the next reconcile.
-    let wait = if cluster
-        .status
-        .as_ref()
-        .and_then(|status| status.initialization.infrastructure_provisioned)
-        != Some(true)
-    {
-        Some(Wait::ClusterInfrastructure)
-    } else if machine.spec.bootstrap.data_secret_name.is_none() {
-        if !control_plane && !control_plane_initialized(&cluster) {
-            Some(Wait::ControlPlaneInitialized)
-        } else {
-            Some(Wait::BootstrapData)
-        }
-    } else {
-        None
-    };
-    if let Some(wait) = wait {
+    if let Some(wait) = compute_wait(cluster, machine, control_plane) {
         tracing::info!(?wait, "Waiting before creating the VM");
         let waiting = status::compute_waiting_conditions(wait, control_plane);
         set_step_conditions(&mut status, &waiting, generation);
-        patch_status(&context, &api, &dev_machine, &status).await?;
+        patch_status(scope, &status).await?;
         return Ok(Action::await_change());
     }
 
@@ -350,60 +376,12 @@ async fn reconcile(
         version: machine.spec.version.clone(),
         timings,
         faults: Faults {
-            fail_boot: annotation_is_true(&dev_machine, FAIL_BOOT),
-            node_not_ready: annotation_is_true(&dev_machine, NODE_NOT_READY),
+            fail_boot: annotation_is_true(dev_machine, FAIL_BOOT),
+            node_not_ready: annotation_is_true(dev_machine, NODE_NOT_READY),
         },
     };
-
-    // The finalizer guards the VM, so it is in place before the VM is created (upstream adds it
-    // first of all; until the VM exists there is nothing to clean, so the waits above need
-    // none). A VM that boots at once is up moments later: its providerID, which is known
-    // beforehand, goes in the same write.
-    let mut base = dev_machine.resource_version();
-    let mut provider_id_set = dev_machine.spec.provider_id.clone();
-    if !dev_machine
-        .finalizers()
-        .iter()
-        .any(|f| f == finalizers::DEV_MACHINE)
-    {
-        let instant = spec.timings.vm.startup.is_zero() && !spec.faults.fail_boot;
-        let written = add_finalizer(&context, &api, &dev_machine, instant).await?;
-        if written.metadata.generation != generation {
-            generation = written.metadata.generation;
-            conditions::observe(&mut status.conditions, generation);
-        }
-        base = written.resource_version();
-        provider_id_set = written.spec.provider_id;
-    }
-
-    let vm = match context.cloud.ensure_vm(&key, &spec).await {
-        Ok(vm) => vm,
-        Err(error) => {
-            let message = super::error_chain(&error);
-            let failed = Desired::new(VM_PROVISIONED, false, reasons::CLOUD_ERROR)
-                .with_message(message.clone());
-            set_step_conditions(&mut status, &[failed], generation);
-            let current = dev_machine.status.as_ref();
-            write_status(
-                &context,
-                &api,
-                &dev_machine,
-                current,
-                &status,
-                base.as_deref(),
-            )
-            .await?;
-            context
-                .event(
-                    dev_machine.as_ref(),
-                    EventType::Warning,
-                    reasons::CLOUD_ERROR,
-                    message,
-                )
-                .await;
-            return Err(Error::Cloud(error));
-        }
-    };
+    let mut written = ensure_finalizer(scope, &spec, &mut status).await?;
+    let vm = ensure_vm(scope, key, &spec, &mut status, &written).await?;
 
     // A step whose time has come is completing its effect in the cloud (registering the Node,
     // starting etcd) and normally done moments later: look again then rather than write a
@@ -412,25 +390,187 @@ async fn reconcile(
     if let Some(after) = status::settling(&vm, now) {
         return Ok(Action::requeue(after));
     }
-    let steps = status::compute_step_conditions(&vm);
+    report_boot(scope, key, machine, &vm, status, &mut written).await?;
+    Ok(match status::compute_requeue(&vm, now) {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
+}
+
+/// The step timings of `spec.backend.inMemory`, or `None` once a missing backend or an
+/// invalid timing is reported in the status (and, for a timing, a Warning Event).
+async fn read_timings(
+    scope: &Scope<'_>,
+    status: &mut DevMachineStatus,
+) -> Result<Option<StepTimings>, Error> {
+    let dev_machine = scope.dev_machine;
+    let generation = dev_machine.metadata.generation;
+    let Some(in_memory) = dev_machine.spec.backend.in_memory.as_ref() else {
+        // The schema refuses such objects; one stored before it did is reported, not acted on.
+        let ready = Desired::new(READY, false, reasons::NOT_READY).with_message(
+            "spec.backend.inMemory is not set; Corral's in-memory provider supports no other backend",
+        );
+        conditions::set(&mut status.conditions, &ready, generation);
+        patch_status(scope, status).await?;
+        return Ok(None);
+    };
+    match compute_timings(in_memory) {
+        Ok(timings) => Ok(Some(timings)),
+        Err(InvalidProvisioning(message)) => {
+            let invalid = Desired::new(VM_PROVISIONED, false, reasons::INVALID_PROVISIONING)
+                .with_message(message.clone());
+            set_step_conditions(status, &[invalid], generation);
+            patch_status(scope, status).await?;
+            scope
+                .context
+                .event(
+                    dev_machine,
+                    EventType::Warning,
+                    reasons::INVALID_PROVISIONING,
+                    message,
+                )
+                .await;
+            Ok(None)
+        }
+    }
+}
+
+/// What the VM waits for before it is created, as upstream's backend: the Cluster's
+/// infrastructure, then the bootstrap data (of a worker, after the control plane's
+/// initialization).
+fn compute_wait(cluster: &Cluster, machine: &Machine, control_plane: bool) -> Option<Wait> {
+    if cluster
+        .status
+        .as_ref()
+        .and_then(|status| status.initialization.infrastructure_provisioned)
+        != Some(true)
+    {
+        Some(Wait::ClusterInfrastructure)
+    } else if machine.spec.bootstrap.data_secret_name.is_none() {
+        if !control_plane && !control_plane_initialized(cluster) {
+            Some(Wait::ControlPlaneInitialized)
+        } else {
+            Some(Wait::BootstrapData)
+        }
+    } else {
+        None
+    }
+}
+
+/// Where the DevMachine stands after the finalizer's write, if any: the resourceVersion the
+/// next writes are conditional on, the providerID the spec holds and the generation.
+struct Written {
+    base: Option<String>,
+    provider_id: Option<String>,
+    generation: Option<i64>,
+}
+
+/// Adds the finalizer unless present. The finalizer guards the VM, so it is in place before
+/// the VM is created (upstream adds it first of all; until the VM exists there is nothing to
+/// clean, so the waits need none). A VM that boots at once is up moments later: its
+/// providerID, which is known beforehand, goes in the same write.
+async fn ensure_finalizer(
+    scope: &Scope<'_>,
+    spec: &VmSpec,
+    status: &mut DevMachineStatus,
+) -> Result<Written, Error> {
+    let dev_machine = scope.dev_machine;
+    if dev_machine
+        .finalizers()
+        .iter()
+        .any(|f| f == finalizers::DEV_MACHINE)
+    {
+        return Ok(Written {
+            base: dev_machine.resource_version(),
+            provider_id: dev_machine.spec.provider_id.clone(),
+            generation: dev_machine.metadata.generation,
+        });
+    }
+    let instant = spec.timings.vm.startup.is_zero() && !spec.faults.fail_boot;
+    let written = add_finalizer(scope.context, &scope.api, dev_machine, instant).await?;
+    if written.metadata.generation != dev_machine.metadata.generation {
+        conditions::observe(&mut status.conditions, written.metadata.generation);
+    }
+    Ok(Written {
+        base: written.resource_version(),
+        provider_id: written.spec.provider_id,
+        generation: written.metadata.generation,
+    })
+}
+
+/// Makes sure the cloud runs the VM; a cloud error is reported in the status and a Warning
+/// Event, and returned.
+async fn ensure_vm(
+    scope: &Scope<'_>,
+    key: &VmKey,
+    spec: &VmSpec,
+    status: &mut DevMachineStatus,
+    written: &Written,
+) -> Result<crate::cloud::Vm, Error> {
+    let error = match scope.context.cloud.ensure_vm(key, spec).await {
+        Ok(vm) => return Ok(vm),
+        Err(error) => error,
+    };
+    let dev_machine = scope.dev_machine;
+    let message = super::error_chain(&error);
+    let failed =
+        Desired::new(VM_PROVISIONED, false, reasons::CLOUD_ERROR).with_message(message.clone());
+    set_step_conditions(status, &[failed], written.generation);
+    write_status(
+        scope.context,
+        &scope.api,
+        dev_machine,
+        dev_machine.status.as_ref(),
+        status,
+        written.base.as_deref(),
+    )
+    .await?;
+    scope
+        .context
+        .event(
+            dev_machine,
+            EventType::Warning,
+            reasons::CLOUD_ERROR,
+            message,
+        )
+        .await;
+    Err(Error::Cloud(error))
+}
+
+/// Writes the boot's step conditions and, once the VM is up, the contract: providerID, then
+/// provisioned, which never goes back to false. The providerID is in the spec, the rest in the
+/// status: two writes (unless the finalizer's carried the providerID), the status one against
+/// the generation the first produced. Events follow the status that reports them, so that a
+/// failed write does not repeat them.
+async fn report_boot(
+    scope: &Scope<'_>,
+    key: &VmKey,
+    machine: &Machine,
+    vm: &crate::cloud::Vm,
+    mut status: DevMachineStatus,
+    written: &mut Written,
+) -> Result<(), Error> {
+    let Scope {
+        context,
+        api,
+        dev_machine,
+    } = scope;
+    let steps = status::compute_step_conditions(vm);
     let boot_failed_before = has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED);
-    set_step_conditions(&mut status, &steps, generation);
+    set_step_conditions(&mut status, &steps, written.generation);
     let boot_failed_now =
         has_reason(&status, VM_PROVISIONED, reasons::BOOT_FAILED) && !boot_failed_before;
 
-    // The contract: providerID, then provisioned, which never goes back to false. The
-    // providerID is in the spec, the rest in the status: two writes (unless the finalizer's
-    // carried the providerID), the status one against the generation the first produced.
     let mut provisioned_now = false;
     if vm.vm.is_done() {
-        let provider_id = provider_id(&name);
-        if provider_id_set.as_deref() != Some(provider_id.as_str()) {
+        let provider_id = provider_id(&key.name);
+        if written.provider_id.as_deref() != Some(provider_id.as_str()) {
             tracing::info!(%provider_id, "Setting the providerID");
             let patch = json!({ "spec": { "providerID": provider_id } });
-            let written =
-                write_spec(&context, &api, dev_machine.as_ref(), patch, base.as_deref()).await?;
-            conditions::observe(&mut status.conditions, written.metadata.generation);
-            base = written.resource_version();
+            let spec_written =
+                write_spec(context, api, *dev_machine, patch, written.base.as_deref()).await?;
+            conditions::observe(&mut status.conditions, spec_written.metadata.generation);
+            written.base = spec_written.resource_version();
         }
         status.addresses = vm.addresses.clone();
         status.failure_domain = machine.spec.failure_domain.clone();
@@ -438,20 +578,20 @@ async fn reconcile(
         status.initialization.provisioned = Some(true);
     }
     write_status(
-        &context,
-        &api,
-        dev_machine.as_ref(),
+        context,
+        api,
+        *dev_machine,
         dev_machine.status.as_ref(),
         &status,
-        base.as_deref(),
+        written.base.as_deref(),
     )
     .await?;
-    // Events once the status that reports them is written, so that a failed write does not
-    // repeat them. A failure is a Warning every time it starts.
+    // A failure is a Warning every time it starts.
     if boot_failed_now {
+        let name = &key.name;
         context
             .event(
-                dev_machine.as_ref(),
+                *dev_machine,
                 EventType::Warning,
                 reasons::BOOT_FAILED,
                 format!("The simulated VM {name} does not boot: the DevMachine has the {FAIL_BOOT} annotation"),
@@ -463,11 +603,7 @@ async fn reconcile(
         // `status.initialization.provisioned` say it, and an Event is a write per Machine.
         tracing::info!(cluster = %key.cluster, "The simulated VM is up");
     }
-
-    Ok(match status::compute_requeue(&vm, now) {
-        Some(after) => Action::requeue(after),
-        None => Action::await_change(),
-    })
+    Ok(())
 }
 
 /// Adds the DevMachine's finalizer, with a merge patch conditional on the copy's
@@ -591,16 +727,16 @@ fn set_step_conditions(status: &mut DevMachineStatus, steps: &[Desired], generat
 }
 
 /// Writes the status when it changed.
-async fn patch_status(
-    context: &Context,
-    api: &Api<DevMachine>,
-    dev_machine: &DevMachine,
-    status: &DevMachineStatus,
-) -> Result<(), Error> {
-    write_status(
+async fn patch_status(scope: &Scope<'_>, status: &DevMachineStatus) -> Result<(), Error> {
+    let Scope {
         context,
         api,
         dev_machine,
+    } = scope;
+    write_status(
+        context,
+        api,
+        *dev_machine,
         dev_machine.status.as_ref(),
         status,
         dev_machine.resource_version().as_deref(),
