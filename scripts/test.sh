@@ -44,6 +44,12 @@ else
   echo "WARNING: rustfmt is not installed here; formatting not checked" >&2
 fi
 
+# Lints: [workspace.lints] in Cargo.toml (clippy's `all`, unsafe code denied), warnings as errors.
+if ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add clippy >/dev/null 2>&1 || { echo "clippy is not installed and rustup cannot add it" >&2; exit 1; }
+fi
+cargo clippy -q --workspace --all-targets -- -D warnings
+
 export CORRAL_REQUIRE_ETCD=1 CORRAL_REQUIRE_KUBECTL=1 CORRAL_REQUIRE_PYTHON_CLIENT=1
 # The default features: what users build with the README's first command.
 exec cargo nextest run --workspace --no-fail-fast "$@"

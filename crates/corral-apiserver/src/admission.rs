@@ -71,7 +71,7 @@ pub async fn admit(
             .default(object, request.old)
             .map_err(|message| denial(request, "default", &message))
     };
-    let mutate: Option<&dyn Fn(&mut Value) -> Result<(), ApiError>> = match rules {
+    let mutate: Option<crate::schema::Mutate<'_>> = match rules {
         Some(_) => Some(&default),
         None => None,
     };

@@ -103,14 +103,14 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
             format!("Invalid value: {kind:?}: may have mixed case, but should otherwise match: [a-z]([-a-z0-9]*[a-z0-9])?"),
         ));
     }
-    if let Some(list_kind) = str_at(crd, &["spec", "names", "listKind"]) {
-        if list_kind == kind {
-            causes.push(cause(
-                "spec.names.listKind",
-                "FieldValueInvalid",
-                format!("Invalid value: {list_kind:?}: kind and listKind may not be the same"),
-            ));
-        }
+    if let Some(list_kind) = str_at(crd, &["spec", "names", "listKind"])
+        && list_kind == kind
+    {
+        causes.push(cause(
+            "spec.names.listKind",
+            "FieldValueInvalid",
+            format!("Invalid value: {list_kind:?}: kind and listKind may not be the same"),
+        ));
     }
     match str_at(crd, &["spec", "scope"]) {
         Some("Namespaced") | Some("Cluster") => {}

@@ -71,10 +71,10 @@ pub async fn resume_cleanups(state: &Arc<ApiState>) -> Result<(), ApiError> {
         .await?;
     for kv in page.kvs {
         let namespace = object::decode_stored(&kv)?;
-        if object::deletion_timestamp(&namespace).is_some() {
-            if let Some(name) = object::name(&namespace) {
-                start_cleanup(state.clone(), name.to_string());
-            }
+        if object::deletion_timestamp(&namespace).is_some()
+            && let Some(name) = object::name(&namespace)
+        {
+            start_cleanup(state.clone(), name.to_string());
         }
     }
     Ok(())

@@ -495,7 +495,7 @@ async fn authenticated(
         },
     };
     let authorized = crate::rbac::authorize_request(&front.state, &user, &request);
-    if let Some(audit) = audit.as_deref_mut() {
+    if let Some(audit) = audit {
         if front.state.config.rbac {
             audit.authorized(authorized.is_ok());
         }
@@ -797,10 +797,10 @@ fn parse_target(
             return Err(ApiError::no_route());
         }
     }
-    if let Some(namespace) = namespace {
-        if namespace.is_empty() {
-            return Err(ApiError::no_route());
-        }
+    if let Some(namespace) = namespace
+        && namespace.is_empty()
+    {
+        return Err(ApiError::no_route());
     }
     Ok(Target {
         resource,
@@ -921,10 +921,10 @@ async fn resource_request(
             )));
         }
     };
-    if let Some(warning) = deprecation {
-        if let Ok(value) = http::HeaderValue::from_str(&format!("299 - {warning:?}")) {
-            response.headers_mut().append("Warning", value);
-        }
+    if let Some(warning) = deprecation
+        && let Ok(value) = http::HeaderValue::from_str(&format!("299 - {warning:?}"))
+    {
+        response.headers_mut().append("Warning", value);
     }
     Ok(response)
 }

@@ -1164,10 +1164,10 @@ impl MachineryReport {
         }
         for gc in &self.gc {
             lines.push(format!(
-                "GC {}: {} dependents collected in {} s ({}/s; CPU {} µs per object)",
+                "GC {}: {} dependents collected in {:.2} s ({}/s; CPU {} µs per object)",
                 gc.policy,
                 gc.dependents,
-                format!("{:.2}", gc.dependents_gone.max(gc.root_gone).as_secs_f64()),
+                gc.dependents_gone.max(gc.root_gone).as_secs_f64(),
                 format_rate(gc.dependents as f64 / gc.dependents_gone.as_secs_f64().max(1e-9)),
                 CpuUse::per_op(gc.cpu.own, gc.dependents as u64)
             ));

@@ -592,7 +592,8 @@ fn in_place_update_of_managed_fields_equals_decode_and_encode() {
         );
     }
     let stored = managed.encode();
-    let changes: Vec<Box<dyn Fn(&mut Value)>> = vec![
+    type Change = Box<dyn Fn(&mut Value)>;
+    let changes: Vec<Change> = vec![
         Box::new(|_| {}),
         Box::new(|o| o["spec"]["size"] = json!(2)),
         Box::new(|o| o["spec"]["color"] = json!("blue")),

@@ -204,7 +204,7 @@ impl RotatingFile {
                 Some((taken, entry.path()))
             })
             .collect();
-        backups.sort_by(|a, b| b.0.cmp(&a.0));
+        backups.sort_by_key(|backup| std::cmp::Reverse(backup.0));
         let cutoff = now - time::Duration::days(self.rotation.max_age_days as i64);
         for (index, (taken, path)) in backups.iter().enumerate() {
             let too_many = self.rotation.max_backups > 0 && index >= self.rotation.max_backups;

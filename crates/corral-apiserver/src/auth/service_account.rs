@@ -68,8 +68,11 @@ const CACHE_ENTRIES: usize = 4096;
 /// Tokens that authenticated recently, by their SHA-256, with their user and until when.
 #[derive(Default)]
 struct TokenCache {
-    entries: Mutex<HashMap<[u8; 32], (Arc<UserInfo>, Instant)>>,
+    entries: Mutex<HashMap<[u8; 32], CachedToken>>,
 }
+
+/// A cached token's user, and until when it is trusted.
+type CachedToken = (Arc<UserInfo>, Instant);
 
 impl TokenCache {
     fn key(token: &str) -> [u8; 32] {

@@ -113,10 +113,10 @@ impl Snapshot {
         mut visit: impl FnMut(&PolicyRule) -> bool,
     ) -> bool {
         for grant in self.cluster_bindings.of(user) {
-            if let Some(rules) = self.rules_of("", &grant.role) {
-                if rules.iter().any(&mut visit) {
-                    return true;
-                }
+            if let Some(rules) = self.rules_of("", &grant.role)
+                && rules.iter().any(&mut visit)
+            {
+                return true;
             }
         }
         if namespace.is_empty() {
@@ -126,10 +126,10 @@ impl Snapshot {
             return false;
         };
         for grant in bindings.of(user) {
-            if let Some(rules) = self.rules_of(namespace, &grant.role) {
-                if rules.iter().any(&mut visit) {
-                    return true;
-                }
+            if let Some(rules) = self.rules_of(namespace, &grant.role)
+                && rules.iter().any(&mut visit)
+            {
+                return true;
             }
         }
         false

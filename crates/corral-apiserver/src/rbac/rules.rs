@@ -86,12 +86,10 @@ impl Attributes {
             }
             .to_string();
         }
-        if parts[0] == "namespaces" {
-            if parts.len() > 1 {
-                attributes.namespace = parts[1].to_string();
-                if parts.len() > 2 && !matches!(parts[2], "status" | "finalize") {
-                    parts = &parts[2..];
-                }
+        if parts[0] == "namespaces" && parts.len() > 1 {
+            attributes.namespace = parts[1].to_string();
+            if parts.len() > 2 && !matches!(parts[2], "status" | "finalize") {
+                parts = &parts[2..];
             }
         }
         if parts.len() >= 3 && attributes.verb != "proxy" {

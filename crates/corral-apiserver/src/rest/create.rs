@@ -52,14 +52,15 @@ pub(super) fn validate_metadata(target: &Target, object: &Value) -> Result<(), A
         "uid",
         "resourceVersion",
     ] {
-        if let Some(value) = metadata.get(field) {
-            if !value.is_string() && !value.is_null() {
-                causes.push(Cause {
-                    reason: "FieldValueTypeInvalid".into(),
-                    message: format!("Invalid value: {value}: must be a string"),
-                    field: format!("metadata.{field}"),
-                });
-            }
+        if let Some(value) = metadata.get(field)
+            && !value.is_string()
+            && !value.is_null()
+        {
+            causes.push(Cause {
+                reason: "FieldValueTypeInvalid".into(),
+                message: format!("Invalid value: {value}: must be a string"),
+                field: format!("metadata.{field}"),
+            });
         }
     }
     let name_errors = if target.resource.plural == "namespaces" && target.resource.group.is_empty()
@@ -103,15 +104,15 @@ pub(super) fn validate_metadata(target: &Target, object: &Value) -> Result<(), A
                     });
                 }
             }
-            if let Some(value) = value.as_str() {
-                if let Err(messages) = names::is_valid_label_value(value) {
-                    for message in messages {
-                        causes.push(Cause {
-                            reason: "FieldValueInvalid".into(),
-                            message: format!("Invalid value: {value:?}: {message}"),
-                            field: format!("metadata.labels.{key}"),
-                        });
-                    }
+            if let Some(value) = value.as_str()
+                && let Err(messages) = names::is_valid_label_value(value)
+            {
+                for message in messages {
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: format!("Invalid value: {value:?}: {message}"),
+                        field: format!("metadata.labels.{key}"),
+                    });
                 }
             }
         }
@@ -325,11 +326,11 @@ pub(super) async fn create_as(
     crate::strategy::prepare_create(target, &mut object);
     let mut attempts = 0;
     loop {
-        if let Some(base) = &generate_name {
-            if object::name(&object).is_none() || attempts > 0 {
-                let name = format!("{}{}", names::generated_name_base(base), random_suffix());
-                object::metadata_mut(&mut object).insert("name".into(), json!(name));
-            }
+        if let Some(base) = &generate_name
+            && (object::name(&object).is_none() || attempts > 0)
+        {
+            let name = format!("{}{}", names::generated_name_base(base), random_suffix());
+            object::metadata_mut(&mut object).insert("name".into(), json!(name));
         }
         // A generated name may clash, and the retry starts again from the object as it was
         // before admission; otherwise there is no retry, and no copy to keep.

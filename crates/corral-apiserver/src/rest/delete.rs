@@ -125,26 +125,26 @@ pub(super) async fn delete_once(
         ..
     } = base;
     let mut current = Arc::unwrap_or_clone(current);
-    if let Some(uid) = &options.uid {
-        if Some(uid.as_str()) != object::uid(&current) {
-            return Err(ApiError::conflict(
-                target.subject(name),
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    object::uid(&current).unwrap_or("")
-                ),
-            ));
-        }
+    if let Some(uid) = &options.uid
+        && Some(uid.as_str()) != object::uid(&current)
+    {
+        return Err(ApiError::conflict(
+            target.subject(name),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                object::uid(&current).unwrap_or("")
+            ),
+        ));
     }
-    if let Some(rv) = &options.resource_version {
-        if object::parse_resource_version(rv)? != mod_revision {
-            return Err(ApiError::conflict(
-                target.subject(name),
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {mod_revision}"
-                ),
-            ));
-        }
+    if let Some(rv) = &options.resource_version
+        && object::parse_resource_version(rv)? != mod_revision
+    {
+        return Err(ApiError::conflict(
+            target.subject(name),
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {mod_revision}"
+            ),
+        ));
     }
     crate::webhook::admit_delete(state, target, name, &current, options).await?;
     // The garbage collector's finalizers follow the propagation policy, also on an

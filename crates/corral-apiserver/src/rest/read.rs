@@ -100,15 +100,15 @@ impl Filter {
     }
 
     pub fn matches(&self, object: &Value) -> bool {
-        if let Some(labels) = &self.labels {
-            if !labels.matches_object(object) {
-                return false;
-            }
+        if let Some(labels) = &self.labels
+            && !labels.matches_object(object)
+        {
+            return false;
         }
-        if let Some(fields) = &self.fields {
-            if !fields.matches(|field| field_value(&self.resource, object, field)) {
-                return false;
-            }
+        if let Some(fields) = &self.fields
+            && !fields.matches(|field| field_value(&self.resource, object, field))
+        {
+            return false;
         }
         true
     }

@@ -15,15 +15,18 @@ use crate::server::ApiState;
 
 use super::*;
 
+/// A function from the current object to the new one (a patch, an apply).
+pub type Edit = Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync>;
+
 /// How an update request turns the current object into the new one.
 pub enum Change {
     /// PUT: the body is the new object.
     Replace(Value),
     /// PATCH: a function of the current object.
-    Patch(Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync>),
+    Patch(Edit),
     /// Server-side apply: like `Patch`, but the function also computes managedFields (see
     /// `apply/`), so no `Update` operation is recorded for it.
-    Apply(Box<dyn Fn(&Value) -> Result<Value, ApiError> + Send + Sync>),
+    Apply(Edit),
 }
 
 /// Applies an update or patch, retrying on a concurrent write unless the client set a
@@ -280,21 +283,22 @@ pub(super) async fn update_once(
         }
     }
     let precondition = object::resource_version(&new).map(str::to_string);
-    if let Some(expected) = &precondition {
-        if object::parse_resource_version(expected)? != mod_revision {
-            return Err(ApiError::stale(target.subject(name)));
-        }
+    if let Some(expected) = &precondition
+        && object::parse_resource_version(expected)? != mod_revision
+    {
+        return Err(ApiError::stale(target.subject(name)));
     }
-    if let Some(uid) = object::uid(&new) {
-        if !uid.is_empty() && Some(uid) != object::uid(&current) {
-            return Err(ApiError::conflict(
-                target.subject(name),
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    object::uid(&current).unwrap_or("")
-                ),
-            ));
-        }
+    if let Some(uid) = object::uid(&new)
+        && !uid.is_empty()
+        && Some(uid) != object::uid(&current)
+    {
+        return Err(ApiError::conflict(
+            target.subject(name),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                object::uid(&current).unwrap_or("")
+            ),
+        ));
     }
     let mut new = if status_only {
         status_update(&current, new)

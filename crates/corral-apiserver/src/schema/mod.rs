@@ -70,6 +70,10 @@ fn schema_of(resource: &ResourceInfo, version: &str) -> Option<Arc<CompiledSchem
         .clone()
 }
 
+/// A kind's own defaulting, run by [`admit`] between the schema's defaults and its
+/// validation.
+pub type Mutate<'a> = &'a dyn Fn(&mut Value) -> Result<(), ApiError>;
+
 /// Applies the schema of the request's version to a custom resource being written (in its
 /// storage shape): prunes, defaults and validates it. Returns the warnings for the response.
 ///
@@ -79,7 +83,7 @@ fn schema_of(resource: &ResourceInfo, version: &str) -> Option<Arc<CompiledSchem
 pub fn admit(
     request: &Request<'_>,
     object: &mut Value,
-    mutate: Option<&dyn Fn(&mut Value) -> Result<(), ApiError>>,
+    mutate: Option<Mutate<'_>>,
 ) -> Result<Vec<String>, ApiError> {
     let target = request.target;
     let resource = &target.resource;

@@ -115,10 +115,10 @@ impl Strategy for Crds {
         crd::prepare(object, None);
         let metadata = object::metadata_mut(object);
         let finalizers = metadata.entry("finalizers").or_insert_with(|| json!([]));
-        if let Some(list) = finalizers.as_array_mut() {
-            if !list.iter().any(|f| f == crd::CLEANUP_FINALIZER) {
-                list.push(json!(crd::CLEANUP_FINALIZER));
-            }
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == crd::CLEANUP_FINALIZER)
+        {
+            list.push(json!(crd::CLEANUP_FINALIZER));
         }
     }
 
@@ -210,10 +210,9 @@ impl Strategy for Secrets {
             .get("type")
             .and_then(Value::as_str)
             .is_none_or(str::is_empty)
+            && let Some(old_type) = old_type
         {
-            if let Some(old_type) = old_type {
-                map.insert("type".into(), old_type);
-            }
+            map.insert("type".into(), old_type);
         }
     }
 
@@ -250,14 +249,14 @@ impl Strategy for Secrets {
                 }),
             }
         }
-        if let (Some(old), Some(new_type)) = (old, object.get("type")) {
-            if old.get("type").is_some_and(|t| t != new_type) {
-                causes.push(Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: "Invalid value: field is immutable".into(),
-                    field: "type".into(),
-                });
-            }
+        if let (Some(old), Some(new_type)) = (old, object.get("type"))
+            && old.get("type").is_some_and(|t| t != new_type)
+        {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: "Invalid value: field is immutable".into(),
+                field: "type".into(),
+            });
         }
         Ok(())
     }

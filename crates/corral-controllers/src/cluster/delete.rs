@@ -47,8 +47,8 @@ pub(super) async fn reconcile_delete(
         return Ok(());
     }
     let namespace = scope.key.namespace.clone();
-    if let Some(reference) = scope.cluster.spec.control_plane_ref.clone() {
-        if !delete_referenced(
+    if let Some(reference) = scope.cluster.spec.control_plane_ref.clone()
+        && !delete_referenced(
             controller,
             scope,
             &reference,
@@ -56,12 +56,11 @@ pub(super) async fn reconcile_delete(
             Part::ControlPlane,
         )
         .await?
-        {
-            return Ok(());
-        }
+    {
+        return Ok(());
     }
-    if let Some(reference) = scope.cluster.spec.infrastructure_ref.clone() {
-        if !delete_referenced(
+    if let Some(reference) = scope.cluster.spec.infrastructure_ref.clone()
+        && !delete_referenced(
             controller,
             scope,
             &reference,
@@ -69,9 +68,8 @@ pub(super) async fn reconcile_delete(
             Part::Infrastructure,
         )
         .await?
-        {
-            return Ok(());
-        }
+    {
+        return Ok(());
     }
     scope.deleting = Some((
         reason::DELETION_COMPLETED.to_owned(),

@@ -273,10 +273,10 @@ pub(super) async fn reconcile_delete(
     {
         return Ok(());
     }
-    if let Some(bootstrap) = scope.machine.spec.bootstrap.config_ref.clone() {
-        if let Step::Waiting = delete_provider_object(controller, scope, &bootstrap, true).await? {
-            return Ok(());
-        }
+    if let Some(bootstrap) = scope.machine.spec.bootstrap.config_ref.clone()
+        && let Step::Waiting = delete_provider_object(controller, scope, &bootstrap, true).await?
+    {
+        return Ok(());
     }
     // The Node goes only once its infrastructure is gone (upstream issue #2565).
     if node_kept.is_none() {

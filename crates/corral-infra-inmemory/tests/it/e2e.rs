@@ -606,8 +606,8 @@ async fn a_cluster_comes_up_rolls_out_scales_heals_and_is_deleted_in_order() {
     }
     let cluster = eventually("the Cluster to be Provisioned", || async {
         let cluster = plane.api::<Cluster>().get(CLUSTER).await.unwrap();
-        let phase = cluster.status.as_ref()?.phase.clone()?;
-        (serde_json::to_value(&phase).unwrap() == "Provisioned").then_some(cluster)
+        let phase = cluster.status.as_ref()?.phase?;
+        (serde_json::to_value(phase).unwrap() == "Provisioned").then_some(cluster)
     })
     .await;
     assert!(

@@ -50,8 +50,9 @@ pub struct ConfigWebhook {
 
 /// Compiled object schemas, by the plugin schema's JSON text and the kind (where the config
 /// sits); shared by the webhook and the PluginMachine controller's last check.
-static SCHEMAS: LazyLock<Mutex<HashMap<(String, &'static str), Arc<CompiledSchema>>>> =
-    LazyLock::new(Default::default);
+static SCHEMAS: LazyLock<SchemaCache> = LazyLock::new(Default::default);
+
+type SchemaCache = Mutex<HashMap<(String, &'static str), Arc<CompiledSchema>>>;
 
 /// Which of the four kinds a request is about, and where its configuration sits.
 #[derive(Clone, Copy)]

@@ -392,8 +392,7 @@ impl Plane {
         eventually("the Machines provisioned", || async {
             let machines = self.worker_machines().await;
             let provisioned = machines.iter().all(|machine| {
-                machine.status.as_ref().and_then(|s| s.phase.clone())
-                    == Some(MachinePhase::Provisioned)
+                machine.status.as_ref().and_then(|s| s.phase) == Some(MachinePhase::Provisioned)
             });
             (machines.len() == replicas
                 && provisioned

@@ -93,7 +93,10 @@ impl Cgroup {
             for pid in processes {
                 // SAFETY: kill(2) with a pid read from the cgroup; a pid that has exited since
                 // gets ESRCH, which is what is wanted.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                #[allow(unsafe_code)]
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL)
+                };
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -56,7 +56,7 @@ async fn the_local_plugin_runs_real_machines_and_survives_its_restart() {
         cluster: cluster.clone(),
     };
     let (plugin, endpoint) = start_plugin(state.path(), &[]).await;
-    let client = Client::new(&ClientConfig::new(format!("{endpoint}"))).unwrap();
+    let client = Client::new(&ClientConfig::new(endpoint.to_string())).unwrap();
     let info = client.get_info(v1::GetInfoRequest {}).await.unwrap();
     assert_eq!(info.name, "local");
     assert_eq!(info.contract_versions, ["v1"]);

@@ -332,7 +332,7 @@ async fn dev_cluster_exists(
         return Ok(false);
     };
     let namespace = scope.api.namespace().unwrap_or_default();
-    let dev_clusters: Api<DevCluster> = Api::namespaced(scope.context.client.clone(), &namespace);
+    let dev_clusters: Api<DevCluster> = Api::namespaced(scope.context.client.clone(), namespace);
     if cached_or_get(&caches.dev_clusters, &dev_clusters, &infrastructure.name)
         .await?
         .is_none()
