@@ -59,17 +59,7 @@ pub(super) async fn reconcile_delete(
             .filter(|f| *f != FINALIZER)
             .cloned()
             .collect();
-        let patch = json!({ "metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": kcp.resource_version(),
-        }});
-        kcps.patch(
-            &kcp.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(Error::Patch)?;
+        write_finalizers(&kcps, kcp, finalizers).await?;
         let key = ClusterKey::new(&namespace, cluster);
         context.watches.forget(&key);
         context

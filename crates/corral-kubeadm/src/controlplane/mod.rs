@@ -76,7 +76,7 @@ use serde_json::json;
 use crate::api::bootstrap::KubeadmConfig;
 use crate::api::controlplane::{KubeadmControlPlane, LastRemediationStatus};
 use etcd::{EtcdAdmin, EtcdError, SimulatedEtcd};
-use planner::{MachineView, MemberHealth, PreviousRemediation, RetryDecision, RolloutStep};
+use planner::{MachineView, PreviousRemediation, RetryDecision, RolloutStep};
 use watches::WorkloadWatches;
 use workload::WorkloadState;
 
@@ -836,6 +836,15 @@ async fn add_finalizer(
 ) -> Result<(), Error> {
     let mut finalizers = kcp.finalizers().to_vec();
     finalizers.push(FINALIZER.to_string());
+    write_finalizers(kcps, kcp, finalizers).await
+}
+
+/// Writes the KubeadmControlPlane's finalizers, conditional on the version read.
+async fn write_finalizers(
+    kcps: &Api<KubeadmControlPlane>,
+    kcp: &KubeadmControlPlane,
+    finalizers: Vec<String>,
+) -> Result<(), Error> {
     let patch = json!({ "metadata": {
         "finalizers": finalizers,
         "resourceVersion": kcp.resource_version(),

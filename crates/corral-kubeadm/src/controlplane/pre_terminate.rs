@@ -22,7 +22,7 @@ use serde_json::json;
 
 use super::planner::{self, MemberHealth};
 use super::{Context, Error, Outcome, Scope, machine_node};
-use crate::controlplane::etcd::EtcdMember;
+use crate::controlplane::etcd::{EtcdAdmin, EtcdMember};
 
 /// The pre-terminate hook the control plane puts on its Machines (upstream
 /// `PreTerminateHookCleanupAnnotation`).
@@ -199,18 +199,7 @@ pub(super) async fn reconcile_pre_terminate_hook(
         remove_hook(context, machine).await?;
         return Ok(true);
     };
-    let nodes: BTreeSet<String> = scope
-        .machines
-        .iter()
-        .filter_map(|m| machine_node(m))
-        .collect();
-    let health: Vec<MemberHealth> = members
-        .iter()
-        .map(|m| MemberHealth {
-            name: m.name.clone(),
-            healthy: m.healthy && nodes.contains(&m.name),
-        })
-        .collect();
+    let health = member_health(scope, members);
     if !planner::can_safely_remove_etcd_member(&health, &member.name) {
         tracing::info!(machine = %name, "Cannot remove the etcd member of the deleting Machine: etcd would lose quorum");
         return Ok(true);
@@ -218,14 +207,7 @@ pub(super) async fn reconcile_pre_terminate_hook(
     if member.leader
         && let Some(next) = leadership_candidate(scope, members, &name)
     {
-        tracing::info!(from = %member.name, to = %next.name, "Moving etcd leadership");
-        etcd.move_leader(next.id)
-            .await
-            .map_err(|source| Error::Etcd {
-                operation: "move leadership",
-                member: member.name.clone(),
-                source: Box::new(source),
-            })?;
+        move_leadership(etcd.as_ref(), member, next).await?;
     }
     tracing::info!(member = %member.name, machine = %name, "Removing etcd member of the deleting Machine");
     etcd.remove_member(member.id)
@@ -237,6 +219,39 @@ pub(super) async fn reconcile_pre_terminate_hook(
         })?;
     remove_hook(context, machine).await?;
     Ok(true)
+}
+
+/// Each etcd member's health as quorum checks count it: it answers and a Machine of this
+/// control plane runs it (upstream `canSafelyRemoveEtcdMember`).
+pub(super) fn member_health(scope: &Scope, members: &[EtcdMember]) -> Vec<MemberHealth> {
+    let nodes: BTreeSet<String> = scope
+        .machines
+        .iter()
+        .filter_map(|m| machine_node(m))
+        .collect();
+    members
+        .iter()
+        .map(|m| MemberHealth {
+            name: m.name.clone(),
+            healthy: m.healthy && nodes.contains(&m.name),
+        })
+        .collect()
+}
+
+/// Moves etcd leadership from `member` to `next` (upstream `forwardEtcdLeadership`).
+pub(super) async fn move_leadership(
+    etcd: &dyn EtcdAdmin,
+    member: &EtcdMember,
+    next: &EtcdMember,
+) -> Result<(), Error> {
+    tracing::info!(from = %member.name, to = %next.name, "Moving etcd leadership");
+    etcd.move_leader(next.id)
+        .await
+        .map_err(|source| Error::Etcd {
+            operation: "move leadership",
+            member: member.name.clone(),
+            source: Box::new(source),
+        })
 }
 
 /// The member to lead instead of the Machine `leaving`'s (upstream

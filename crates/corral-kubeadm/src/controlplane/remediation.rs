@@ -225,18 +225,7 @@ fn check_etcd_quorum(scope: &Scope, target: &MachineView) -> Result<(), Blocked>
             format!("KubeadmControlPlane {}", why.to_lowercase()),
         ));
     };
-    let nodes: BTreeSet<String> = scope
-        .machines
-        .iter()
-        .filter_map(|m| machine_node(m))
-        .collect();
-    let health: Vec<MemberHealth> = members
-        .iter()
-        .map(|m| MemberHealth {
-            name: m.name.clone(),
-            healthy: m.healthy && nodes.contains(&m.name),
-        })
-        .collect();
+    let health = pre_terminate::member_health(scope, members);
     let target_machine = scope.machine(&target.name).expect("in scope");
     let target_node = machine_node(target_machine).unwrap_or_default();
     if planner::can_safely_remove_etcd_member(&health, &target_node) {

@@ -179,14 +179,7 @@ pub(super) async fn remove_machine(
         && let Ok(members) = &workload.members
         && let Some(next) = pre_terminate::leadership_candidate(scope, members, name)
     {
-        tracing::info!(from = %member.name, to = %next.name, "Moving etcd leadership");
-        etcd.move_leader(next.id)
-            .await
-            .map_err(|source| Error::Etcd {
-                operation: "move leadership",
-                member: member.name.clone(),
-                source: Box::new(source),
-            })?;
+        pre_terminate::move_leadership(etcd.as_ref(), member, next).await?;
     }
     tracing::info!(machine = %name, "Deleting control plane Machine");
     let machines: Api<Machine> = Api::namespaced(context.client.clone(), &scope.namespace);
