@@ -210,13 +210,7 @@ pub(super) async fn reconcile_pre_terminate_hook(
         move_leadership(etcd.as_ref(), member, next).await?;
     }
     tracing::info!(member = %member.name, machine = %name, "Removing etcd member of the deleting Machine");
-    etcd.remove_member(member.id)
-        .await
-        .map_err(|source| Error::Etcd {
-            operation: "remove",
-            member: member.name.clone(),
-            source: Box::new(source),
-        })?;
+    remove_member(etcd.as_ref(), member).await?;
     remove_hook(context, machine).await?;
     Ok(true)
 }
@@ -224,11 +218,7 @@ pub(super) async fn reconcile_pre_terminate_hook(
 /// Each etcd member's health as quorum checks count it: it answers and a Machine of this
 /// control plane runs it (upstream `canSafelyRemoveEtcdMember`).
 pub(super) fn member_health(scope: &Scope, members: &[EtcdMember]) -> Vec<MemberHealth> {
-    let nodes: BTreeSet<String> = scope
-        .machines
-        .iter()
-        .filter_map(|m| machine_node(m))
-        .collect();
+    let nodes = control_plane_nodes(scope);
     members
         .iter()
         .map(|m| MemberHealth {
@@ -236,6 +226,26 @@ pub(super) fn member_health(scope: &Scope, members: &[EtcdMember]) -> Vec<Member
             healthy: m.healthy && nodes.contains(&m.name),
         })
         .collect()
+}
+
+/// The Nodes of this control plane's Machines (kubeadm names etcd members after them).
+pub(super) fn control_plane_nodes(scope: &Scope) -> BTreeSet<String> {
+    scope
+        .machines
+        .iter()
+        .filter_map(|m| machine_node(m))
+        .collect()
+}
+
+/// Removes an etcd member.
+pub(super) async fn remove_member(etcd: &dyn EtcdAdmin, member: &EtcdMember) -> Result<(), Error> {
+    etcd.remove_member(member.id)
+        .await
+        .map_err(|source| Error::Etcd {
+            operation: "remove",
+            member: member.name.clone(),
+            source: Box::new(source),
+        })
 }
 
 /// Moves etcd leadership from `member` to `next` (upstream `forwardEtcdLeadership`).

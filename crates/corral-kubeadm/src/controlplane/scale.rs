@@ -49,20 +49,10 @@ pub(super) async fn reconcile_machines(
         && scope.views.iter().all(|v| v.has_node)
         && let Ok(members) = &workload.members
     {
-        let nodes: BTreeSet<String> = scope
-            .machines
-            .iter()
-            .filter_map(|m| machine_node(m))
-            .collect();
+        let nodes = pre_terminate::control_plane_nodes(scope);
         for member in members.iter().filter(|m| !nodes.contains(&m.name)) {
             tracing::info!(member = %member.name, "Removing etcd member without a Machine");
-            etcd.remove_member(member.id)
-                .await
-                .map_err(|source| Error::Etcd {
-                    operation: "remove",
-                    member: member.name.clone(),
-                    source: Box::new(source),
-                })?;
+            pre_terminate::remove_member(etcd.as_ref(), member).await?;
             outcome.waiting = true;
         }
         if outcome.waiting {
